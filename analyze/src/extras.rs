@@ -1,0 +1,155 @@
+//! Figures beyond METHOD.md, shown beside its figures and never instead of them: a seeded
+//! bootstrap interval of the median, a Wilcoxon signed-rank p-value, and an order-effect check.
+
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+/// Percentile bootstrap 95 % interval of the median of `deltas`, from `resamples` resamples
+/// drawn by a `SmallRng` seeded with `seed`. `None` below two deltas or without resamples.
+pub fn bootstrap_median_ci(deltas: &[f64], resamples: usize, seed: u64) -> Option<(f64, f64)> {
+    let m = deltas.len();
+    if m < 2 || resamples == 0 {
+        return None;
+    }
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut draw = vec![0.0; m];
+    let mut medians: Vec<f64> = (0..resamples)
+        .map(|_| {
+            for slot in draw.iter_mut() {
+                *slot = deltas[rng.random_range(0..m)];
+            }
+            crate::stats::median(&mut draw)
+        })
+        .collect();
+    medians.sort_unstable_by(f64::total_cmp);
+    let at = |q: f64| medians[((q * resamples as f64).ceil() as usize).clamp(1, resamples) - 1];
+    Some((at(0.025), at(0.975)))
+}
+
+/// A seed for one quantity, so that its bootstrap does not depend on which others ran.
+pub fn quantity_seed(seed: u64, names: &[&str]) -> u64 {
+    // FNV-1a over the names, mixed with the user's seed.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for name in names {
+        for b in name.bytes().chain([0]) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Two-sided Wilcoxon signed-rank p-value of `deltas` against 0. Zeros are dropped; exact
+/// below 50 nonzero deltas without ties, else the normal approximation with tie and
+/// continuity correction. `None` when no delta is nonzero.
+pub fn wilcoxon_p(deltas: &[f64]) -> Option<f64> {
+    let mut nonzero: Vec<f64> = deltas.iter().copied().filter(|d| *d != 0.0 && d.is_finite()).collect();
+    let n = nonzero.len();
+    if n == 0 {
+        return None;
+    }
+    nonzero.sort_unstable_by(|a, b| a.abs().total_cmp(&b.abs()));
+    let mut w_plus = 0.0;
+    let mut tie_term = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && nonzero[j + 1].abs() == nonzero[i].abs() {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        w_plus += rank * nonzero[i..=j].iter().filter(|d| **d > 0.0).count() as f64;
+        let t = (j - i + 1) as f64;
+        tie_term += t * t * t - t;
+        i = j + 1;
+    }
+    if tie_term == 0.0 && n < 50 {
+        return Some(exact_signed_rank_p(n, w_plus as usize));
+    }
+    let nf = n as f64;
+    let mean = nf * (nf + 1.0) / 4.0;
+    let var = nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0 - tie_term / 48.0;
+    if var <= 0.0 {
+        return Some(1.0);
+    }
+    let z = ((w_plus - mean).abs() - 0.5).max(0.0) / var.sqrt();
+    let normal = Normal::standard();
+    Some((2.0 * normal.sf(z)).min(1.0))
+}
+
+/// `2 · min(P(W ≤ w), P(W ≥ w))` under the null, from the count of rank subsets per sum.
+fn exact_signed_rank_p(n: usize, w: usize) -> f64 {
+    let max = n * (n + 1) / 2;
+    let mut counts = vec![0.0f64; max + 1];
+    counts[0] = 1.0;
+    for rank in 1..=n {
+        for sum in (rank..=max).rev() {
+            counts[sum] += counts[sum - rank];
+        }
+    }
+    let total = 2f64.powi(n as i32);
+    let low: f64 = counts[..=w].iter().sum::<f64>() / total;
+    let high: f64 = counts[w..].iter().sum::<f64>() / total;
+    (2.0 * low.min(high)).min(1.0)
+}
+
+/// Pearson correlation of the deltas with the arm's slot in each pass, and its two-sided
+/// p-value (t with `m − 2` df). `None` when the slot or the delta never varies.
+pub fn order_effect(deltas: &[f64], slots: &[f64]) -> Option<(f64, f64)> {
+    let m = deltas.len();
+    if m < 3 || slots.len() != m {
+        return None;
+    }
+    let (md, ms) = (crate::stats::mean(deltas), crate::stats::mean(slots));
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (d, s) in deltas.iter().zip(slots) {
+        sxy += (d - md) * (s - ms);
+        sxx += (s - ms) * (s - ms);
+        syy += (d - md) * (d - md);
+    }
+    if sxx == 0.0 || syy == 0.0 {
+        return None;
+    }
+    let r = (sxy / (sxx * syy).sqrt()).clamp(-1.0, 1.0);
+    let df = (m - 2) as f64;
+    let p = if r.abs() >= 1.0 {
+        0.0
+    } else {
+        let t = r * (df / (1.0 - r * r)).sqrt();
+        let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+        2.0 * dist.sf(t.abs())
+    };
+    Some((r, p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_wilcoxon_matches_the_table() {
+        // n = 5, all positive: W+ = 15, p = 2/32.
+        assert!((wilcoxon_p(&[1.0, 2.0, 3.0, 4.0, 5.0]).unwrap() - 0.0625).abs() < 1e-15);
+        // Symmetric signs: W+ = 1 + 4 + 5 = 10 of a mean 7.5.
+        let p = wilcoxon_p(&[1.0, -2.0, -3.0, 4.0, 5.0]).unwrap();
+        assert!((p - 2.0 * 10.0 / 32.0).abs() < 1e-15, "{p}");
+        assert_eq!(wilcoxon_p(&[0.0, 0.0]), None);
+    }
+
+    #[test]
+    fn bootstrap_is_seeded_and_brackets_the_median() {
+        let deltas = [0.5, 0.7, 0.9, 1.1, 0.8, 0.6, 1.0];
+        let a = bootstrap_median_ci(&deltas, 2000, 7).unwrap();
+        assert_eq!(a, bootstrap_median_ci(&deltas, 2000, 7).unwrap());
+        assert!(a.0 <= 0.8 && 0.8 <= a.1 && a.0 >= 0.5 && a.1 <= 1.1, "{a:?}");
+    }
+
+    #[test]
+    fn order_effect_sees_a_slot_trend() {
+        let slots = [0.0, 1.0, 2.0, 0.0, 1.0, 2.0];
+        let (r, p) = order_effect(&[1.0, 2.0, 3.0, 1.1, 2.1, 3.1], &slots).unwrap();
+        assert!(r > 0.99 && p < 0.001, "{r} {p}");
+        assert_eq!(order_effect(&[1.0, 2.0, 3.0], &[1.0, 1.0, 1.0]), None);
+    }
+}

@@ -1,0 +1,38 @@
+use analyze::{report, split, verify};
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Verify and report A/B ladders written by `runner`.
+#[derive(Parser)]
+#[command(name = "analyze", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Replay ladder files against their legal order; exit 0 only when every file is one
+    /// connected run.
+    Verify(verify::VerifyArgs),
+    /// Cut a file holding several runs into one file per start record.
+    Split(split::SplitArgs),
+    /// Paired statistics, controls, round split, identity and cross-ladder spread.
+    Report(report::ReportArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Verify(args) => verify::run(args),
+        Command::Split(args) => split::run(args),
+        Command::Report(args) => report::run(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => {
+            eprintln!("analyze: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

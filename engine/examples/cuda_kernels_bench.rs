@@ -1,0 +1,180 @@
+//! Achieved read bandwidth of each CUDA kernel at the Qwen3.6-35B-A3B shapes, against the
+//! measured read ceiling. Each timed launch reads data that is not in L2: launches cycle
+//! through copies (layers) that together exceed the L2 several times.
+//!
+//!     cargo run --release -p engine --example cuda_kernels_bench
+
+use anyhow::Result;
+use cudarc::driver::CudaSlice;
+use engine::cuda::gemv::ArgmaxScratch;
+use engine::cuda::{synthetic_key, AttnShape, GdnShape, Gpu, MoeScratch, MoeShape, MoeWeights};
+use half::bf16;
+
+/// Data a benchmark cycles through per timed batch, so that L2 hits do not flatter it.
+const CYCLE_BYTES: usize = 512 << 20;
+
+struct Bench<'a> {
+    gpu: &'a Gpu,
+    ceiling_gbs: f64,
+}
+
+impl Bench<'_> {
+    fn weights(&self, name: &str, n: usize, scale: f32) -> Result<CudaSlice<bf16>> {
+        let mut w = self.gpu.stream.alloc_zeros::<bf16>(n)?;
+        self.gpu.fill_synthetic(&mut w, 1, synthetic_key(name), 0.0, scale)?;
+        Ok(w)
+    }
+
+    /// Times `copies` launches per batch (median of 20 batches), issued one by one on the
+    /// stream and replayed as a captured graph (as a decode round runs), and prints one row;
+    /// GB/s and the ceiling share are the graph's.
+    fn row(&self, kernel: &str, shape: &str, bytes: usize, copies: usize, mut launch: impl FnMut(usize) -> Result<()>) -> Result<()> {
+        let stream_ms = self.gpu.time_median_ms(3, 20, || (0..copies).try_for_each(&mut launch))? / copies as f64;
+        let graph = self.gpu.capture(|_| (0..copies).try_for_each(&mut launch))?;
+        let ms = self.gpu.time_median_ms(3, 20, || graph.launch().map_err(|e| anyhow::anyhow!("graph launch: {e:?}")))? / copies as f64;
+        let gbs = bytes as f64 / (ms * 1e-3) / 1e9;
+        println!("{kernel:<22} {shape:<40} {:>9.2} {:>10.2} {:>9.2} {:>7.0} {:>6.1}%", bytes as f64 / 1e6, stream_ms * 1e3, ms * 1e3, gbs, 100.0 * gbs / self.ceiling_gbs);
+        Ok(())
+    }
+}
+
+fn copies_for(bytes: usize) -> usize {
+    CYCLE_BYTES.div_ceil(bytes).clamp(1, 64)
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("cuda_kernels_bench: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let gpu = Gpu::new(0)?;
+    let i = &gpu.info;
+    println!("device: {} (sm_{}{}), {} SMs, L2 {} B, persisting L2 max {} B, access policy window max {} B, memory {} B",
+        i.name, i.compute_capability.0, i.compute_capability.1, i.sm_count, i.l2_bytes, i.persisting_l2_max_bytes, i.access_policy_max_window_bytes, i.total_mem_bytes);
+    let ceilings: Vec<f64> = (0..3).map(|_| gpu.measure_read_ceiling_gbs(4 << 30)).collect::<Result<_>>()?;
+    let ceiling_gbs = ceilings.iter().cloned().fold(0.0, f64::max);
+    println!("read ceiling (float4 grid-stride over 4 GiB, median of 10, best of 3 runs): {ceiling_gbs:.0} GB/s ({:?})", ceilings.iter().map(|c| c.round()).collect::<Vec<_>>());
+    println!();
+    println!("{:<22} {:<40} {:>9} {:>10} {:>9} {:>7} {:>7}", "kernel", "shape", "MB read", "us stream", "us graph", "GB/s", "ceiling");
+    let b = Bench { gpu: &gpu, ceiling_gbs };
+    gemv_rows(&b)?;
+    lm_head_row(&b)?;
+    moe_row(&b)?;
+    gdn_rows(&b)?;
+    attention_rows(&b)?;
+    Ok(())
+}
+
+fn gemv_rows(b: &Bench) -> Result<()> {
+    let pool = b.weights("bench.gemv", CYCLE_BYTES / 2 + (64 << 20), 0.02)?;
+    let x = b.weights("bench.x", 8 * 8192, 1.0)?;
+    let xf: CudaSlice<f32> = b.gpu.stream.clone_htod(&vec![0.5f32; 8 * 8192])?;
+    let mut y = b.gpu.stream.alloc_zeros::<f32>(8 * 12288)?;
+    for (name, rows, cols, t) in [
+        ("gdn in_proj qkvz", 12288, 2048, 1),
+        ("gdn in_proj qkvz", 12288, 2048, 4),
+        ("gemv 2048->8192", 8192, 2048, 1),
+        ("gdn out_proj", 2048, 4096, 1),
+        ("attn o_proj", 2048, 4096, 1),
+        ("router", 256, 2048, 1),
+    ] {
+        let bytes = rows * cols * 2;
+        let copies = copies_for(bytes);
+        b.row(&format!("gemv t={t}"), &format!("{name} {rows}x{cols}"), bytes, copies, |c| {
+            let w = pool.slice(c * rows * cols..(c + 1) * rows * cols);
+            b.gpu.gemv(&w, &xf, &mut y, rows, cols, t, false)
+        })?;
+    }
+    let (rows, cols) = (8192, 2048);
+    let copies = copies_for(rows * cols * 2);
+    b.row("gemv bf16 x, t=1", &format!("gemv 2048->8192 {rows}x{cols}"), rows * cols * 2, copies, |c| {
+        let w = pool.slice(c * rows * cols..(c + 1) * rows * cols);
+        b.gpu.gemv(&w, &x, &mut y, rows, cols, 1, false)
+    })
+}
+
+fn lm_head_row(b: &Bench) -> Result<()> {
+    let (vocab, hidden) = (248_320, 2048);
+    let w = b.weights("bench.lm_head", vocab * hidden, 0.02)?;
+    let x: CudaSlice<f32> = b.gpu.stream.clone_htod(&(0..8 * hidden).map(|i| ((i % 7) as f32 - 3.0) * 0.1).collect::<Vec<_>>())?;
+    let mut scratch = ArgmaxScratch::new(b.gpu, vocab)?;
+    let mut ids = b.gpu.stream.alloc_zeros::<i32>(8)?;
+    for t in [1, 4] {
+        b.row(&format!("lm_head_argmax t={t}"), &format!("{vocab}x{hidden}"), vocab * hidden * 2, 1, |_| b.gpu.lm_head_argmax(&w, &x, &mut scratch, &mut ids, vocab, hidden, t))?;
+    }
+    Ok(())
+}
+
+fn moe_row(b: &Bench) -> Result<()> {
+    let s = MoeShape { experts: 256, top_k: 8, hidden: 2048, expert_dim: 512, shared_dim: 512 };
+    let (e, h, i) = (s.experts, s.hidden, s.expert_dim);
+    let router = b.weights("bench.router", e * h, 0.1)?;
+    let gate = b.weights("bench.gate", e * i * h, 0.02)?;
+    let up = b.weights("bench.up", e * i * h, 0.02)?;
+    let down = b.weights("bench.down", e * h * i, 0.02)?;
+    let sg = b.weights("bench.sg", i * h, 0.02)?;
+    let su = b.weights("bench.su", i * h, 0.02)?;
+    let sd = b.weights("bench.sd", h * i, 0.02)?;
+    let seg = b.weights("bench.seg", h, 0.02)?;
+    let w = MoeWeights { router: &router, gate: &gate, up: &up, down: &down, shared_gate: &sg, shared_up: &su, shared_down: &sd, shared_expert_gate: &seg };
+    // Distinct inputs route to distinct experts, as consecutive tokens do.
+    let inputs = 32;
+    let xs = b.weights("bench.moe_x", inputs * h, 1.0)?;
+    let xs: Vec<f32> = b.gpu.stream.clone_dtoh(&xs)?.iter().map(|v| v.to_f32()).collect();
+    let xs: CudaSlice<f32> = b.gpu.stream.clone_htod(&xs)?;
+    let mut scratch = MoeScratch::new(b.gpu, s)?;
+    let mut y = b.gpu.stream.alloc_zeros::<f32>(8 * h)?;
+    let bytes = e * h * 2 + (s.top_k + 1) * 3 * i * h * 2;
+    b.row("moe (4 launches) t=1", "256 experts top-8 + shared, 512x2048", bytes, inputs, |c| {
+        b.gpu.moe(&xs.slice(c * h..(c + 1) * h), &w, &mut scratch, &mut y, 1, s, true)
+    })
+}
+
+fn gdn_rows(b: &Bench) -> Result<()> {
+    let s = GdnShape { hk: 16, hv: 32 };
+    let layers = 30;
+    let c = s.conv_channels();
+    let mut pool = b.gpu.stream.alloc_zeros::<u8>(layers * s.layer_state_bytes())?;
+    let x: CudaSlice<f32> = b.gpu.stream.clone_htod(&(0..c).map(|i| ((i % 13) as f32 - 6.0) * 0.1).collect::<Vec<_>>())?;
+    let conv_w = b.weights("bench.conv", 4 * c, 0.5)?;
+    let a_log = b.weights("bench.a_log", s.hv, 1.0)?;
+    let dt = b.weights("bench.dt", s.hv, 1.0)?;
+    let ba: CudaSlice<f32> = b.gpu.stream.clone_htod(&vec![0.3f32; s.hv])?;
+    let mut conv = b.gpu.stream.alloc_zeros::<f32>(c)?;
+    let mut o = b.gpu.stream.alloc_zeros::<f32>(s.hv * 128)?;
+    let lb = s.layer_state_bytes();
+    b.row("gdn_conv t=1", "8192 channels, slot 0 -> 1", 2 * s.conv_slot_bytes(), layers, |l| {
+        let mut layer = pool.slice_mut(l * lb..(l + 1) * lb);
+        b.gpu.gdn_conv(&x, &conv_w, &mut layer, 0, 1, &mut conv, 1, s)
+    })?;
+    for (read, write, what) in [(0, 1, "slot 0 -> 1"), (0, 0, "in place")] {
+        b.row("gdn_step t=1", &format!("32 heads 128x128 fp32, {what}"), 2 * s.rec_slot_bytes(), layers, |l| {
+            let mut layer = pool.slice_mut(l * lb..(l + 1) * lb);
+            b.gpu.gdn_step(&conv, &ba, &ba, &a_log, &dt, &mut layer, read, write, &mut o, 1, s)
+        })?;
+    }
+    Ok(())
+}
+
+fn attention_rows(b: &Bench) -> Result<()> {
+    for ctx in [4096, 32768] {
+        let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx: ctx, rot_dim: 64, rope_theta: 1e7, eps: 1e-6 };
+        let per_layer = 2 * s.cache_len() * 2;
+        let layers = copies_for(per_layer).min(16);
+        let kc = b.weights("bench.k_cache", layers * s.cache_len(), 1.0)?;
+        let vc = b.weights("bench.v_cache", layers * s.cache_len(), 1.0)?;
+        let q: CudaSlice<f32> = b.gpu.stream.clone_htod(&vec![0.05f32; s.hq * 256])?;
+        let pos: CudaSlice<i32> = b.gpu.stream.clone_htod(&[(ctx - 1) as i32])?;
+        let splits = s.splits(1, b.gpu.info.sm_count);
+        let mut scratch = b.gpu.stream.alloc_zeros::<f32>(s.scratch_len(1, splits))?;
+        let mut out = b.gpu.stream.alloc_zeros::<f32>(s.hq * 256)?;
+        b.row("attn_decode t=1", &format!("ctx {ctx}, 16/2 heads x256, {splits} splits"), per_layer, layers, |l| {
+            let n = s.cache_len();
+            b.gpu.attn_decode(&q, &kc.slice(l * n..(l + 1) * n), &vc.slice(l * n..(l + 1) * n), &pos, &q, &mut scratch, &mut out, 1, splits, s)
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,103 @@
+//! The seam between the model and a device: the blocks a forward pass is made of.
+//!
+//! The model (`model.rs`) composes these operations; a backend implements them on its
+//! device. Buffers are preallocated once and reused every round: every operation works on
+//! the first `t` rows of its buffers (row-major `[t][width]`), so a round needs no
+//! allocation and no host round trip except `read_tokens` for the acceptance decision.
+#![allow(clippy::too_many_arguments)]
+
+use crate::arms::Prefetch;
+use crate::config::ModelConfig;
+use crate::weights::{AttnWeights, FfnWeights, GdnWeights};
+use anyhow::Result;
+
+/// Where one GDN layer's state lives in the pool for one call: the slot read and the slot
+/// written (equal for an in-place update), as byte offsets into the pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotPair {
+    pub src: usize,
+    pub dst: usize,
+}
+
+pub trait Backend: Sized {
+    /// An f32 device buffer (activations, norm weights, KV cache, rotary table).
+    type Buf;
+    /// A weight matrix `[rows][cols]`, bf16-exact values.
+    type Mat;
+    /// A u32 token buffer.
+    type Tok;
+    /// The raw state pool: bf16 conv state and f32 recurrent state at byte offsets.
+    type Pool;
+
+    /// "cpu" or "cuda".
+    fn name(&self) -> &'static str;
+    /// Sizes the backend's internal scratch for `cfg` and batches of up to `max_rows`.
+    fn prepare(&mut self, cfg: &ModelConfig, max_rows: usize) -> Result<()>;
+
+    fn alloc(&mut self, len: usize) -> Result<Self::Buf>;
+    fn alloc_tokens(&mut self, len: usize) -> Result<Self::Tok>;
+    fn alloc_pool(&mut self, bytes: usize) -> Result<Self::Pool>;
+    fn upload(&mut self, host: &[f32]) -> Result<Self::Buf>;
+    fn upload_mat(&mut self, rows: usize, cols: usize, host: &[f32]) -> Result<Self::Mat>;
+    /// Zeroes the whole pool (a new sequence starts from a zero state).
+    fn clear_pool(&mut self, pool: &mut Self::Pool);
+    fn write_tokens(&mut self, dst: &mut Self::Tok, at: usize, host: &[u32]);
+    /// Blocks until the device is done, then copies tokens to the host.
+    fn read_tokens(&mut self, src: &Self::Tok, at: usize, host: &mut [u32]);
+    /// `dst[dst_row + i] = src[src_row + i]` for `rows` rows of `width`.
+    fn copy_rows(&mut self, src: &Self::Buf, src_row: usize, dst: &mut Self::Buf, dst_row: usize, rows: usize, width: usize);
+
+    /// `out[i] = table[tok[at + i]]` for `t` rows.
+    fn embed(&mut self, table: &Self::Mat, tok: &Self::Tok, at: usize, t: usize, out: &mut Self::Buf);
+    /// Zero-centred RMSNorm per row: `out = x / rms(x) · (1 + w)`.
+    fn rms_norm(&mut self, x: &Self::Buf, w: &Self::Buf, t: usize, width: usize, eps: f32, out: &mut Self::Buf);
+    /// `out[i] = W · x[i]` for `t` rows (`x` rows of `cols`, `out` rows of `rows`).
+    fn matmul(&mut self, w: &Self::Mat, x: &Self::Buf, t: usize, out: &mut Self::Buf);
+    /// `acc += x` over `len` elements (residual add).
+    fn add(&mut self, acc: &mut Self::Buf, x: &Self::Buf, len: usize);
+    /// `out[i] = a[i] ‖ b[i]` (the MTP fc input), rows of `wa` and `wb`.
+    fn concat(&mut self, a: &Self::Buf, b: &Self::Buf, t: usize, wa: usize, wb: usize, out: &mut Self::Buf);
+
+    /// GDN causal depthwise conv + SiLU over `t` positions of the projected q‖k‖v `x`,
+    /// reading the conv state (bf16, last `kernel − 1` inputs) at `slots.src` and writing
+    /// it at `slots.dst`.
+    fn gdn_conv(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut Self::Pool, slots: SlotPair, x: &Self::Buf, t: usize, out: &mut Self::Buf);
+    /// GDN gates and recurrence over `t` positions: from the conv output `qkv` and the raw
+    /// `b`, `a` projections, reads the recurrent state at `slots.src`, writes it at
+    /// `slots.dst` and returns `o = Sᵀq̂` per value head in `out`.
+    fn gdn_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut Self::Pool, slots: SlotPair, qkv: &Self::Buf, b: &Self::Buf, a: &Self::Buf, t: usize, out: &mut Self::Buf);
+    /// GDN output norm per value head: `out = w · rmsnorm(o) · silu(z)`.
+    fn gated_norm(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, o: &Self::Buf, z: &Self::Buf, t: usize, out: &mut Self::Buf);
+    /// Gated full attention for `t` positions starting at `pos0`: q/k RMSNorm, partial
+    /// rotary, write k/v into the cache at `pos0..pos0+t`, causal GQA over the cache,
+    /// `sigmoid(gate) ⊙ attn`. `qg` is the q_proj output (per head: query then gate).
+    fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, rope: &Self::Buf, qg: &Self::Buf, k: &Self::Buf, v: &Self::Buf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut Self::Buf);
+    /// The feed-forward block: MoE (softmax router, top-k renormalised, SwiGLU experts,
+    /// sigmoid-gated shared expert) or dense SwiGLU.
+    fn ffn(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &Self::Buf, t: usize, out: &mut Self::Buf);
+    /// `out[at + i] = argmax(head · x[row0 + i])` for `rows` rows (lowest index on ties).
+    fn lm_head_argmax(&mut self, head: &Self::Mat, x: &Self::Buf, row0: usize, rows: usize, out: &mut Self::Tok, at: usize);
+
+    /// Arms a prefetch of `bytes` of the pool at byte `offset`, issued while the next
+    /// weight-streaming operations run (ENGINE_PREFETCH selects real, null or decoy).
+    fn prefetch_state(&mut self, pool: &Self::Pool, offset: usize, bytes: usize, mode: Prefetch);
+    /// What the prefetch path did since the backend was created (counted, not requested).
+    fn prefetch_counts(&self) -> PrefetchCounts;
+}
+
+/// Prefetch activity, counted where it happens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PrefetchCounts {
+    /// The mode the prefetch path was last armed with (`Off` if never armed).
+    pub mode: Prefetch,
+    /// Bytes the armed path walked (null arms walk without issuing).
+    pub walked_bytes: u64,
+    /// Bytes for which a prefetch instruction was issued.
+    pub issued_bytes: u64,
+}
+
+/// One attention layer's KV cache, `[max_context][kv_heads][head_dim]` for k and for v.
+pub struct KvCache<B: Backend> {
+    pub k: B::Buf,
+    pub v: B::Buf,
+}

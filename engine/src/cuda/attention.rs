@@ -1,0 +1,103 @@
+//! Gated full attention over a bf16 KV cache (kernels/attention.cu), decode and verify.
+
+use anyhow::{ensure, Result};
+use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig};
+use half::bf16;
+
+use super::args::{dim, input, output, positions};
+use super::Gpu;
+
+/// Shape of one full-attention layer and its cache.
+#[derive(Debug, Clone, Copy)]
+pub struct AttnShape {
+    pub hq: usize,
+    pub hkv: usize,
+    /// 64, 128 or 256.
+    pub head_dim: usize,
+    /// Positions the cache holds: caches are [hkv][max_ctx][head_dim] bf16.
+    pub max_ctx: usize,
+    /// Rotary dims (the first 25 % of the head dim in the model).
+    pub rot_dim: usize,
+    pub rope_theta: f32,
+    pub eps: f32,
+}
+
+/// q heads per kv head the decode kernel handles in one block.
+const MAX_GROUP: usize = 8;
+/// Most splits of the keys per (kv head, position).
+pub const MAX_SPLITS: usize = 256;
+
+impl AttnShape {
+    fn check(&self) -> Result<()> {
+        ensure!(matches!(self.head_dim, 64 | 128 | 256), "attention head dim {}: the kernels take 64, 128 or 256", self.head_dim);
+        ensure!(self.hkv > 0 && self.hq % self.hkv == 0 && self.hq / self.hkv <= MAX_GROUP, "attention heads {}/{}: q heads must be 1..={MAX_GROUP} times the kv heads", self.hq, self.hkv);
+        ensure!(self.rot_dim % 2 == 0 && self.rot_dim <= self.head_dim, "rotary dims {} must be even and at most the head dim {}", self.rot_dim, self.head_dim);
+        Ok(())
+    }
+    /// Elements of one cache (keys or values).
+    pub fn cache_len(&self) -> usize {
+        self.hkv * self.max_ctx * self.head_dim
+    }
+    /// fp32 scratch that [`Gpu::attn_decode`] needs for `t` positions and `splits` splits.
+    pub fn scratch_len(&self, t: usize, splits: usize) -> usize {
+        t * self.hq * splits * (self.head_dim + 2)
+    }
+    /// Splits of the keys that fill the device at a full cache: about two blocks per SM, each
+    /// walking at least 32 keys. Fixed per captured graph; the kernel divides the live
+    /// context among them.
+    pub fn splits(&self, t: usize, sm_count: u32) -> usize {
+        let for_sms = (2 * sm_count as usize).div_ceil(self.hkv * t);
+        for_sms.min(self.max_ctx.div_ceil(32)).clamp(1, MAX_SPLITS)
+    }
+}
+
+impl Gpu {
+    /// Normalises q and k per head (the (1+w) RMSNorm over the head dim), rotates the first
+    /// `rot_dim` dims at positions pos0..pos0+t, appends k and v to the caches there and writes
+    /// the rotated q to `q_out`. q [t][hq][D], k, v [t][hkv][D] fp32; `pos0` holds one i32 on
+    /// the device; the caller keeps pos0 + t <= max_ctx.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attn_prep(&self, q: &impl DevicePtr<f32>, k: &impl DevicePtr<f32>, v: &impl DevicePtr<f32>, q_norm: &impl DevicePtr<bf16>, k_norm: &impl DevicePtr<bf16>, pos0: &impl DevicePtr<i32>, k_cache: &mut impl DevicePtrMut<bf16>, v_cache: &mut impl DevicePtrMut<bf16>, q_out: &mut impl DevicePtrMut<f32>, t: usize, s: AttnShape) -> Result<()> {
+        s.check()?;
+        positions(t)?;
+        let d = s.head_dim;
+        let q = input("attention q", q, t * s.hq * d, &self.stream)?;
+        let k = input("attention k", k, t * s.hkv * d, &self.stream)?;
+        let v = input("attention v", v, t * s.hkv * d, &self.stream)?;
+        let qn = input("q norm weight", q_norm, d, &self.stream)?;
+        let kn = input("k norm weight", k_norm, d, &self.stream)?;
+        let pos0 = input("attention position", pos0, 1, &self.stream)?;
+        let kc = output("key cache", k_cache, s.cache_len(), &self.stream)?;
+        let vc = output("value cache", v_cache, s.cache_len(), &self.stream)?;
+        let q_out = output("rotated q", q_out, t * s.hq * d, &self.stream)?;
+        let cfg = LaunchConfig { grid_dim: ((s.hq + s.hkv) as u32, t as u32, 1), block_dim: (d as u32, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "attn_prep", cfg, &q, &k, &v, &qn, &kn, &pos0, &kc, &vc, &q_out, &dim("hq", s.hq)?, &dim("hkv", s.hkv)?, &dim("max_ctx", s.max_ctx)?, &dim("rot_dim", s.rot_dim)?, &s.rope_theta, &s.eps);
+        Ok(())
+    }
+
+    /// out = sigmoid(gate) * softmax(q k^T / sqrt(D)) v, GQA, causal: position t sees keys
+    /// 0..=pos0+t. q [t][hq][D] from [`Gpu::attn_prep`], gate and out [t][hq][D] fp32;
+    /// `scratch` holds [`AttnShape::scratch_len`]`(t, splits)` floats. Two launches.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attn_decode(&self, q: &impl DevicePtr<f32>, k_cache: &impl DevicePtr<bf16>, v_cache: &impl DevicePtr<bf16>, pos0: &impl DevicePtr<i32>, gate: &impl DevicePtr<f32>, scratch: &mut impl DevicePtrMut<f32>, out: &mut impl DevicePtrMut<f32>, t: usize, splits: usize, s: AttnShape) -> Result<()> {
+        s.check()?;
+        positions(t)?;
+        ensure!((1..=MAX_SPLITS).contains(&splits), "attention splits {splits}: take 1..={MAX_SPLITS}");
+        let d = s.head_dim;
+        let q = input("attention q", q, t * s.hq * d, &self.stream)?;
+        let kc = input("key cache", k_cache, s.cache_len(), &self.stream)?;
+        let vc = input("value cache", v_cache, s.cache_len(), &self.stream)?;
+        let pos0 = input("attention position", pos0, 1, &self.stream)?;
+        let gate = input("attention gate", gate, t * s.hq * d, &self.stream)?;
+        let acc = output("attention scratch", scratch, s.scratch_len(t, splits), &self.stream)?;
+        let ml = acc + (t * s.hq * splits * d * 4) as u64;
+        let out = output("attention output", out, t * s.hq * d, &self.stream)?;
+        let scale = 1.0 / (d as f32).sqrt();
+        let (hq, hkv) = (dim("hq", s.hq)?, dim("hkv", s.hkv)?);
+        let cfg = LaunchConfig { grid_dim: (s.hkv as u32, t as u32, splits as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, format!("attn_decode_d{d}"), cfg, &q, &kc, &vc, &pos0, &acc, &ml, &hq, &hkv, &dim("max_ctx", s.max_ctx)?, &scale);
+        let cfg = LaunchConfig { grid_dim: (s.hq as u32, t as u32, 1), block_dim: (d as u32, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "attn_combine", cfg, &acc, &ml, &gate, &out, &hq, &dim("splits", splits)?);
+        Ok(())
+    }
+}

@@ -1,0 +1,125 @@
+//! The GPU: probe, context, stream, device facts and the loaded kernels.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use cudarc::nvrtc::Ptx;
+
+use super::nvrtc::{default_cache_dir, Compiler, KERNEL_FILES};
+
+/// Facts read off the device at start-up (never compiled in).
+#[derive(Debug, Clone)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub sm_count: u32,
+    pub l2_bytes: usize,
+    pub persisting_l2_max_bytes: usize,
+    pub access_policy_max_window_bytes: usize,
+    pub total_mem_bytes: usize,
+}
+
+/// Whether the CUDA driver library can be loaded (the cudarc loader panics when it cannot).
+pub fn driver_present() -> bool {
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// A CUDA device with its own stream and every kernel of `kernels/` loaded. All launch
+/// wrappers enqueue on [`Gpu::stream`], so a caller can capture a round as a CUDA graph.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub info: DeviceInfo,
+    functions: HashMap<String, CudaFunction>,
+}
+
+impl Gpu {
+    /// Opens device `ordinal` and compiles (or loads from the disk cache) every kernel.
+    /// Fails with "no CUDA device" when there is no driver or no device.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        let ctx = open_context(ordinal)?;
+        // Event tracking would make graph capture with a second stream fail
+        // (CUDA_ERROR_STREAM_CAPTURE_ISOLATION); the engine orders its work on one stream.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().context("creating a CUDA stream")?;
+        let info = read_info(&ctx)?;
+        if info.compute_capability.0 < 9 {
+            bail!(
+                "CUDA device {ordinal} ({}) has compute capability {}.{}; the kernels are built for sm_90 (Hopper)",
+                info.name,
+                info.compute_capability.0,
+                info.compute_capability.1
+            );
+        }
+        let functions = load_kernels(&ctx)?;
+        Ok(Self { ctx, stream, info, functions })
+    }
+
+    /// A loaded kernel by its `extern "C"` name.
+    pub(crate) fn function(&self, name: &str) -> Result<&CudaFunction> {
+        self.functions.get(name).with_context(|| format!("kernel {name} is not in kernels/"))
+    }
+
+    /// Waits for all work queued on the stream and reports any asynchronous kernel error.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().context("CUDA stream synchronize (a kernel failed)")
+    }
+}
+
+fn open_context(ordinal: usize) -> Result<Arc<CudaContext>> {
+    if !driver_present() {
+        bail!("no CUDA device: the CUDA driver library (libcuda.so.1) is not installed on this machine");
+    }
+    let count = CudaContext::device_count()
+        .map_err(|e| anyhow::anyhow!("no CUDA device: the driver reports {e:?}"))?;
+    if count <= 0 {
+        bail!("no CUDA device: the driver sees no GPU");
+    }
+    if ordinal >= count as usize {
+        bail!("no CUDA device {ordinal}: the driver sees {count} device(s), numbered from 0");
+    }
+    CudaContext::new(ordinal).with_context(|| format!("creating a CUDA context on device {ordinal}"))
+}
+
+fn read_info(ctx: &Arc<CudaContext>) -> Result<DeviceInfo> {
+    let attr = |a: Attr| ctx.attribute(a).with_context(|| format!("reading device attribute {a:?}"));
+    Ok(DeviceInfo {
+        name: ctx.name().context("reading the device name")?,
+        compute_capability: ctx.compute_capability().context("reading the compute capability")?,
+        sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
+        persisting_l2_max_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE)? as usize,
+        access_policy_max_window_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE)? as usize,
+        total_mem_bytes: ctx.total_mem().context("reading the device memory size")?,
+    })
+}
+
+fn load_kernels(ctx: &Arc<CudaContext>) -> Result<HashMap<String, CudaFunction>> {
+    let compiler = Compiler::new(default_cache_dir())?;
+    let mut functions = HashMap::new();
+    for file in KERNEL_FILES {
+        let ptx = compiler.ptx(file)?;
+        let names = entry_points(&ptx);
+        let module = ctx
+            .load_module(Ptx::from_src(ptx))
+            .with_context(|| format!("loading the PTX of kernels/{} into the context", file.name))?;
+        for name in names {
+            let f = module
+                .load_function(&name)
+                .with_context(|| format!("loading kernel {name} of kernels/{}", file.name))?;
+            functions.insert(name, f);
+        }
+    }
+    Ok(functions)
+}
+
+/// The `.entry` names of a PTX module (the `extern "C"` kernels).
+fn entry_points(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+        .map(|rest| rest.split('(').next().unwrap_or(rest).trim().to_string())
+        .collect()
+}

@@ -1,0 +1,89 @@
+//! Gated DeltaNet decode (kernels/gdn.cu): the conv update and the delta-rule state update,
+//! reading one state slot and writing another.
+
+use anyhow::{ensure, Result};
+use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig};
+use half::bf16;
+
+use super::args::{dim, input, output};
+use super::Gpu;
+
+/// Key and value head dimension (fixed by the architecture and the kernel).
+pub const HEAD_DIM: usize = 128;
+
+/// Shape of one GDN layer; value head h reads key head h / (hv / hk).
+#[derive(Debug, Clone, Copy)]
+pub struct GdnShape {
+    pub hk: usize,
+    pub hv: usize,
+}
+
+impl GdnShape {
+    /// Channels of q||k||v through the conv.
+    pub fn conv_channels(&self) -> usize {
+        (2 * self.hk + self.hv) * HEAD_DIM
+    }
+    /// Bytes of one conv state slot (bf16, last 3 inputs): 49,152 for 16/32 heads.
+    pub fn conv_slot_bytes(&self) -> usize {
+        3 * self.conv_channels() * 2
+    }
+    /// Bytes of one recurrent state slot (fp32 [hv][128][128]): 2,097,152 for 32 heads.
+    pub fn rec_slot_bytes(&self) -> usize {
+        self.hv * HEAD_DIM * HEAD_DIM * 4
+    }
+    /// Bytes of one layer's pool `[conv s0][conv s1][rec s0][rec s1]`.
+    pub fn layer_state_bytes(&self) -> usize {
+        2 * (self.conv_slot_bytes() + self.rec_slot_bytes())
+    }
+    fn check(&self) -> Result<()> {
+        ensure!(self.hk > 0 && self.hv % self.hk == 0, "GDN heads: {} value heads are not a multiple of {} key heads", self.hv, self.hk);
+        Ok(())
+    }
+}
+
+fn slot(s: usize) -> Result<u64> {
+    ensure!(s < 2, "state slot {s}: the pool keeps slots 0 and 1");
+    Ok(s as u64)
+}
+
+impl Gpu {
+    /// Causal depthwise conv (kernel 4) plus SiLU over `t` positions: x, out [t][C] fp32,
+    /// w [C][4] bf16 (tap 3 on the newest input); `state` is the layer's pool (bytes, layout
+    /// `[conv s0][conv s1][rec s0][rec s1]`), read from slot `read` and written to `write`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gdn_conv(&self, x: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, out: &mut impl DevicePtrMut<f32>, t: usize, shape: GdnShape) -> Result<()> {
+        shape.check()?;
+        let c = shape.conv_channels();
+        let x = input("gdn conv input", x, t * c, &self.stream)?;
+        let w = input("gdn conv weight", w, 4 * c, &self.stream)?;
+        let pool = output("gdn layer state", state, shape.layer_state_bytes(), &self.stream)?;
+        let out = output("gdn conv output", out, t * c, &self.stream)?;
+        let bytes = shape.conv_slot_bytes() as u64;
+        let (from, to) = (pool + slot(read)? * bytes, pool + slot(write)? * bytes);
+        let cfg = LaunchConfig { grid_dim: (c.div_ceil(256) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "gdn_conv", cfg, &x, &w, &from, &to, &out, &dim("t", t)?, &dim("channels", c)?);
+        Ok(())
+    }
+
+    /// The gated delta rule over `t` positions for all value heads: qkv [t][C] (conv output),
+    /// b, a [t][hv] fp32, a_log, dt_bias [hv] bf16, o [t][hv][128] fp32; the recurrent state
+    /// is read from slot `read` of the layer's pool and written to slot `write` (equal: in place).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gdn_step(&self, qkv: &impl DevicePtr<f32>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, t: usize, shape: GdnShape) -> Result<()> {
+        shape.check()?;
+        ensure!(t > 0, "gdn step over 0 positions");
+        let qkv = input("gdn qkv", qkv, t * shape.conv_channels(), &self.stream)?;
+        let b = input("gdn b", b, t * shape.hv, &self.stream)?;
+        let a = input("gdn a", a, t * shape.hv, &self.stream)?;
+        let a_log = input("gdn A_log", a_log, shape.hv, &self.stream)?;
+        let dt_bias = input("gdn dt_bias", dt_bias, shape.hv, &self.stream)?;
+        let pool = output("gdn layer state", state, shape.layer_state_bytes(), &self.stream)?;
+        let o = output("gdn output", o, t * shape.hv * HEAD_DIM, &self.stream)?;
+        let base = pool + 2 * shape.conv_slot_bytes() as u64;
+        let bytes = shape.rec_slot_bytes() as u64;
+        let (from, to) = (base + slot(read)? * bytes, base + slot(write)? * bytes);
+        let cfg = LaunchConfig { grid_dim: (shape.hv as u32, (HEAD_DIM / 32) as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "gdn_step", cfg, &qkv, &b, &a, &a_log, &dt_bias, &from, &to, &o, &dim("t", t)?, &dim("hk", shape.hk)?, &dim("hv", shape.hv)?);
+        Ok(())
+    }
+}

@@ -1,0 +1,42 @@
+//! CUDA backend layer: the kernels of `kernels/` compiled at run time with NVRTC for sm_90,
+//! and one typed, checked launch wrapper per kernel on [`Gpu`].
+//!
+//! Conventions: weights are bf16, activations fp32 (`[T][n]` row-major for T positions), the
+//! GDN recurrent state fp32 and its conv state bf16. Every wrapper checks buffer lengths
+//! against the shapes it is given, enqueues on [`Gpu::stream`] and never synchronizes, so a
+//! decode round built from them can be captured as a CUDA graph ([`Gpu::capture`]). Values
+//! the round changes (token ids, positions) are read from device buffers.
+
+/// Launches kernel `$name` on the stream with the given arguments, naming it in the error.
+macro_rules! launch {
+    ($gpu:expr, $name:expr, $cfg:expr, $($arg:expr),+ $(,)?) => {{
+        let name: &str = &$name;
+        let f = $gpu.function(name)?;
+        let mut builder = $gpu.stream.launch_builder(f);
+        // Each argument is bound first so that temporaries live until the launch.
+        $( let arg = $arg; cudarc::driver::PushKernelArg::arg(&mut builder, arg); )+
+        // Safety: each wrapper passes the argument types and order of the kernel's signature
+        // and checks buffer lengths against the launch's shapes first.
+        unsafe { builder.launch($cfg) }.map_err(|e| anyhow::anyhow!("launching kernel {name}: {e:?}"))?;
+    }};
+}
+
+mod args;
+pub mod attention;
+pub mod ceiling;
+pub mod device;
+pub mod embed;
+pub mod gdn;
+pub mod gemv;
+pub mod graph;
+pub mod moe;
+pub mod nvrtc;
+pub mod rmsnorm;
+pub mod synthetic;
+
+pub use attention::AttnShape;
+pub use device::{driver_present, DeviceInfo, Gpu};
+pub use gdn::GdnShape;
+pub use gemv::GemvInput;
+pub use moe::{MoeScratch, MoeShape, MoeWeights};
+pub use synthetic::synthetic_key;

@@ -1,0 +1,109 @@
+//! Sparse MoE with a sigmoid-gated shared expert (kernels/moe.cu): four launches per call,
+//! none waiting on the host.
+
+use anyhow::{ensure, Result};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig};
+use half::bf16;
+
+use super::args::{dim, input, output, positions, MAX_T};
+use super::Gpu;
+
+/// Most experts per token the routing kernel selects.
+const MAX_TOP_K: usize = 16;
+/// Most experts the routing kernel holds in one warp's registers.
+const MAX_EXPERTS: usize = 512;
+
+#[derive(Debug, Clone, Copy)]
+pub struct MoeShape {
+    pub experts: usize,
+    pub top_k: usize,
+    pub hidden: usize,
+    /// Intermediate size of each routed expert.
+    pub expert_dim: usize,
+    /// Intermediate size of the shared expert.
+    pub shared_dim: usize,
+}
+
+impl MoeShape {
+    fn check(&self) -> Result<()> {
+        ensure!(self.experts <= MAX_EXPERTS, "MoE with {} experts: the router kernel takes at most {MAX_EXPERTS}", self.experts);
+        ensure!((1..=MAX_TOP_K.min(self.experts)).contains(&self.top_k), "MoE top-k {} must be 1..={} and at most the {} experts", self.top_k, MAX_TOP_K, self.experts);
+        for (what, v) in [("hidden", self.hidden), ("expert", self.expert_dim), ("shared expert", self.shared_dim)] {
+            ensure!(v > 0 && v % 8 == 0, "MoE {what} size {v} must be a positive multiple of 8");
+        }
+        Ok(())
+    }
+    /// Activations of one position after gate/up: top_k routed experts then the shared one.
+    fn act_len(&self) -> usize {
+        self.top_k * self.expert_dim + self.shared_dim
+    }
+}
+
+/// One MoE layer's weights: router [E][H]; gate, up [E][I][H]; down [E][H][I]; shared_gate,
+/// shared_up [Is][H]; shared_down [H][Is]; shared_expert_gate [H].
+pub struct MoeWeights<'a, W> {
+    pub router: &'a W,
+    pub gate: &'a W,
+    pub up: &'a W,
+    pub down: &'a W,
+    pub shared_gate: &'a W,
+    pub shared_up: &'a W,
+    pub shared_down: &'a W,
+    pub shared_expert_gate: &'a W,
+}
+
+/// Device buffers of the routing and the expert activations, for up to 8 positions.
+pub struct MoeScratch {
+    pub logits: CudaSlice<f32>,
+    /// Chosen experts [t][top_k].
+    pub idx: CudaSlice<i32>,
+    /// Renormalised routing weights [t][top_k], then the shared expert's gate: [t][top_k + 1].
+    pub weights: CudaSlice<f32>,
+    act: CudaSlice<f32>,
+}
+
+impl MoeScratch {
+    pub fn new(gpu: &Gpu, shape: MoeShape) -> Result<Self> {
+        Ok(Self {
+            logits: gpu.stream.alloc_zeros(MAX_T * shape.experts)?,
+            idx: gpu.stream.alloc_zeros(MAX_T * shape.top_k)?,
+            weights: gpu.stream.alloc_zeros(MAX_T * (shape.top_k + 1))?,
+            act: gpu.stream.alloc_zeros(MAX_T * shape.act_len())?,
+        })
+    }
+}
+
+impl Gpu {
+    /// y[t] (+)= sum over the top-k experts of softmax-renormalised weight x SwiGLU expert,
+    /// plus sigmoid(x . shared_expert_gate) x shared SwiGLU expert, for t < `t` (1..=8).
+    /// x [t][H], y [t][H] fp32 (`accumulate` adds onto y: the residual).
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe<W: DevicePtr<bf16>>(&self, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape, accumulate: bool) -> Result<()> {
+        s.check()?;
+        positions(t)?;
+        let (e, k, h, i, is) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim);
+        self.gemv(w.router, x, &mut scratch.logits, e, h, t, false)?;
+        let xp = input("moe input", x, t * h, &self.stream)?;
+        let sg = input("shared expert gate", w.shared_expert_gate, h, &self.stream)?;
+        let gate = input("expert gate", w.gate, e * i * h, &self.stream)?;
+        let up = input("expert up", w.up, e * i * h, &self.stream)?;
+        let down = input("expert down", w.down, e * h * i, &self.stream)?;
+        let s_gate = input("shared expert gate proj", w.shared_gate, is * h, &self.stream)?;
+        let s_up = input("shared expert up proj", w.shared_up, is * h, &self.stream)?;
+        let s_down = input("shared expert down proj", w.shared_down, h * is, &self.stream)?;
+        let logits = input("router logits", &scratch.logits, t * e, &self.stream)?;
+        let idx = output("expert ids", &mut scratch.idx, t * k, &self.stream)?;
+        let wts = output("expert weights", &mut scratch.weights, t * (k + 1), &self.stream)?;
+        let act = output("expert activations", &mut scratch.act, t * s.act_len(), &self.stream)?;
+        let y = output("moe output", y, t * h, &self.stream)?;
+        let (ed, kd, hd, id, isd) = (dim("experts", e)?, dim("top_k", k)?, dim("hidden", h)?, dim("expert", i)?, dim("shared expert", is)?);
+
+        let cfg = LaunchConfig { grid_dim: (t as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "moe_route", cfg, &logits, &ed, &kd, &xp, &sg, &hd, &idx, &wts);
+        let cfg = LaunchConfig { grid_dim: (s.act_len().div_ceil(8) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "moe_gate_up", cfg, &gate, &up, &s_gate, &s_up, &idx, &xp, &act, &kd, &id, &isd, &hd);
+        let cfg = LaunchConfig { grid_dim: (h.div_ceil(8) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "moe_down", cfg, &down, &s_down, &idx, &wts, &act, &y, &kd, &id, &isd, &hd, &i32::from(accumulate));
+        Ok(())
+    }
+}

@@ -1,0 +1,198 @@
+//! Run-time compilation of `kernels/*.cu` with NVRTC for sm_90, with a disk cache of the PTX.
+//!
+//! Compiling needs no GPU: only `libnvrtc.so.13` (on `LD_LIBRARY_PATH`) and the toolkit's
+//! headers (`cuda_bf16.h`). `.ci/nvrtc.sh` installs both from PyPI for machines without CUDA.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use cudarc::nvrtc::{self, CompileError, CompileOptions};
+
+/// The architecture every kernel is compiled for (the H200 is compute capability 9.0).
+pub const ARCH: &str = "sm_90";
+
+/// One kernel file of `kernels/`.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelFile {
+    /// File name inside `kernels/`.
+    pub name: &'static str,
+    pub source: &'static str,
+    /// `--use_fast_math`: off where results must be exact (synthetic weights) or where
+    /// approximate transcendental functions lose accuracy (rotary angles, the recurrence gates).
+    pub fast_math: bool,
+}
+
+/// Helpers prepended to every kernel file.
+const COMMON: &str = include_str!("../../../kernels/common.cuh");
+
+macro_rules! kernel_file {
+    ($name:literal, $fast:expr) => {
+        KernelFile { name: $name, source: include_str!(concat!("../../../kernels/", $name)), fast_math: $fast }
+    };
+}
+
+/// Every kernel file, compiled at start-up.
+pub const KERNEL_FILES: &[KernelFile] = &[
+    kernel_file!("synthetic.cu", false),
+    kernel_file!("ceiling.cu", true),
+    kernel_file!("embed.cu", true),
+    kernel_file!("rmsnorm.cu", true),
+    kernel_file!("gemv.cu", true),
+    kernel_file!("gemm.cu", true),
+    kernel_file!("argmax.cu", true),
+    kernel_file!("moe.cu", true),
+    kernel_file!("gdn.cu", false),
+    kernel_file!("attention.cu", false),
+];
+
+impl KernelFile {
+    /// The text NVRTC compiles: the shared helpers, then the file with its own line numbers.
+    pub fn full_source(&self) -> String {
+        format!("{COMMON}\n#line 1 \"{}\"\n{}", self.name, self.source)
+    }
+
+    fn options(&self, include_dir: &Path) -> Vec<String> {
+        let mut options = vec![
+            format!("--include-path={}", include_dir.display()),
+            "--std=c++17".to_string(),
+        ];
+        if self.fast_math {
+            options.push("--use_fast_math".to_string());
+        }
+        options
+    }
+}
+
+/// Whether `libnvrtc` can be loaded; the cudarc loader panics when it cannot.
+pub fn nvrtc_present() -> bool {
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// NVRTC's version, e.g. (13, 0).
+pub fn nvrtc_version() -> Result<(i32, i32)> {
+    ensure_nvrtc()?;
+    let (mut major, mut minor) = (0, 0);
+    unsafe { nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .context("nvrtcVersion failed")?;
+    Ok((major, minor))
+}
+
+fn ensure_nvrtc() -> Result<()> {
+    if !nvrtc_present() {
+        bail!(
+            "libnvrtc not found: put CUDA's lib64 (e.g. /usr/local/cuda/lib64) on LD_LIBRARY_PATH, \
+             or run `source .ci/nvrtc.sh` to install NVRTC 13.0 from PyPI"
+        );
+    }
+    Ok(())
+}
+
+/// The toolkit include directory holding `cuda_bf16.h`: `$ABAB_CUDA_INCLUDE`, then
+/// `$CUDA_HOME/include`, `$CUDA_PATH/include`, `/usr/local/cuda/include`.
+pub fn cuda_include_dir() -> Result<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Some(dir) = std::env::var_os("ABAB_CUDA_INCLUDE") {
+        candidates.push(PathBuf::from(dir));
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(dir) = std::env::var_os(var) {
+            candidates.push(PathBuf::from(dir).join("include"));
+        }
+    }
+    candidates.push(PathBuf::from("/usr/local/cuda/include"));
+    candidates
+        .iter()
+        .find(|dir| dir.join("cuda_bf16.h").is_file())
+        .cloned()
+        .with_context(|| {
+            format!(
+                "cuda_bf16.h not found in {}: set ABAB_CUDA_INCLUDE or CUDA_HOME to the CUDA \
+                 toolkit (or run `source .ci/nvrtc.sh`)",
+                candidates.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+            )
+        })
+}
+
+/// `$XDG_CACHE_HOME/abab/kernels`, else `~/.cache/abab/kernels`; `None` when neither is set.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("abab").join("kernels"))
+}
+
+/// Compiles kernel files to PTX.
+pub struct Compiler {
+    include_dir: PathBuf,
+    version: (i32, i32),
+    cache_dir: Option<PathBuf>,
+}
+
+impl Compiler {
+    /// Finds NVRTC and the headers; `cache_dir` None compiles every time.
+    pub fn new(cache_dir: Option<PathBuf>) -> Result<Self> {
+        Ok(Self { include_dir: cuda_include_dir()?, version: nvrtc_version()?, cache_dir })
+    }
+
+    /// The cache key: blake3 over the full source, the options and NVRTC's version.
+    fn key(&self, file: &KernelFile, source: &str, options: &[String]) -> String {
+        let mut h = blake3::Hasher::new();
+        h.update(source.as_bytes());
+        h.update(&[0]);
+        h.update(ARCH.as_bytes());
+        for o in options {
+            h.update(&[0]);
+            h.update(o.as_bytes());
+        }
+        h.update(format!("\0nvrtc {}.{}", self.version.0, self.version.1).as_bytes());
+        format!("{}-{}", file.name.trim_end_matches(".cu"), &h.finalize().to_hex()[..32])
+    }
+
+    /// PTX for `file`, from the cache when present.
+    pub fn ptx(&self, file: &KernelFile) -> Result<String> {
+        let source = file.full_source();
+        let options = file.options(&self.include_dir);
+        let cached = self.cache_dir.as_ref().map(|d| d.join(format!("{}.ptx", self.key(file, &source, &options))));
+        if let Some(ptx) = cached.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+            return Ok(ptx);
+        }
+        let ptx = compile(file, &source, options)?;
+        if let Some(path) = cached {
+            // A cache that cannot be written only costs the next start a compile.
+            if let Err(e) = write_atomic(&path, &ptx) {
+                eprintln!("warning: kernel cache {} not written: {e:#}", path.display());
+            }
+        }
+        Ok(ptx)
+    }
+}
+
+fn compile(file: &KernelFile, source: &str, options: Vec<String>) -> Result<String> {
+    let opts = CompileOptions {
+        arch: Some(ARCH),
+        options,
+        name: Some(file.name.to_string()),
+        ..Default::default()
+    };
+    match nvrtc::compile_ptx_with_opts(source, opts) {
+        Ok(ptx) => Ok(ptx.to_src()),
+        Err(CompileError::CompileError { log, options, .. }) => bail!(
+            "NVRTC rejected kernels/{} (options {}):\n{}",
+            file.name,
+            options.join(" "),
+            log.to_string_lossy()
+        ),
+        Err(e) => bail!("NVRTC failed on kernels/{}: {e}", file.name),
+    }
+}
+
+/// Writes through a temporary file and a rename, so that a concurrent reader never sees a
+/// partial PTX file.
+fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let dir = path.parent().context("cache path has no parent")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+}

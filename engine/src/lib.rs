@@ -1,0 +1,19 @@
+//! A decode engine for the hybrid Gated DeltaNet + gated attention + sparse MoE
+//! architecture (Qwen3.5 / Qwen3-Next family) with an MTP draft layer.
+//!
+//! One model definition ([`model::Model`]) runs on a [`backend::Backend`]: the CPU backend
+//! here, the CUDA backend in [`cuda`].
+
+pub mod arms;
+pub mod backend;
+pub mod bench;
+pub mod config;
+pub mod cpu;
+pub mod cuda;
+pub mod decode;
+pub mod info;
+pub mod model;
+pub mod state;
+pub mod synthetic;
+pub mod tensors;
+pub mod weights;

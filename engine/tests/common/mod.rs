@@ -1,0 +1,72 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use engine::arms::Arm;
+use engine::config::ModelConfig;
+use engine::cpu::{CpuBackend, CpuMat};
+use engine::model::Model;
+use engine::synthetic::{key, synthetic_value};
+use engine::weights::WeightSource;
+
+/// Deterministic values in [-scale, scale] for test inputs.
+pub fn rand_vec(tag: &str, n: usize, scale: f32) -> Vec<f32> {
+    let k = key(tag);
+    (0..n).map(|i| synthetic_value(99, k, i as u64, scale, 0.0)).collect()
+}
+
+pub fn mat(tag: &str, rows: usize, cols: usize) -> CpuMat {
+    CpuMat { rows, cols, data: rand_vec(tag, rows * cols, 1.0 / (cols as f32).sqrt()) }
+}
+
+pub fn tiny_model(seed: u64, arm: Arm, chunk: usize) -> Model<CpuBackend> {
+    let cfg = ModelConfig::preset("tiny").unwrap();
+    Model::new(cfg, &WeightSource::Synthetic { seed }, arm, CpuBackend::new(), chunk).unwrap()
+}
+
+pub fn prompt(seed: u64, len: usize) -> Vec<u32> {
+    engine::bench::prompts(seed, 1, len, 512).remove(0)
+}
+
+/// Prefill then plain or speculative greedy decode; returns all generated tokens.
+pub fn generate(m: &mut Model<CpuBackend>, prompt: &[u32], chunk: usize, n_gen: usize, k: Option<usize>) -> (Vec<u32>, engine::decode::SpecStats) {
+    let first = m.prefill(prompt, chunk, k.is_some());
+    let mut out = vec![first];
+    let stats = match k {
+        Some(k) => m.decode_spec(first, n_gen, k, &mut out),
+        None => {
+            m.decode_plain(first, n_gen, &mut out);
+            Default::default()
+        }
+    };
+    (out, stats)
+}
+
+pub fn close(a: &[f32], b: &[f64], tol: f64, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: length");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((*x as f64 - y).abs() <= tol * (1.0 + y.abs()), "{what}[{i}]: engine {x} vs reference {y}");
+    }
+}
+
+pub fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+pub fn silu(x: f64) -> f64 {
+    x * sigmoid(x)
+}
+
+/// Zero-centred RMSNorm in f64.
+pub fn rms_norm(x: &[f64], w: &[f32], eps: f64) -> Vec<f64> {
+    let ms = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
+    let k = 1.0 / (ms + eps).sqrt();
+    x.iter().zip(w).map(|(v, w)| v * k * (1.0 + *w as f64)).collect()
+}
+
+pub fn matvec(m: &CpuMat, x: &[f64]) -> Vec<f64> {
+    (0..m.rows).map(|r| (0..m.cols).map(|c| m.data[r * m.cols + c] as f64 * x[c]).sum()).collect()
+}
+
+pub fn f64s(x: &[f32]) -> Vec<f64> {
+    x.iter().map(|v| *v as f64).collect()
+}

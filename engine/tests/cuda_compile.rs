@@ -1,0 +1,56 @@
+//! Compiles every kernel in kernels/ with NVRTC for sm_90: needs libnvrtc and the CUDA
+//! headers (`source .ci/nvrtc.sh` installs both), no GPU.
+
+use engine::cuda::nvrtc::{nvrtc_present, Compiler, KernelFile, KERNEL_FILES};
+
+fn compiler(cache: Option<std::path::PathBuf>) -> Option<Compiler> {
+    if !nvrtc_present() {
+        println!("skipped: libnvrtc not found on LD_LIBRARY_PATH (run `source .ci/nvrtc.sh` first)");
+        return None;
+    }
+    Some(Compiler::new(cache).expect("NVRTC found but not usable"))
+}
+
+#[test]
+fn every_kernel_file_compiles_for_sm90() {
+    let Some(compiler) = compiler(None) else { return };
+    let mut failures = Vec::new();
+    for file in KERNEL_FILES {
+        match compiler.ptx(file) {
+            Ok(ptx) => {
+                assert!(ptx.contains(".target sm_90"), "kernels/{} was not compiled for sm_90", file.name);
+                assert!(ptx.contains(".visible .entry"), "kernels/{} has no extern \"C\" kernel", file.name);
+            }
+            Err(e) => failures.push(format!("{e:#}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn a_broken_kernel_fails_with_the_nvrtc_log() {
+    let Some(compiler) = compiler(None) else { return };
+    let broken = KernelFile { name: "broken.cu", source: "extern \"C\" __global__ void k(float* y) { y[0] = undefined_name; }\n", fast_math: false };
+    let err = format!("{:#}", compiler.ptx(&broken).expect_err("a kernel with an undefined name compiled"));
+    assert!(err.contains("kernels/broken.cu"), "error does not name the file: {err}");
+    assert!(err.contains("undefined_name"), "error does not carry NVRTC's log: {err}");
+}
+
+#[test]
+fn compiled_ptx_is_cached_on_disk_by_source() {
+    let dir = std::env::temp_dir().join(format!("abab-kernel-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let Some(compiler) = compiler(Some(dir.clone())) else { return };
+    let file = KernelFile { name: "tiny.cu", source: "extern \"C\" __global__ void tiny(float* y) { y[0] = 1.0f; }\n", fast_math: false };
+    let ptx = compiler.ptx(&file).expect("tiny kernel compiles");
+    let entries: Vec<_> = std::fs::read_dir(&dir).expect("cache dir created").map(|e| e.unwrap().path()).collect();
+    assert_eq!(entries.len(), 1, "one cache file expected, found {entries:?}");
+    assert_eq!(std::fs::read_to_string(&entries[0]).unwrap(), ptx);
+
+    // A second request is served from the file; another source misses it.
+    std::fs::write(&entries[0], "// cached marker").unwrap();
+    assert_eq!(compiler.ptx(&file).unwrap(), "// cached marker");
+    let changed = KernelFile { source: "extern \"C\" __global__ void tiny(float* y) { y[0] = 2.0f; }\n", ..file };
+    assert!(compiler.ptx(&changed).unwrap().contains(".entry tiny"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,90 @@
+//! Gated attention decode over the bf16 KV cache against an f64 reference.
+
+use super::{assert_close, download, gpu, sigmoid, upload, weights, Rng};
+use engine::cuda::AttnShape;
+use half::bf16;
+
+fn rms_rope(x: &[f32], w: &[f64], pos: usize, s: &AttnShape) -> Vec<f64> {
+    let d = s.head_dim;
+    let inv = 1.0 / (x.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / d as f64 + s.eps as f64).sqrt();
+    let n: Vec<f64> = (0..d).map(|i| x[i] as f64 * inv * (1.0 + w[i])).collect();
+    let half = s.rot_dim / 2;
+    (0..d)
+        .map(|i| {
+            if i >= s.rot_dim {
+                return n[i];
+            }
+            let f = pos as f64 * (s.rope_theta as f64).powf(-2.0 * (i % half) as f64 / s.rot_dim as f64);
+            if i < half { n[i] * f.cos() - n[i + half] * f.sin() } else { n[i] * f.cos() + n[i - half] * f.sin() }
+        })
+        .collect()
+}
+
+fn check(head_dim: usize, splits: usize) {
+    let Some(gpu) = gpu() else { return };
+    let s = AttnShape { hq: 8, hkv: 2, head_dim, max_ctx: 512, rot_dim: head_dim / 4, rope_theta: 1e7, eps: 1e-6 };
+    let (t, pos0, d) = (3, 300usize, head_dim);
+    let mut rng = Rng::new(21);
+    let (q, k, v, gate) = (rng.vec(t * s.hq * d, 2.0), rng.vec(t * s.hkv * d, 2.0), rng.vec(t * s.hkv * d, 1.0), rng.vec(t * s.hq * d, 2.0));
+    let (qn, qnh) = weights(gpu, "attn.q_norm", d, 0.0, 0.5);
+    let (kn, knh) = weights(gpu, "attn.k_norm", d, 0.0, 0.5);
+    let (mut kc, _) = weights(gpu, "attn.k_cache", s.cache_len(), 0.0, 2.0);
+    let (mut vc, _) = weights(gpu, "attn.v_cache", s.cache_len(), 0.0, 1.0);
+    let pos = upload(gpu, &[pos0 as i32]);
+    let mut q_rot = gpu.stream.alloc_zeros::<f32>(t * s.hq * d).unwrap();
+    gpu.attn_prep(&upload(gpu, &q), &upload(gpu, &k), &upload(gpu, &v), &qn, &kn, &pos, &mut kc, &mut vc, &mut q_rot, t, s).unwrap();
+    let mut scratch = gpu.stream.alloc_zeros::<f32>(s.scratch_len(t, splits)).unwrap();
+    let mut out = gpu.stream.alloc_zeros::<f32>(t * s.hq * d).unwrap();
+    gpu.attn_decode(&q_rot, &kc, &vc, &pos, &upload(gpu, &gate), &mut scratch, &mut out, t, splits, s).unwrap();
+
+    let kch: Vec<f64> = download(gpu, &kc).iter().map(|x| x.to_f64()).collect();
+    let vch: Vec<f64> = download(gpu, &vc).iter().map(|x| x.to_f64()).collect();
+    let (mut want_q, mut want_k, mut got_k, mut want_v, mut got_v) = (vec![], vec![], vec![], vec![], vec![]);
+    for p in 0..t {
+        for h in 0..s.hq {
+            want_q.extend(rms_rope(&q[(p * s.hq + h) * d..][..d], &qnh, pos0 + p, &s));
+        }
+        for g in 0..s.hkv {
+            let at = (g * s.max_ctx + pos0 + p) * d;
+            want_k.extend(rms_rope(&k[(p * s.hkv + g) * d..][..d], &knh, pos0 + p, &s));
+            got_k.extend(kch[at..][..d].iter().map(|x| *x as f32));
+            want_v.extend(v[(p * s.hkv + g) * d..][..d].iter().map(|x| bf16::from_f32(*x).to_f64()));
+            got_v.extend(vch[at..][..d].iter().map(|x| *x as f32));
+        }
+    }
+    assert_close(&format!("attention q after norm+rope (D {d})"), &download(gpu, &q_rot), &want_q, 1e-5);
+    assert_close(&format!("key cache append (D {d})"), &got_k, &want_k, 8e-3);
+    assert_close(&format!("value cache append (D {d})"), &got_v, &want_v, 0.0);
+
+    let mut want = vec![0.0; t * s.hq * d];
+    for p in 0..t {
+        for h in 0..s.hq {
+            let g = h / (s.hq / s.hkv);
+            let qv = &want_q[(p * s.hq + h) * d..][..d];
+            let len = pos0 + p + 1;
+            let scores: Vec<f64> = (0..len).map(|j| (0..d).map(|i| qv[i] * kch[(g * s.max_ctx + j) * d + i]).sum::<f64>() / (d as f64).sqrt()).collect();
+            let m = scores.iter().cloned().fold(f64::MIN, f64::max);
+            let z: f64 = scores.iter().map(|x| (x - m).exp()).sum();
+            for i in 0..d {
+                let a: f64 = (0..len).map(|j| (scores[j] - m).exp() / z * vch[(g * s.max_ctx + j) * d + i]).sum();
+                want[(p * s.hq + h) * d + i] = a * sigmoid(gate[(p * s.hq + h) * d + i] as f64);
+            }
+        }
+    }
+    assert_close(&format!("attention output (D {d}, {splits} splits)"), &download(gpu, &out), &want, 1e-4);
+}
+
+#[test]
+fn attention_d256_matches_host() {
+    check(256, 7);
+}
+
+#[test]
+fn attention_d128_with_empty_splits_matches_host() {
+    check(128, 64);
+}
+
+#[test]
+fn attention_single_split_matches_host() {
+    check(64, 1);
+}

@@ -1,0 +1,68 @@
+//! A decode-shaped round (embed, norm, MoE, LM head argmax) captured as a CUDA graph: the
+//! replay equals eager launches, and consecutive replays chain through the device-side token
+//! ids with no host round trip.
+
+use super::{download, gpu, weights};
+use engine::cuda::gemv::ArgmaxScratch;
+use engine::cuda::{Gpu, MoeScratch, MoeShape, MoeWeights};
+use cudarc::driver::CudaSlice;
+
+struct Buffers {
+    ids: CudaSlice<i32>,
+    x: CudaSlice<f32>,
+    xn: CudaSlice<f32>,
+    moe: MoeScratch,
+    argmax: ArgmaxScratch,
+}
+
+#[test]
+fn captured_round_replays_like_eager_launches() {
+    if gpu().is_none() {
+        return;
+    }
+    // Its own stream: capture must not record the other tests' launches.
+    let gpu = Gpu::new(0).unwrap();
+    let s = MoeShape { experts: 32, top_k: 4, hidden: 512, expert_dim: 128, shared_dim: 128 };
+    let (vocab, h, t) = (4096, s.hidden, 2);
+    let (embed, _) = weights(&gpu, "g.embed", vocab * h, 0.0, 1.0);
+    let (norm, _) = weights(&gpu, "g.norm", h, 0.0, 0.2);
+    let (router, _) = weights(&gpu, "g.router", s.experts * h, 0.0, 0.3);
+    let (gate, _) = weights(&gpu, "g.gate", s.experts * s.expert_dim * h, 0.0, 0.1);
+    let (up, _) = weights(&gpu, "g.up", s.experts * s.expert_dim * h, 0.0, 0.1);
+    let (down, _) = weights(&gpu, "g.down", s.experts * h * s.expert_dim, 0.0, 0.1);
+    let (sg, _) = weights(&gpu, "g.sgate", s.shared_dim * h, 0.0, 0.1);
+    let (su, _) = weights(&gpu, "g.sup", s.shared_dim * h, 0.0, 0.1);
+    let (sd, _) = weights(&gpu, "g.sdown", h * s.shared_dim, 0.0, 0.1);
+    let (seg, _) = weights(&gpu, "g.seg", h, 0.0, 0.1);
+    let (head, _) = weights(&gpu, "g.lm_head", vocab * h, 0.0, 0.1);
+    let w = MoeWeights { router: &router, gate: &gate, up: &up, down: &down, shared_gate: &sg, shared_up: &su, shared_down: &sd, shared_expert_gate: &seg };
+    let mut b = Buffers {
+        ids: gpu.stream.alloc_zeros::<i32>(t).unwrap(),
+        x: gpu.stream.alloc_zeros::<f32>(t * h).unwrap(),
+        xn: gpu.stream.alloc_zeros::<f32>(t * h).unwrap(),
+        moe: MoeScratch::new(&gpu, s).unwrap(),
+        argmax: ArgmaxScratch::new(&gpu, vocab).unwrap(),
+    };
+    let round = |gpu: &Gpu, b: &mut Buffers| -> anyhow::Result<()> {
+        gpu.embed(&embed, &b.ids, &mut b.x, t, vocab, h)?;
+        gpu.rmsnorm(&b.x, &norm, &mut b.xn, t, h, 1e-6)?;
+        gpu.moe(&b.xn, &w, &mut b.moe, &mut b.x, t, s, true)?;
+        gpu.rmsnorm(&b.x, &norm, &mut b.xn, t, h, 1e-6)?;
+        gpu.lm_head_argmax(&head, &b.xn, &mut b.argmax, &mut b.ids, vocab, h, t)
+    };
+    let start = [5i32, 4000];
+    gpu.stream.memcpy_htod(&start, &mut b.ids).unwrap();
+    let mut eager = Vec::new();
+    for _ in 0..3 {
+        round(&gpu, &mut b).unwrap();
+        eager.push(download(&gpu, &b.ids));
+    }
+    let graph = gpu.capture(|gpu| round(gpu, &mut b)).unwrap();
+    gpu.stream.memcpy_htod(&start, &mut b.ids).unwrap();
+    for (n, want) in eager.iter().enumerate() {
+        graph.launch().unwrap();
+        assert_eq!(&download(&gpu, &b.ids), want, "graph replay {n} differs from the eager round");
+    }
+    println!("graph rounds: {start:?} -> {eager:?}");
+    assert_ne!(eager[0], start.to_vec(), "the round did not change the token ids");
+}

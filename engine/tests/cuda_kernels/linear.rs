@@ -1,0 +1,113 @@
+//! GEMV, GEMM, RMSNorm, embedding and the LM head argmax.
+
+use super::{assert_close, download, gpu, silu, upload, weights, Rng};
+use engine::cuda::gemv::ArgmaxScratch;
+use half::bf16;
+
+fn matvec(w: &[f64], x: &[f32], rows: usize, cols: usize, t: usize) -> Vec<f64> {
+    let mut y = vec![0.0; t * rows];
+    for p in 0..t {
+        for r in 0..rows {
+            y[p * rows + r] = (0..cols).map(|c| w[r * cols + c] * x[p * cols + c] as f64).sum();
+        }
+    }
+    y
+}
+
+#[test]
+fn gemv_matches_host_for_each_position_count() {
+    let Some(gpu) = gpu() else { return };
+    let (rows, cols) = (1003, 2056);
+    let (w, wh) = weights(gpu, "gemv.weight", rows * cols, 0.0, 0.05);
+    let mut rng = Rng::new(1);
+    for t in [1, 3, 8] {
+        let x = rng.vec(t * cols, 1.0);
+        let y0 = rng.vec(t * rows, 1.0);
+        let mut y = upload(gpu, &y0);
+        gpu.gemv(&w, &upload(gpu, &x), &mut y, rows, cols, t, true).unwrap();
+        let want: Vec<f64> = matvec(&wh, &x, rows, cols, t).iter().zip(&y0).map(|(a, b)| a + *b as f64).collect();
+        assert_close(&format!("gemv f32 t={t} accumulate"), &download(gpu, &y), &want, 1e-5);
+
+        let xb: Vec<bf16> = x.iter().map(|v| bf16::from_f32(*v)).collect();
+        let xr: Vec<f32> = xb.iter().map(|v| v.to_f32()).collect();
+        gpu.gemv(&w, &upload(gpu, &xb), &mut y, rows, cols, t, false).unwrap();
+        assert_close(&format!("gemv bf16 t={t}"), &download(gpu, &y), &matvec(&wh, &xr, rows, cols, t), 1e-5);
+    }
+}
+
+#[test]
+fn gemm_matches_host_on_ragged_tiles() {
+    let Some(gpu) = gpu() else { return };
+    let (rows, cols, t) = (130, 264, 70);
+    let (w, wh) = weights(gpu, "gemm.weight", rows * cols, 0.0, 0.05);
+    let x = Rng::new(2).vec(t * cols, 1.0);
+    let mut y = gpu.stream.alloc_zeros::<f32>(t * rows).unwrap();
+    gpu.project(&upload(gpu, &x), &w, &mut y, rows, cols, t, false).unwrap();
+    assert_close("gemm t=70", &download(gpu, &y), &matvec(&wh, &x, rows, cols, t), 1e-5);
+}
+
+#[test]
+fn rmsnorm_both_kinds_match_host() {
+    let Some(gpu) = gpu() else { return };
+    let (rows, n, eps) = (5, 2048, 1e-6);
+    let mut rng = Rng::new(3);
+    let x = rng.vec(rows * n, 2.0);
+    let z = rng.vec(rows * n, 2.0);
+    let (w, wh) = weights(gpu, "norm.weight", n, 0.0, 0.5);
+    let inv: Vec<f64> = (0..rows).map(|r| 1.0 / ((x[r * n..][..n].iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / n as f64) + eps).sqrt()).collect();
+    let mut y = gpu.stream.alloc_zeros::<f32>(rows * n).unwrap();
+    gpu.rmsnorm(&upload(gpu, &x), &w, &mut y, rows, n, eps as f32).unwrap();
+    let want: Vec<f64> = (0..rows * n).map(|i| x[i] as f64 * inv[i / n] * (1.0 + wh[i % n])).collect();
+    assert_close("rmsnorm (1+w)", &download(gpu, &y), &want, 1e-5);
+
+    gpu.rmsnorm_gated(&upload(gpu, &x), &upload(gpu, &z), &w, &mut y, rows, n, eps as f32).unwrap();
+    let want: Vec<f64> = (0..rows * n).map(|i| x[i] as f64 * inv[i / n] * wh[i % n] * silu(z[i] as f64)).collect();
+    assert_close("rmsnorm gated", &download(gpu, &y), &want, 1e-5);
+}
+
+#[test]
+fn embedding_gathers_rows() {
+    let Some(gpu) = gpu() else { return };
+    let (vocab, hidden) = (1000, 264);
+    let (table, th) = weights(gpu, "embed.weight", vocab * hidden, 0.0, 1.0);
+    let ids = [17i32, 999, 0, 17];
+    let mut out = gpu.stream.alloc_zeros::<f32>(ids.len() * hidden).unwrap();
+    gpu.embed(&table, &upload(gpu, &ids), &mut out, ids.len(), vocab, hidden).unwrap();
+    let want: Vec<f64> = ids.iter().flat_map(|&i| th[i as usize * hidden..][..hidden].to_vec()).collect();
+    assert_close("embedding", &download(gpu, &out), &want, 0.0);
+}
+
+#[test]
+fn lm_head_argmax_picks_the_host_maximum() {
+    let Some(gpu) = gpu() else { return };
+    let (vocab, hidden, t) = (50_021, 256, 3);
+    let (w, wh) = weights(gpu, "lm_head.weight", vocab * hidden, 0.0, 0.1);
+    let x = Rng::new(4).vec(t * hidden, 1.0);
+    let mut scratch = ArgmaxScratch::new(gpu, vocab).unwrap();
+    let mut ids = gpu.stream.alloc_zeros::<i32>(t).unwrap();
+    gpu.lm_head_argmax(&w, &upload(gpu, &x), &mut scratch, &mut ids, vocab, hidden, t).unwrap();
+    let got = download(gpu, &ids);
+    let logits = matvec(&wh, &x, vocab, hidden, t);
+    for p in 0..t {
+        let row = &logits[p * vocab..][..vocab];
+        let best = (0..vocab).fold(0, |b, i| if row[i] > row[b] { i } else { b });
+        let picked = got[p] as usize;
+        println!("lm head position {p}: device {picked} ({:.6}), host {best} ({:.6})", row[picked.min(vocab - 1)], row[best]);
+        assert!(picked < vocab, "token id {picked} out of range");
+        assert!(row[best] - row[picked] <= 1e-5 * row[best].abs(), "position {p}: device picked {picked}, host maximum is {best}");
+    }
+}
+
+#[test]
+fn argmax_breaks_ties_to_the_lowest_index() {
+    let Some(gpu) = gpu() else { return };
+    let n = 5000;
+    let mut logits = Rng::new(5).vec(2 * n, 1.0);
+    for (row, (a, b)) in [(0, (4000, 123)), (1, (7, 4999))] {
+        logits[row * n + a] = 3.0;
+        logits[row * n + b] = 3.0;
+    }
+    let mut ids = gpu.stream.alloc_zeros::<i32>(2).unwrap();
+    gpu.argmax(&upload(gpu, &logits), &mut ids, n, 2).unwrap();
+    assert_eq!(download(gpu, &ids), vec![123, 7]);
+}

@@ -1,0 +1,58 @@
+//! MoE routing and experts against an f64 reference.
+
+use super::{assert_close, download, gpu, sigmoid, silu, upload, weights, Rng};
+use engine::cuda::{MoeScratch, MoeShape, MoeWeights};
+
+#[test]
+fn moe_matches_host() {
+    let Some(gpu) = gpu() else { return };
+    let s = MoeShape { experts: 16, top_k: 4, hidden: 256, expert_dim: 64, shared_dim: 32 };
+    let (e, k, h, i, is, t) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim, 2);
+    let (router, rh) = weights(gpu, "moe.router", e * h, 0.0, 0.3);
+    let (gate, gh) = weights(gpu, "moe.gate", e * i * h, 0.0, 0.1);
+    let (up, uh) = weights(gpu, "moe.up", e * i * h, 0.0, 0.1);
+    let (down, dh) = weights(gpu, "moe.down", e * h * i, 0.0, 0.1);
+    let (sgate, sgh) = weights(gpu, "moe.shared.gate", is * h, 0.0, 0.1);
+    let (sup, suh) = weights(gpu, "moe.shared.up", is * h, 0.0, 0.1);
+    let (sdown, sdh) = weights(gpu, "moe.shared.down", h * is, 0.0, 0.1);
+    let (seg, segh) = weights(gpu, "moe.shared_expert_gate", h, 0.0, 0.1);
+    let w = MoeWeights { router: &router, gate: &gate, up: &up, down: &down, shared_gate: &sgate, shared_up: &sup, shared_down: &sdown, shared_expert_gate: &seg };
+    let mut rng = Rng::new(31);
+    let x = rng.vec(t * h, 1.0);
+    let y0 = rng.vec(t * h, 1.0);
+    let mut y = upload(gpu, &y0);
+    let mut scratch = MoeScratch::new(gpu, s).unwrap();
+    gpu.moe(&upload(gpu, &x), &w, &mut scratch, &mut y, t, s, true).unwrap();
+
+    let dot = |w: &[f64], x: &[f64]| -> f64 { w.iter().zip(x).map(|(a, b)| a * b).sum() };
+    let got_idx = download(gpu, &scratch.idx);
+    let mut want = Vec::new();
+    for p in 0..t {
+        let xp: Vec<f64> = x[p * h..][..h].iter().map(|v| *v as f64).collect();
+        let logits: Vec<f64> = (0..e).map(|j| dot(&rh[j * h..][..h], &xp)).collect();
+        let mut order: Vec<usize> = (0..e).collect();
+        order.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]).then(a.cmp(b)));
+        let chosen = &order[..k];
+        assert_eq!(got_idx[p * k..][..k].iter().map(|v| *v as usize).collect::<Vec<_>>(), chosen, "position {p}: experts chosen");
+        // softmax over all experts, then renormalised over the chosen ones.
+        let m = logits[chosen[0]];
+        let all: f64 = logits.iter().map(|l| (l - m).exp()).sum();
+        let probs: Vec<f64> = chosen.iter().map(|&j| (logits[j] - m).exp() / all).collect();
+        let norm: f64 = probs.iter().sum();
+        let swiglu = |g: &[f64], u: &[f64], rows: usize| -> Vec<f64> { (0..rows).map(|r| silu(dot(&g[r * h..][..h], &xp)) * dot(&u[r * h..][..h], &xp)).collect() };
+        let mut out: Vec<f64> = y0[p * h..][..h].iter().map(|v| *v as f64).collect();
+        for (slot, &ex) in chosen.iter().enumerate() {
+            let act = swiglu(&gh[ex * i * h..][..i * h], &uh[ex * i * h..][..i * h], i);
+            for (r, o) in out.iter_mut().enumerate() {
+                *o += probs[slot] / norm * dot(&dh[(ex * h + r) * i..][..i], &act);
+            }
+        }
+        let sg = sigmoid(dot(&segh, &xp));
+        let act = swiglu(&sgh, &suh, is);
+        for (r, o) in out.iter_mut().enumerate() {
+            *o += sg * dot(&sdh[r * is..][..is], &act);
+        }
+        want.extend(out);
+    }
+    assert_close("moe output (accumulated)", &download(gpu, &y), &want, 1e-5);
+}

@@ -1,0 +1,191 @@
+// Gated full attention, decode and speculative verify over T new positions.
+//   attn_prep:    q/k RMSNorm over the head dim (the (1+w) kind), partial rotary (NeoX halves
+//                 over the first rot_dim dims), k and v appended to the bf16 cache.
+//   attn_decode:  split-K (flash decoding): block (kv head, t, split) walks its share of the
+//                 keys once for all q heads of the group; online softmax per q head.
+//   attn_combine: merges the splits and applies the output gate sigmoid(gate).
+// The first new position is read from the device (pos0), so a captured graph replays with
+// a new context length. Position t sees keys 0..pos0+t (causal).
+// Layouts: q, gate, out [T][Hq][D]; k, v [T][Hkv][D]; caches [Hkv][max_ctx][D] bf16.
+
+#define MAXG 8
+#define WARPS 8
+
+// Block (head, t) with D threads; heads 0..Hq-1 are queries, the next Hkv are keys.
+extern "C" __global__ void attn_prep(const float* __restrict__ q_in, const float* __restrict__ k_in,
+                                     const float* __restrict__ v_in, const bf16* __restrict__ q_norm,
+                                     const bf16* __restrict__ k_norm, const int* __restrict__ pos0,
+                                     bf16* __restrict__ k_cache, bf16* __restrict__ v_cache,
+                                     float* __restrict__ q_out, int Hq, int Hkv, int max_ctx,
+                                     int rot_dim, float theta, float eps) {
+    __shared__ float scratch[32];
+    __shared__ float buf[512];
+    const int head = blockIdx.x, t = blockIdx.y, d = threadIdx.x, D = blockDim.x;
+    const int pos = *pos0 + t;
+    const bool is_q = head < Hq;
+    const int kvh = head - Hq;
+    const float* src = is_q ? q_in + ((size_t)t * Hq + head) * D : k_in + ((size_t)t * Hkv + kvh) * D;
+    float x = src[d];
+    const float inv = rsqrtf(block_sum(x * x, scratch) / (float)D + eps);
+    x *= inv * (1.0f + __bfloat162float((is_q ? q_norm : k_norm)[d]));
+    buf[d] = x;
+    __syncthreads();
+    if (d < rot_dim) {
+        const int half = rot_dim / 2, i = d % half;
+        const float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)rot_dim);
+        float sn, cs;
+        sincosf((float)pos * inv_freq, &sn, &cs);
+        x = d < half ? buf[d] * cs - buf[d + half] * sn : buf[d] * cs + buf[d - half] * sn;
+    }
+    if (is_q) {
+        q_out[((size_t)t * Hq + head) * D + d] = x;
+    } else {
+        const size_t at = ((size_t)kvh * max_ctx + pos) * D + d;
+        k_cache[at] = __float2bfloat16_rn(x);
+        v_cache[at] = __float2bfloat16_rn(v_in[((size_t)t * Hkv + kvh) * D + d]);
+    }
+}
+
+template <int E>
+__device__ __forceinline__ void load_bf16(const bf16* p, float* f) {
+    if constexpr (E == 8) {
+        unpack8(*reinterpret_cast<const uint4*>(p), f);
+    } else if constexpr (E == 4) {
+        const uint2 v = *reinterpret_cast<const uint2*>(p);
+        f[0] = bf16_lo(v.x); f[1] = bf16_hi(v.x); f[2] = bf16_lo(v.y); f[3] = bf16_hi(v.y);
+    } else {
+        const unsigned int v = *reinterpret_cast<const unsigned int*>(p);
+        f[0] = bf16_lo(v); f[1] = bf16_hi(v);
+    }
+}
+
+// part_acc [T][Hq][nsplit][D] (unnormalised), part_ml [T][Hq][nsplit][2] (running max, sum).
+template <int D>
+__device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, const bf16* __restrict__ k_cache,
+                                                 const bf16* __restrict__ v_cache, const int* __restrict__ pos0,
+                                                 float* __restrict__ part_acc, float* __restrict__ part_ml,
+                                                 int Hq, int Hkv, int max_ctx, float scale) {
+    constexpr int E = D / 32;
+    __shared__ float sacc[WARPS][D];
+    __shared__ float sm[WARPS], sl[WARPS];
+    const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int G = Hq / Hkv;
+    const int len = *pos0 + t + 1;
+    const int chunk = (len + nsplit - 1) / nsplit;
+    const int start = split * chunk, end = min(len, start + chunk);
+
+    float qr[MAXG][E], acc[MAXG][E], m[MAXG], l[MAXG];
+#pragma unroll
+    for (int g = 0; g < MAXG; ++g) {
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+            acc[g][e] = 0.0f;
+            qr[g][e] = g < G ? q[((size_t)t * Hq + kvh * G + g) * D + lane * E + e] * scale : 0.0f;
+        }
+    }
+    const bf16* kb = k_cache + (size_t)kvh * max_ctx * D + lane * E;
+    const bf16* vb = v_cache + (size_t)kvh * max_ctx * D + lane * E;
+    // Two keys per warp in flight: keys j and j + WARPS are loaded before either is used.
+    for (int j = start + warp; j < end; j += 2 * WARPS) {
+        float kf[2][E], vf[2][E];
+        const bool second = j + WARPS < end;
+        load_bf16<E>(kb + (size_t)j * D, kf[0]);
+        load_bf16<E>(vb + (size_t)j * D, vf[0]);
+        if (second) {
+            load_bf16<E>(kb + (size_t)(j + WARPS) * D, kf[1]);
+            load_bf16<E>(vb + (size_t)(j + WARPS) * D, vf[1]);
+        }
+#pragma unroll
+        for (int p = 0; p < 2; ++p) {
+            if (p == 1 && !second) break;
+#pragma unroll
+            for (int g = 0; g < MAXG; ++g) {
+                if (g >= G) break;
+                float s = 0.0f;
+#pragma unroll
+                for (int e = 0; e < E; ++e) s = fmaf(qr[g][e], kf[p][e], s);
+                s = warp_sum(s);
+                const float m_new = fmaxf(m[g], s);
+                const float corr = expf(m[g] - m_new), pr = expf(s - m_new);
+                l[g] = l[g] * corr + pr;
+#pragma unroll
+                for (int e = 0; e < E; ++e) acc[g][e] = fmaf(acc[g][e], corr, pr * vf[p][e]);
+                m[g] = m_new;
+            }
+        }
+    }
+    // Merge the warps, one q head at a time.
+    for (int g = 0; g < G; ++g) {
+        float mg = 0.0f, lg = 0.0f;
+#pragma unroll
+        for (int gg = 0; gg < MAXG; ++gg)
+            if (gg == g) {
+                mg = m[gg]; lg = l[gg];
+#pragma unroll
+                for (int e = 0; e < E; ++e) sacc[warp][lane * E + e] = acc[gg][e];
+            }
+        if (lane == 0) { sm[warp] = mg; sl[warp] = lg; }
+        __syncthreads();
+        float M = -INFINITY;
+        for (int w = 0; w < WARPS; ++w) M = fmaxf(M, sm[w]);
+        const size_t part = ((size_t)t * Hq + kvh * G + g) * nsplit + split;
+        for (int d = threadIdx.x; d < D; d += blockDim.x) {
+            float a = 0.0f;
+            if (M != -INFINITY)
+                for (int w = 0; w < WARPS; ++w) a += sacc[w][d] * expf(sm[w] - M);
+            part_acc[part * D + d] = a;
+        }
+        if (threadIdx.x == 0) {
+            float L = 0.0f;
+            if (M != -INFINITY)
+                for (int w = 0; w < WARPS; ++w) L += sl[w] * expf(sm[w] - M);
+            part_ml[2 * part] = M;
+            part_ml[2 * part + 1] = L;
+        }
+        __syncthreads();
+    }
+}
+
+#define ATTN_DECODE(D)                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) attn_decode_d##D(                             \
+        const float* __restrict__ q, const bf16* __restrict__ k_cache,                              \
+        const bf16* __restrict__ v_cache, const int* __restrict__ pos0,                             \
+        float* __restrict__ part_acc, float* __restrict__ part_ml, int Hq, int Hkv, int max_ctx,    \
+        float scale) {                                                                              \
+        attn_decode_body<D>(q, k_cache, v_cache, pos0, part_acc, part_ml, Hq, Hkv, max_ctx, scale); \
+    }
+ATTN_DECODE(64) ATTN_DECODE(128) ATTN_DECODE(256)
+
+// Block (q head, t) with D threads; the splits' (max, sum) pairs go through shared memory so
+// that the loop over splits reads only the accumulators, eight loads in flight.
+extern "C" __global__ void attn_combine(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
+                                        const float* __restrict__ gate, float* __restrict__ out,
+                                        int Hq, int nsplit) {
+    __shared__ float weight[256];
+    __shared__ float scratch[32];
+    const int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x, D = blockDim.x;
+    const size_t base = ((size_t)t * Hq + h) * nsplit;
+    float m = -INFINITY;
+    for (int s = d; s < nsplit; s += D) m = fmaxf(m, part_ml[2 * (base + s)]);
+    m = warp_max(m);
+    if ((d & 31) == 0) scratch[d >> 5] = m;
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < (D + 31) / 32; ++w) M = fmaxf(M, scratch[w]);
+    float l = 0.0f;
+    for (int s = d; s < nsplit; s += D) {
+        const float ms = part_ml[2 * (base + s)];
+        // An empty split has m = -inf and contributes nothing.
+        weight[s] = ms == -INFINITY ? 0.0f : expf(ms - M);
+        l += part_ml[2 * (base + s) + 1] * weight[s];
+    }
+    const float L = block_sum(l, scratch);
+    float a = 0.0f;
+#pragma unroll 8
+    for (int s = 0; s < nsplit; ++s) a += part_acc[(base + s) * D + d] * weight[s];
+    const size_t at = ((size_t)t * Hq + h) * D + d;
+    out[at] = a / L * sigmoid(gate[at]);
+}

@@ -1,0 +1,103 @@
+// Shared device helpers, prepended to every kernel file before NVRTC compiles it.
+#include <cuda_bf16.h>
+
+typedef unsigned long long u64;
+typedef __nv_bfloat16 bf16;
+
+#define FULL_MASK 0xffffffffu
+// NVRTC has no <math.h>.
+#define INFINITY __int_as_float(0x7f800000)
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, o));
+    return v;
+}
+
+// Sum over the whole block; `scratch` holds one float per warp. Every thread gets the result.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < nwarps; ++w) total += scratch[w];
+    return total;
+}
+
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+// PyTorch's softplus (beta 1, threshold 20).
+__device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+__device__ __forceinline__ float bf16_lo(unsigned int v) { return __uint_as_float(v << 16); }
+__device__ __forceinline__ float bf16_hi(unsigned int v) { return __uint_as_float(v & 0xffff0000u); }
+
+// Eight bf16 packed in 16 bytes, widened to fp32.
+__device__ __forceinline__ void unpack8(uint4 v, float* f) {
+    f[0] = bf16_lo(v.x); f[1] = bf16_hi(v.x);
+    f[2] = bf16_lo(v.y); f[3] = bf16_hi(v.y);
+    f[4] = bf16_lo(v.z); f[5] = bf16_hi(v.z);
+    f[6] = bf16_lo(v.w); f[7] = bf16_hi(v.w);
+}
+
+// Weights are read once per token: stream them past L1 and mark them evict-first in L2 so
+// that the recurrent state and the KV cache keep the L2.
+__device__ __forceinline__ uint4 load_weights16(const uint4* p) { return __ldcs(p); }
+
+// Activations: fp32 or bf16, eight consecutive values starting at element 8*chunk.
+__device__ __forceinline__ void load_x8(const float* x, int chunk, float* f) {
+    const float4 a = __ldg(reinterpret_cast<const float4*>(x) + 2 * chunk);
+    const float4 b = __ldg(reinterpret_cast<const float4*>(x) + 2 * chunk + 1);
+    f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w; f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
+}
+__device__ __forceinline__ void load_x8(const bf16* x, int chunk, float* f) {
+    unpack8(__ldg(reinterpret_cast<const uint4*>(x) + chunk), f);
+}
+
+// Partial dot products of R bf16 weight rows (`nchunks` chunks of 8, rows `stride` elements
+// apart, rows >= `nrows` skipped) with T activation rows of length 8*nchunks, for one lane of
+// a warp; the caller reduces over the warp. Each activation chunk is loaded once for the R
+// rows (the L1 traffic of small-T verify), and UNROLL x R 16-byte weight loads are issued
+// before the first use so that enough bytes are in flight.
+template <int R, int T, typename XT>
+__device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, size_t stride, int nrows,
+                                              const XT* __restrict__ x, int nchunks, int lane,
+                                              float (&acc)[R][T]) {
+    constexpr int UNROLL = R >= 4 ? 2 : 8 / R;
+    for (int c0 = lane; c0 < nchunks; c0 += 32 * UNROLL) {
+        uint4 wv[UNROLL][R];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                const int c = c0 + 32 * u;
+                if (c < nchunks && r < nrows)
+                    wv[u][r] = load_weights16(reinterpret_cast<const uint4*>(wrow + r * stride) + c);
+            }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int c = c0 + 32 * u;
+            if (c >= nchunks) break;
+#pragma unroll
+            for (int t = 0; t < T; ++t) {
+                float xf[8];
+                load_x8(x + (size_t)t * nchunks * 8, c, xf);
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    float wf[8];
+                    unpack8(wv[u][r], wf);
+#pragma unroll
+                    for (int i = 0; i < 8; ++i) acc[r][t] = fmaf(wf[i], xf[i], acc[r][t]);
+                }
+            }
+        }
+    }
+}

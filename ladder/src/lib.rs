@@ -1,0 +1,14 @@
+//! The ladder file format (`ladder/1`) and everything that decides what a legal ladder is:
+//! the spec a person writes, the legal order of its cells, the file the runner writes, and
+//! the replay that proves a file is one connected run.
+
+pub mod ladder_file;
+pub mod order;
+pub mod sample;
+pub mod spec;
+pub mod verify;
+
+pub use ladder_file::{LadderWriter, Role, StartRecord};
+pub use order::{Order, Scheme};
+pub use spec::Spec;
+pub use verify::{replay, Defect, DefectKind, Ladder, Replay, Verdict};

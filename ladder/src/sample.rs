@@ -1,0 +1,369 @@
+//! Generated ladder files for tests and benchmarks.
+//!
+//! [`Sample`] describes a ladder whose true effects are known (arms with roles and effects,
+//! passes, noise, metric columns, optionally a round split, an output digest and witness
+//! columns); [`Sample::file_text`] returns the file exactly as the runner writes it, built
+//! from the same start record, timestamps and CSV quoting as [`crate::LadderWriter`].
+//!
+//! ```
+//! use ladder::sample::{Sample, SampleArm};
+//! use ladder::Role;
+//! let sample = Sample::new("demo", "t1", vec![
+//!     SampleArm::new("off", Role::Base, 0.0),
+//!     SampleArm::new("on", Role::Arm, 1.5), // 1.5 % better on every metric
+//! ]);
+//! let text = sample.file_text();
+//! assert!(ladder::replay(text.as_bytes()).verdict.connected);
+//! ```
+
+use crate::ladder_file::{
+    csv_line, timestamp, ArmRecord, BinaryRecord, EndRecord, HostRecord, OrderRecord, Role,
+    StartRecord, DONE_TAG, FORMAT, HARNESS_COLUMNS, WALL_COLUMN,
+};
+use crate::order::{Order, Scheme};
+use crate::spec::Better;
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// One arm of a generated ladder.
+#[derive(Clone, Debug)]
+pub struct SampleArm {
+    pub name: String,
+    pub role: Role,
+    /// True effect in percent on every metric, positive meaning better (faster, or less time).
+    pub effect_pct: f64,
+    /// The value of the rounds column when a split is generated.
+    pub rounds: u64,
+    /// Whether the arm's output digest equals the base's.
+    pub same_output: bool,
+}
+
+impl SampleArm {
+    /// An arm with 64 rounds and the base's output.
+    pub fn new(name: &str, role: Role, effect_pct: f64) -> SampleArm {
+        SampleArm { name: name.into(), role, effect_pct, rounds: 64, same_output: true }
+    }
+}
+
+/// One engine column the spec declares as a metric, with its level in the base arm.
+#[derive(Clone, Debug)]
+pub struct SampleMetric {
+    pub column: String,
+    pub better: Better,
+    pub level: f64,
+}
+
+/// A ladder to generate. Every field is public; [`Sample::new`] fills the defaults.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub ladder: String,
+    pub tag: String,
+    pub arms: Vec<SampleArm>,
+    pub passes: usize,
+    pub warmup_passes: usize,
+    pub scheme: Scheme,
+    pub seed: u64,
+    /// Relative noise of every value, in percent (one standard deviation).
+    pub noise_pct: f64,
+    pub metrics: Vec<SampleMetric>,
+    pub noise_limit_pct: f64,
+    pub replication_limit_pp: f64,
+    /// Adds `spec_rounds` and `decode_seconds_mean` and a `[split]` naming them.
+    pub split: bool,
+    /// Adds `output_digest` and an `[identity]` naming it.
+    pub digest: bool,
+    /// Adds the witness columns of a GPU host.
+    pub witness: bool,
+    /// Cell numbers (`pass · arms + slot`) that ran beside a foreign process.
+    pub foreign_cells: Vec<usize>,
+    /// Cell numbers whose SM clock dropped and that report a throttle reason.
+    pub throttled_cells: Vec<usize>,
+    pub started: DateTime<Utc>,
+}
+
+/// The rounds and time columns a generated split uses.
+pub const ROUNDS_COLUMN: &str = "spec_rounds";
+pub const TIME_COLUMN: &str = "decode_seconds_mean";
+pub const DIGEST_COLUMN: &str = "output_digest";
+
+impl Sample {
+    /// 8 passes (1 warm-up), rotate order, seed 1, 0.1 % noise, one `decode_tok_s`
+    /// (higher) metric at 100 tok/s, noise limit 0.2 %, no split, digest or witness.
+    pub fn new(ladder: &str, tag: &str, arms: Vec<SampleArm>) -> Sample {
+        Sample {
+            ladder: ladder.into(),
+            tag: tag.into(),
+            arms,
+            passes: 8,
+            warmup_passes: 1,
+            scheme: Scheme::Rotate,
+            seed: 1,
+            noise_pct: 0.1,
+            metrics: vec![SampleMetric {
+                column: "decode_tok_s".into(),
+                better: Better::Higher,
+                level: 100.0,
+            }],
+            noise_limit_pct: 0.2,
+            replication_limit_pp: 0.15,
+            split: false,
+            digest: false,
+            witness: false,
+            foreign_cells: Vec::new(),
+            throttled_cells: Vec::new(),
+            started: DateTime::parse_from_rfc3339("2026-11-29T10:00:00Z")
+                .expect("constant timestamp")
+                .with_timezone(&Utc),
+        }
+    }
+
+    /// The spec as the start record carries it (TOML keys, defaults not filled in).
+    pub fn spec_json(&self) -> serde_json::Value {
+        let arms: Vec<_> = self
+            .arms
+            .iter()
+            .map(|a| json!({"name": a.name, "role": a.role, "env": {"MODE": a.name}}))
+            .collect();
+        let metrics: Vec<_> = self
+            .metrics
+            .iter()
+            .map(|m| json!({"column": m.column, "better": m.better}))
+            .collect();
+        let mut spec = json!({
+            "name": self.ladder,
+            "command": ["target/release/engine", "bench"],
+            "passes": self.passes,
+            "warmup_passes": self.warmup_passes,
+            "order": self.scheme,
+            "seed": self.seed,
+            "noise_limit_pct": self.noise_limit_pct,
+            "replication_limit_pp": self.replication_limit_pp,
+            "arm": arms,
+            "metric": metrics,
+        });
+        if self.split {
+            spec["split"] = json!({"rounds": ROUNDS_COLUMN, "time": TIME_COLUMN});
+        }
+        if self.digest {
+            spec["identity"] = json!({"column": DIGEST_COLUMN});
+        }
+        spec
+    }
+
+    /// The start record the runner would write for this ladder.
+    pub fn start_record(&self) -> StartRecord {
+        let spec = self.spec_json();
+        let toml_text = toml::to_string(&spec).expect("a JSON object converts to TOML");
+        let names: Vec<String> = self.arms.iter().map(|a| a.name.clone()).collect();
+        StartRecord {
+            format: FORMAT.into(),
+            ladder: self.ladder.clone(),
+            tag: self.tag.clone(),
+            started: timestamp(self.started),
+            order: OrderRecord {
+                scheme: self.scheme,
+                arms: names,
+                passes: self.passes,
+                seed: Some(self.seed),
+            },
+            warmup_passes: self.warmup_passes,
+            arms: self
+                .arms
+                .iter()
+                .map(|a| ArmRecord {
+                    name: a.name.clone(),
+                    role: a.role,
+                    env: BTreeMap::from([("MODE".to_string(), a.name.clone())]),
+                })
+                .collect(),
+            spec,
+            spec_blake3: blake3::hash(toml_text.as_bytes()).to_hex().to_string(),
+            command: vec!["target/release/engine".into(), "bench".into()],
+            binary: BinaryRecord {
+                path: "target/release/engine".into(),
+                blake3: blake3::hash(b"engine").to_hex().to_string(),
+            },
+            host: HostRecord {
+                hostname: "sample-host".into(),
+                os: "linux".into(),
+                cpus: 2,
+                extra: Default::default(),
+            },
+            card: self.witness.then(|| json!({"name": "NVIDIA H200", "index": 0})),
+            extra: Default::default(),
+        }
+    }
+
+    /// The column header: harness, wall time, witness, then the engine's columns.
+    pub fn columns(&self) -> Vec<String> {
+        let mut columns: Vec<String> = HARNESS_COLUMNS.iter().map(|c| c.to_string()).collect();
+        columns.push(WALL_COLUMN.into());
+        if self.witness {
+            for name in WITNESS_COLUMNS {
+                columns.push(format!("witness_{name}_before"));
+                columns.push(format!("witness_{name}_after"));
+            }
+        }
+        columns.extend(self.metrics.iter().map(|m| m.column.clone()));
+        if self.split {
+            columns.push(ROUNDS_COLUMN.into());
+            columns.push(TIME_COLUMN.into());
+        }
+        if self.digest {
+            columns.push(DIGEST_COLUMN.into());
+        }
+        columns
+    }
+
+    /// The whole file, `\n`-terminated, exactly as the runner writes it.
+    pub fn file_text(&self) -> String {
+        let order = Order::new(self.scheme, self.arms.iter().map(|a| a.name.clone()).collect(), self.passes, Some(self.seed));
+        let mut noise = Noise::new(self.seed);
+        let mut text = self.start_record().to_line();
+        text.push('\n');
+        text.push_str(&csv_line(&self.columns()));
+        text.push('\n');
+        let mut clock = self.started;
+        for cell in order.cells() {
+            let arm = &self.arms[cell.arm];
+            let number = cell.pass * self.arms.len() + cell.slot;
+            let wall_us = 10_000_000 + (noise.uniform() * 100_000.0) as i64;
+            let started = clock + Duration::microseconds(1_000);
+            let ended = started + Duration::microseconds(wall_us);
+            clock = ended;
+            let mut row = vec![
+                cell.pass.to_string(),
+                cell.slot.to_string(),
+                arm.name.clone(),
+                timestamp(started),
+                timestamp(ended),
+                "0".to_string(),
+                format!("{:.6}", wall_us as f64 / 1e6),
+            ];
+            if self.witness {
+                row.extend(self.witness_fields(number));
+            }
+            let gain = 1.0 + arm.effect_pct / 100.0;
+            for metric in &self.metrics {
+                let jitter = 1.0 + self.noise_pct / 100.0 * noise.gaussian();
+                let value = match metric.better {
+                    Better::Higher => metric.level * gain * jitter,
+                    Better::Lower => metric.level / gain * jitter,
+                };
+                row.push(format!("{value:.6}"));
+            }
+            if self.split {
+                let per_round = 0.01 / gain * (1.0 + self.noise_pct / 100.0 * noise.gaussian());
+                row.push(arm.rounds.to_string());
+                row.push(format!("{:.9}", per_round * arm.rounds as f64));
+            }
+            if self.digest {
+                let output = if arm.same_output { "base" } else { arm.name.as_str() };
+                row.push(blake3::hash(output.as_bytes()).to_hex()[..16].to_string());
+            }
+            text.push_str(&csv_line(&row));
+            text.push('\n');
+        }
+        let end = EndRecord { ended: timestamp(clock + Duration::microseconds(500)), cells: order.n_cells(), reason: None };
+        text.push_str(DONE_TAG);
+        text.push_str(&serde_json::to_string(&end).expect("end record serializes"));
+        text.push('\n');
+        text
+    }
+
+    fn witness_fields(&self, cell: usize) -> Vec<String> {
+        let foreign = if self.foreign_cells.contains(&cell) { "1" } else { "0" };
+        let throttled = self.throttled_cells.contains(&cell);
+        let (sm_after, reason) = if throttled { ("1755", "sw_thermal") } else { ("1980", "none") };
+        [
+            [foreign, foreign],
+            ["1980", sm_after],
+            ["2619", "2619"],
+            ["41", "44"],
+            ["118.5", "690.2"],
+            ["none", reason],
+        ]
+        .iter()
+        .flatten()
+        .map(|s| s.to_string())
+        .collect()
+    }
+}
+
+/// The witness quantities a GPU host records, each as `_before` and `_after`.
+const WITNESS_COLUMNS: [&str; 6] =
+    ["foreign_procs", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "power_w", "throttle"];
+
+/// A small seeded generator (splitmix64) so that a sample is the same on every machine.
+struct Noise {
+    state: u64,
+}
+
+impl Noise {
+    fn new(seed: u64) -> Noise {
+        Noise { state: seed ^ 0x9e37_79b9_7f4a_7c15 }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1].
+    fn uniform(&mut self) -> f64 {
+        ((self.next() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box–Muller).
+    fn gaussian(&mut self) -> f64 {
+        let (u, v) = (self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Spec;
+
+    fn full() -> Sample {
+        let mut sample = Sample::new(
+            "demo",
+            "t1",
+            vec![
+                SampleArm::new("off", Role::Base, 0.0),
+                SampleArm::new("on", Role::Arm, 2.0),
+                SampleArm::new("null", Role::Null, 0.0),
+            ],
+        );
+        sample.split = true;
+        sample.digest = true;
+        sample.witness = true;
+        sample.scheme = Scheme::Williams;
+        sample
+    }
+
+    #[test]
+    fn a_sample_is_one_connected_run_with_its_spec() {
+        let replay = crate::replay(full().file_text().as_bytes());
+        assert!(replay.verdict.connected, "{:?}", replay.verdict.defects);
+        let ladder = replay.ladder.unwrap();
+        assert_eq!(ladder.rows.len(), 24);
+        let spec = Spec::from_json(&ladder.start.spec).unwrap();
+        assert_eq!(spec.split.unwrap().rounds, ROUNDS_COLUMN);
+        assert_eq!(spec.identity.unwrap().column, DIGEST_COLUMN);
+        assert!(ladder.column("witness_throttle_after").is_some());
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_file() {
+        assert_eq!(full().file_text(), full().file_text());
+        let mut other = full();
+        other.seed = 2;
+        assert_ne!(full().file_text(), other.file_text());
+    }
+}

@@ -1,0 +1,349 @@
+//! Running a whole ladder: every cell in the legal order, each row durable before the next
+//! cell starts, and an abort record naming the reason when anything stops the run early.
+
+use crate::binary::Binary;
+use crate::cell::{self, Cut};
+use crate::cell_env::CellEnvs;
+use crate::output::{self, CellOutput};
+use crate::progress::Progress;
+use crate::witness::Witness;
+use anyhow::Context;
+use chrono::Utc;
+use ladder::ladder_file::{
+    timestamp, ArmRecord, BinaryRecord, EndRecord, HostRecord, LadderWriter, OrderRecord,
+    StartRecord, FORMAT, HARNESS_COLUMNS, ROW_COLUMN, WALL_COLUMN,
+};
+use ladder::order::{Cell, Order};
+use ladder::spec::{LoadedSpec, Spec};
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What `runner run` was asked to do.
+pub struct RunOptions {
+    pub spec: PathBuf,
+    pub tag: Option<String>,
+    pub out_dir: PathBuf,
+    pub card: u32,
+}
+
+/// How a ladder ended.
+pub struct Outcome {
+    pub path: PathBuf,
+    pub cells: usize,
+    /// The abort reason, `None` for a complete ladder.
+    pub aborted: Option<String>,
+    /// The spec's first metric, whose values the summary holds.
+    pub metric: String,
+    pub summary: Vec<ArmSummary>,
+}
+
+/// One arm's cells, for the summary table.
+#[derive(Default, Clone)]
+pub struct ArmSummary {
+    pub name: String,
+    pub walls: Vec<f64>,
+    pub metric: Vec<f64>,
+}
+
+/// The order a spec asks for.
+pub fn order_of(spec: &Spec) -> Order {
+    let names = spec.arms.iter().map(|a| a.name.clone()).collect();
+    Order::new(spec.order, names, spec.passes, spec.seed)
+}
+
+/// The default tag: the UTC start time, so that repeated runs never collide.
+pub fn default_tag() -> String {
+    Utc::now().format("%Y%m%dT%H%M%SZ").to_string()
+}
+
+pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
+    let loaded = Spec::load(&options.spec)?;
+    let binary = Binary::resolve(&loaded.spec.command[0])?;
+    let order = order_of(&loaded.spec);
+    let witness = Witness::open(options.card);
+    let tag = options.tag.clone().unwrap_or_else(default_tag);
+    std::fs::create_dir_all(&options.out_dir)
+        .with_context(|| format!("cannot create the output folder {}", options.out_dir.display()))?;
+    let path = options.out_dir.join(format!("{}_{tag}.csv", loaded.spec.name));
+    let start = start_record(&loaded, &order, &binary, &witness, &tag);
+    let writer = LadderWriter::create(&path, &start)?;
+    let log_path = path.with_extension("stderr.log");
+    let log = OpenOptions::new().create_new(true).append(true).open(&log_path).with_context(|| {
+        format!("cannot create the side log {} (remove it or pick another --tag)", log_path.display())
+    })?;
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
+    }
+    let parent: BTreeMap<String, String> = std::env::vars().collect();
+    let arm_envs = loaded.spec.arms.iter().map(|a| a.env.clone()).collect();
+    let envs = CellEnvs::new(parent, loaded.spec.env.clone(), arm_envs, &order);
+    let mut run = Run {
+        loaded: &loaded,
+        order: &order,
+        binary: &binary,
+        witness: &witness,
+        envs,
+        writer: Some(writer),
+        log,
+        log_path,
+        signal,
+        engine_columns: None,
+        cells: 0,
+        summary: order.arms.iter().map(|name| ArmSummary { name: name.clone(), ..Default::default() }).collect(),
+        progress: Progress::new(order.n_cells()),
+    };
+    let aborted = run.all_cells().err();
+    run.progress.finish();
+    let end = EndRecord { ended: timestamp(Utc::now()), cells: run.cells, reason: aborted.clone() };
+    let writer = run.writer.take().expect("the writer is held until the end");
+    match &aborted {
+        None => writer.finish_done(&end)?,
+        Some(_) => writer.finish_abort(&end)?,
+    }
+    let metric = loaded.spec.effective_metrics().first().map(|m| m.column.clone()).unwrap_or_default();
+    Ok(Outcome { path, cells: run.cells, aborted, metric, summary: run.summary })
+}
+
+fn start_record(loaded: &LoadedSpec, order: &Order, binary: &Binary, witness: &Witness, tag: &str) -> StartRecord {
+    let spec = &loaded.spec;
+    StartRecord {
+        format: FORMAT.into(),
+        ladder: spec.name.clone(),
+        tag: tag.into(),
+        started: timestamp(Utc::now()),
+        order: OrderRecord { scheme: spec.order, arms: order.arms.clone(), passes: spec.passes, seed: spec.seed },
+        warmup_passes: spec.warmup_passes,
+        arms: spec.arms.iter().map(|a| ArmRecord { name: a.name.clone(), role: a.role, env: a.env.clone() }).collect(),
+        spec: loaded.json.clone(),
+        spec_blake3: loaded.blake3.clone(),
+        command: spec.command.clone(),
+        binary: BinaryRecord { path: binary.path.display().to_string(), blake3: binary.blake3.clone() },
+        host: host_record(),
+        card: witness.card(),
+        extra: [("common_env".to_string(), serde_json::to_value(&spec.env).expect("env serializes"))]
+            .into_iter()
+            .collect(),
+    }
+}
+
+fn host_record() -> HostRecord {
+    let hostname = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut extra = serde_json::Map::new();
+    extra.insert("kernel".into(), kernel.trim().into());
+    HostRecord {
+        hostname,
+        os: std::env::consts::OS.into(),
+        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        extra,
+    }
+}
+
+/// One ladder in progress.
+struct Run<'a> {
+    loaded: &'a LoadedSpec,
+    order: &'a Order,
+    binary: &'a Binary,
+    witness: &'a Witness,
+    envs: CellEnvs,
+    writer: Option<LadderWriter>,
+    log: File,
+    log_path: PathBuf,
+    signal: Arc<AtomicUsize>,
+    /// The engine's columns, known once the first cell has printed them.
+    engine_columns: Option<Vec<String>>,
+    cells: usize,
+    summary: Vec<ArmSummary>,
+    progress: Progress,
+}
+
+impl Run<'_> {
+    /// Runs every cell; `Err` is the abort reason.
+    fn all_cells(&mut self) -> Result<(), String> {
+        for cell in self.order.cells().collect::<Vec<_>>() {
+            self.one_cell(cell)?;
+        }
+        Ok(())
+    }
+
+    fn one_cell(&mut self, cell: Cell) -> Result<(), String> {
+        let arm = &self.order.arms[cell.arm];
+        let at = format!("pass {} slot {} (arm {arm})", cell.pass, cell.slot);
+        if let Some(name) = signal_name(self.signal.load(Ordering::SeqCst)) {
+            return Err(format!("interrupted by {name} before {at}"));
+        }
+        self.binary.check_unchanged().map_err(|e| format!("{e} before {at}"))?;
+        self.progress.start_cell(cell, arm);
+        let env = self.envs.cell(self.order, cell.pass, cell.slot);
+        let before = self.witness.sample();
+        let stderr = self.side_log(&at)?;
+        let timeout = Duration::from_secs_f64(self.loaded.spec.timeout_s);
+        let result = cell::run(&self.binary.path, &self.loaded.spec.command[1..], &env, stderr, timeout, &self.signal)
+            .map_err(|e| format!("{e} at {at}"))?;
+        let after = self.witness.sample();
+        let parsed = if result.exit.success() && result.cut.is_none() {
+            Some(output::parse(self.loaded.spec.output, &result.stdout).map_err(|e| {
+                format!("{at} printed output that does not parse: {e}; stdout is in {}", self.log_path.display())
+            }))
+        } else {
+            None
+        };
+        if let Some(Err(e)) = &parsed {
+            self.keep_stdout(&result.stdout);
+            return Err(e.clone());
+        }
+        let engine = parsed.map(|p| p.expect("errors returned above"));
+        self.check_columns(engine.as_ref(), &at)?;
+        let rows = self.rows(cell, &result, engine.as_ref(), &before, &after);
+        self.writer.as_mut().expect("writer held").write_cell(&rows).map_err(|e| format!("cannot write the ladder file: {e}"))?;
+        self.cells += 1;
+        self.record_summary(cell, result.wall_s, engine.as_ref());
+        self.progress.end_cell(result.wall_s);
+        match result.cut {
+            Some(Cut::TimedOut) => Err(format!(
+                "{at} timed out after {} s and was killed (timeout_s in the spec)",
+                self.loaded.spec.timeout_s
+            )),
+            Some(Cut::Signal(sig)) => Err(format!(
+                "interrupted by {} during {at}; the cell was killed",
+                signal_name(sig).unwrap_or("a signal")
+            )),
+            None if !result.exit.success() => Err(format!(
+                "{at} exited with status {}; its stderr is in {}",
+                result.exit,
+                self.log_path.display()
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens the side log for one cell, after a line that says which cell follows.
+    fn side_log(&mut self, at: &str) -> Result<File, String> {
+        let line = format!("=== {} {at}\n", timestamp(Utc::now()));
+        self.log
+            .write_all(line.as_bytes())
+            .and_then(|_| self.log.try_clone())
+            .map_err(|e| format!("cannot write the side log {}: {e}", self.log_path.display()))
+    }
+
+    fn keep_stdout(&mut self, stdout: &[u8]) {
+        let _ = self.log.write_all(b"--- stdout of the cell above:\n");
+        let _ = self.log.write_all(stdout);
+        let _ = self.log.write_all(b"\n");
+    }
+
+    /// The first cell fixes the header; every later cell must print the same columns.
+    fn check_columns(&mut self, engine: Option<&CellOutput>, at: &str) -> Result<(), String> {
+        match (&self.engine_columns, engine) {
+            (None, Some(out)) => {
+                self.check_declared_columns(&out.columns)?;
+                self.engine_columns = Some(out.columns.clone());
+                self.write_header()
+            }
+            (None, None) => {
+                self.engine_columns = Some(Vec::new());
+                self.write_header()
+            }
+            (Some(first), Some(out)) if *first != out.columns && !first.is_empty() => Err(format!(
+                "{at} printed the columns {:?}, the first cell printed {:?}",
+                out.columns, first
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Every column the spec reads must be among those the engine printed.
+    fn check_declared_columns(&self, columns: &[String]) -> Result<(), String> {
+        let spec = &self.loaded.spec;
+        if let Some(clash) = columns.iter().find(|c| c.starts_with("ladder_") || c.starts_with("witness_")) {
+            return Err(format!("the engine printed a column named {clash:?}; ladder_* and witness_* belong to the harness"));
+        }
+        let mut declared: Vec<String> = spec.effective_metrics().into_iter().map(|m| m.column).collect();
+        if let Some(split) = &spec.split {
+            declared.extend([split.rounds.clone(), split.time.clone()]);
+        }
+        if let Some(identity) = &spec.identity {
+            declared.push(identity.column.clone());
+        }
+        for column in &declared {
+            if column != WALL_COLUMN && !columns.contains(column) {
+                let line = self.loaded.line_of(column).map(|l| format!(":{l}")).unwrap_or_default();
+                return Err(format!(
+                    "{}{line}: the column {column:?} is not among the columns the engine printed in its first row: {}; fix the spec or the command",
+                    self.loaded.path.display(),
+                    columns.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn write_header(&mut self) -> Result<(), String> {
+        let mut columns: Vec<String> = HARNESS_COLUMNS.iter().map(|c| c.to_string()).collect();
+        columns.push(ROW_COLUMN.into());
+        columns.push(WALL_COLUMN.into());
+        columns.extend(self.witness.columns("before"));
+        columns.extend(self.witness.columns("after"));
+        columns.extend(self.engine_columns.clone().unwrap_or_default());
+        self.writer.as_mut().expect("writer held").write_header(&columns).map_err(|e| format!("cannot write the ladder file: {e}"))
+    }
+
+    fn rows(&self, cell: Cell, result: &cell::CellRun, engine: Option<&CellOutput>, before: &[String], after: &[String]) -> Vec<Vec<String>> {
+        let width = self.engine_columns.as_ref().map_or(0, Vec::len);
+        let empty = vec![vec![String::new(); width]];
+        let engine_rows = engine.map_or(&empty, |e| &e.rows);
+        engine_rows
+            .iter()
+            .enumerate()
+            .map(|(i, values)| {
+                let mut row = vec![
+                    cell.pass.to_string(),
+                    cell.slot.to_string(),
+                    self.order.arms[cell.arm].clone(),
+                    timestamp(result.started),
+                    timestamp(result.ended),
+                    result.exit.to_string(),
+                    i.to_string(),
+                    format!("{:.6}", result.wall_s),
+                ];
+                row.extend(before.iter().cloned());
+                row.extend(after.iter().cloned());
+                row.extend(values.iter().cloned());
+                row
+            })
+            .collect()
+    }
+
+    fn record_summary(&mut self, cell: Cell, wall_s: f64, engine: Option<&CellOutput>) {
+        let summary = &mut self.summary[cell.arm];
+        summary.walls.push(wall_s);
+        let Some(metric) = self.loaded.spec.effective_metrics().into_iter().next() else { return };
+        let value = if metric.column == WALL_COLUMN {
+            Some(wall_s)
+        } else {
+            let columns = self.engine_columns.as_deref().unwrap_or_default();
+            let index = columns.iter().position(|c| *c == metric.column);
+            engine.and_then(|e| e.rows.get(metric.row)).zip(index).and_then(|(row, i)| row[i].parse().ok())
+        };
+        if let Some(v) = value {
+            if cell.pass >= self.loaded.spec.warmup_passes {
+                summary.metric.push(v);
+            }
+        }
+    }
+}
+
+fn signal_name(signal: usize) -> Option<&'static str> {
+    match signal as i32 {
+        0 => None,
+        signal_hook::consts::SIGINT => Some("SIGINT"),
+        signal_hook::consts::SIGTERM => Some("SIGTERM"),
+        _ => Some("a signal"),
+    }
+}
