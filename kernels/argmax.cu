@@ -33,7 +33,7 @@ __device__ __forceinline__ void lm_head_body(const bf16* __restrict__ W, const f
     for (int r = 0; r < LM_ROWS; ++r)
 #pragma unroll
         for (int t = 0; t < T; ++t) acc[r][t] = 0.0f;
-    if (row0 < rows) rows_dot_lane<LM_ROWS, T>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, lane, acc);
+    if (row0 < rows) rows_dot_lane<LM_ROWS, T>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, lane, 32, acc);
 #pragma unroll
     for (int t = 0; t < T; ++t) {
         float bv = -INFINITY;

@@ -63,28 +63,29 @@ __device__ __forceinline__ void load_x8(const bf16* x, int chunk, float* f) {
 }
 
 // Partial dot products of R bf16 weight rows (`nchunks` chunks of 8, rows `stride` elements
-// apart, rows >= `nrows` skipped) with T activation rows of length 8*nchunks, for one lane of
-// a warp; the caller reduces over the warp. Each activation chunk is loaded once for the R
-// rows (the L1 traffic of small-T verify), and UNROLL x R 16-byte weight loads are issued
-// before the first use so that enough bytes are in flight.
+// apart, rows >= `nrows` skipped) with T activation rows of length 8*nchunks, for one of
+// `nlanes` threads splitting the chunks (a warp, or a whole block); the caller reduces over
+// them. Each activation chunk is loaded once for the R rows (the L1 traffic of small-T
+// verify), and UNROLL x R 16-byte weight loads are issued before the first use so that
+// enough bytes are in flight.
 template <int R, int T, typename XT>
-__device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, size_t stride, int nrows,
-                                              const XT* __restrict__ x, int nchunks, int lane,
+__device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
+                                              const XT* __restrict__ x, int nchunks, int lane, int nlanes,
                                               float (&acc)[R][T]) {
     constexpr int UNROLL = R >= 4 ? 2 : 8 / R;
-    for (int c0 = lane; c0 < nchunks; c0 += 32 * UNROLL) {
+    for (int c0 = lane; c0 < nchunks; c0 += nlanes * UNROLL) {
         uint4 wv[UNROLL][R];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
             for (int r = 0; r < R; ++r) {
-                const int c = c0 + 32 * u;
+                const int c = c0 + nlanes * u;
                 if (c < nchunks && r < nrows)
                     wv[u][r] = load_weights16(reinterpret_cast<const uint4*>(wrow + r * stride) + c);
             }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const int c = c0 + 32 * u;
+            const int c = c0 + nlanes * u;
             if (c >= nchunks) break;
 #pragma unroll
             for (int t = 0; t < T; ++t) {
@@ -99,5 +100,26 @@ __device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, siz
                 }
             }
         }
+    }
+}
+
+// Sums acc[R][T] over the block (warp shuffles, then shared memory); afterwards thread
+// r*T + t (for r < R, t < T) holds the total of acc[r][t] in `out`.
+template <int R, int T>
+__device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out) {
+    __shared__ float red[32][R * T];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+            const float s = warp_sum(acc[r][t]);
+            if (lane == 0) red[warp][r * T + t] = s;
+        }
+    __syncthreads();
+    if (threadIdx.x < R * T) {
+        float s = 0.0f;
+        for (int w = 0; w < nwarps; ++w) s += red[w][threadIdx.x];
+        *out = s;
     }
 }

@@ -1,33 +1,28 @@
 // bf16 GEMV for decode and speculative verify: y[t] = W x[t] (+ y[t] when accumulate), for
 // T = 1..8 positions sharing one read of W [rows][cols] (row-major bf16, cols a multiple of 8).
-// Four rows per warp (the activations are loaded once for all four), eight warps per block;
-// every lane keeps eight 16-byte weight loads in flight. Accumulation is fp32; `accumulate`
-// folds the residual add into the projection.
+// A block of up to 256 threads per four rows, its threads splitting the columns, so that
+// even a 2048-row projection spreads over 512 blocks; the activations are loaded once for
+// the four rows. Accumulation is fp32; `accumulate` folds the residual add into the projection.
 
 #define GEMV_ROWS 4
 
 template <int T, typename XT>
 __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* __restrict__ x,
                                           float* __restrict__ y, int rows, int cols, int accumulate) {
-    const int lane = threadIdx.x & 31;
-    const int row0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * GEMV_ROWS;
-    if (row0 >= rows) return;
+    const int row0 = blockIdx.x * GEMV_ROWS;
     float acc[GEMV_ROWS][T];
 #pragma unroll
     for (int r = 0; r < GEMV_ROWS; ++r)
 #pragma unroll
         for (int t = 0; t < T; ++t) acc[r][t] = 0.0f;
-    rows_dot_lane<GEMV_ROWS, T>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, lane, acc);
-#pragma unroll
-    for (int r = 0; r < GEMV_ROWS; ++r)
-#pragma unroll
-        for (int t = 0; t < T; ++t) {
-            const float s = warp_sum(acc[r][t]);
-            if (lane == 0 && row0 + r < rows) {
-                float* dst = y + (size_t)t * rows + row0 + r;
-                *dst = accumulate ? *dst + s : s;
-            }
-        }
+    rows_dot_lane<GEMV_ROWS, T>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, threadIdx.x, blockDim.x, acc);
+    float s;
+    block_sum_rows(acc, &s);
+    const int r = threadIdx.x / T, t = threadIdx.x % T;
+    if (threadIdx.x < GEMV_ROWS * T && row0 + r < rows) {
+        float* dst = y + (size_t)t * rows + row0 + r;
+        *dst = accumulate ? *dst + s : s;
+    }
 }
 
 #define GEMV(T)                                                                                     \

@@ -71,58 +71,37 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, int E, in
     }
 }
 
-// One warp per output row; rows of position t run over k*I routed rows then Is shared rows.
-// grid.y = T. act [T][k*I + Is]. The gate and up rows are loaded together, four chunks of
-// each per lane in flight.
+// One block per activation row r of position t (grid T rows x T): routed rows 0..k*I-1, then
+// the Is shared rows; act [T][k*I + Is]. The gate and up rows are read as two rows of one
+// pass (`up - gate` apart), the block's threads splitting the hidden dim.
 extern "C" __global__ void __launch_bounds__(256) moe_gate_up(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
     const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
     float* __restrict__ act, int k, int I, int Is, int H) {
-    constexpr int UNROLL = 4;
-    const int t = blockIdx.y, lane = threadIdx.x & 31;
-    const int r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int t = blockIdx.y, r = blockIdx.x;
     const int rows = k * I + Is;
-    if (r >= rows) return;
-    size_t off;
-    const bf16 *gbase, *ubase;
+    const bf16 *g, *u;
     if (r < k * I) {
-        off = ((size_t)idx[(size_t)t * k + r / I] * I + r % I) * H;
-        gbase = Wg; ubase = Wu;
+        const size_t off = ((size_t)idx[(size_t)t * k + r / I] * I + r % I) * H;
+        g = Wg + off;
+        u = Wu + off;
     } else {
-        off = (size_t)(r - k * I) * H;
-        gbase = Wsg; ubase = Wsu;
+        const size_t off = (size_t)(r - k * I) * H;
+        g = Wsg + off;
+        u = Wsu + off;
     }
-    const uint4* g = reinterpret_cast<const uint4*>(gbase + off);
-    const uint4* u = reinterpret_cast<const uint4*>(ubase + off);
-    const float* xt = x + (size_t)t * H;
-    const int nchunks = H >> 3;
-    float ag = 0.0f, au = 0.0f;
-    for (int c0 = lane; c0 < nchunks; c0 += 32 * UNROLL) {
-        uint4 gv[UNROLL], uv[UNROLL];
-#pragma unroll
-        for (int q = 0; q < UNROLL; ++q) {
-            const int c = c0 + 32 * q;
-            if (c < nchunks) { gv[q] = load_weights16(g + c); uv[q] = load_weights16(u + c); }
-        }
-#pragma unroll
-        for (int q = 0; q < UNROLL; ++q) {
-            const int c = c0 + 32 * q;
-            if (c >= nchunks) break;
-            float gf[8], uf[8], xf[8];
-            unpack8(gv[q], gf);
-            unpack8(uv[q], uf);
-            load_x8(xt, c, xf);
-#pragma unroll
-            for (int i = 0; i < 8; ++i) { ag = fmaf(gf[i], xf[i], ag); au = fmaf(uf[i], xf[i], au); }
-        }
-    }
-    const float gs = warp_sum(ag), us = warp_sum(au);
-    if (lane == 0) act[(size_t)t * rows + r] = silu(gs) * us;
+    float acc[2][1] = {{0.0f}, {0.0f}};
+    rows_dot_lane<2, 1>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x, blockDim.x, acc);
+    float s;
+    block_sum_rows(acc, &s);
+    // Thread 0 holds gate . x, thread 1 up . x.
+    const float up = __shfl_down_sync(FULL_MASK, s, 1);
+    if (threadIdx.x == 0) act[(size_t)t * rows + r] = silu(s) * up;
 }
 
-// One warp per hidden row h of position t (grid.y = T). The k routed rows and the shared row
-// are walked as one virtual row over act[t] (k*I + Is values), so that each lane keeps eight
-// 16-byte loads in flight whatever the expert size.
+// One block per hidden row h of position t (grid H x T). The k routed rows and the shared
+// row are walked as one virtual row over act[t] (k*I + Is values), split over the block's
+// threads, eight 16-byte loads in flight per thread.
 extern "C" __global__ void __launch_bounds__(256) moe_down(
     const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const int* __restrict__ idx,
     const float* __restrict__ wts, const float* __restrict__ act, float* __restrict__ y, int k,
@@ -130,34 +109,30 @@ extern "C" __global__ void __launch_bounds__(256) moe_down(
     constexpr int UNROLL = 8;
     __shared__ const bf16* rowbase[MAX_TOPK + 1];
     __shared__ float weight[MAX_TOPK + 1];
-    const int t = blockIdx.y, lane = threadIdx.x & 31;
-    const int h = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    __shared__ float scratch[32];
+    const int t = blockIdx.y, h = blockIdx.x;
     const int rows = k * I + Is;
     // Per slot: where row h of that expert starts, shifted so that virtual chunk c indexes it.
     if (threadIdx.x <= k) {
         const int j = threadIdx.x;
         weight[j] = wts[(size_t)t * (k + 1) + j];
-        rowbase[j] = j < k ? Wd + (size_t)idx[(size_t)t * k + j] * H * I - (size_t)j * I
-                           : Wsd - (size_t)k * I;
+        rowbase[j] = j < k ? Wd + ((size_t)idx[(size_t)t * k + j] * H + h) * I - (size_t)j * I
+                           : Wsd + (size_t)h * Is - (size_t)k * I;
     }
     __syncthreads();
-    if (h >= H) return;
     const float* a = act + (size_t)t * rows;
     const int nchunks = rows >> 3, per_slot = I >> 3;
     float total = 0.0f;
-    for (int c0 = lane; c0 < nchunks; c0 += 32 * UNROLL) {
+    for (int c0 = threadIdx.x; c0 < nchunks; c0 += blockDim.x * UNROLL) {
         uint4 wv[UNROLL];
-        int slot[UNROLL];
 #pragma unroll
         for (int q = 0; q < UNROLL; ++q) {
-            const int c = c0 + 32 * q;
-            slot[q] = min(c / per_slot, k);
-            const size_t stride = slot[q] < k ? I : Is;
-            if (c < nchunks) wv[q] = load_weights16(reinterpret_cast<const uint4*>(rowbase[slot[q]] + h * stride + (size_t)c * 8));
+            const int c = c0 + blockDim.x * q;
+            if (c < nchunks) wv[q] = load_weights16(reinterpret_cast<const uint4*>(rowbase[min(c / per_slot, k)] + (size_t)c * 8));
         }
 #pragma unroll
         for (int q = 0; q < UNROLL; ++q) {
-            const int c = c0 + 32 * q;
+            const int c = c0 + blockDim.x * q;
             if (c >= nchunks) break;
             float wf[8], af[8];
             unpack8(wv[q], wf);
@@ -165,11 +140,11 @@ extern "C" __global__ void __launch_bounds__(256) moe_down(
             float d = 0.0f;
 #pragma unroll
             for (int i = 0; i < 8; ++i) d = fmaf(wf[i], af[i], d);
-            total = fmaf(weight[slot[q]], d, total);
+            total = fmaf(weight[min(c / per_slot, k)], d, total);
         }
     }
-    total = warp_sum(total);
-    if (lane == 0) {
+    total = block_sum(total, scratch);
+    if (threadIdx.x == 0) {
         float* dst = y + (size_t)t * H + h;
         *dst = accumulate ? *dst + total : total;
     }

@@ -258,7 +258,7 @@ pub fn base_spreads(loaded: &Loaded) -> anyhow::Result<Vec<Vec<f64>>> {
         .collect()?;
     let (file, series) = (table.column(FILE)?.u32()?, table.column(SERIES)?.u32()?);
     let spread = table.column("spread")?.f64()?;
-    for ((f, s), v) in file.into_iter().zip(series).zip(spread) {
+    for ((f, s), v) in file.iter().zip(series.iter()).zip(spread.iter()) {
         if let (Some(f), Some(s)) = (f, s) {
             spreads[f as usize][s as usize] = v.unwrap_or(f64::NAN);
         }

@@ -211,11 +211,9 @@ mod tests {
                 }
             }
             let expected = if n % 2 == 1 { 2 } else { 1 };
-            for a in 0..n {
-                for b in 0..n {
-                    if a != b {
-                        assert_eq!(count[a][b], expected, "n={n} pair ({a},{b})");
-                    }
+            for (a, row) in count.iter().enumerate() {
+                for (b, &pairs) in row.iter().enumerate().filter(|&(b, _)| b != a) {
+                    assert_eq!(pairs, expected, "n={n} pair ({a},{b})");
                 }
             }
         }

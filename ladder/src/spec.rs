@@ -362,7 +362,7 @@ impl Locator<'_> {
     }
 
     fn unknown_keys(&self, table: &toml::Table, allowed: &[&str], within: &str) -> Result<(), SpecError> {
-        for key in table.keys().filter(|k| !allowed.contains(&k.as_str())) {
+        if let Some(key) = table.keys().find(|k| !allowed.contains(&k.as_str())) {
             let closest = allowed
                 .iter()
                 .map(|a| (strsim::jaro_winkler(a, key), *a))

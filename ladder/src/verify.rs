@@ -111,8 +111,18 @@ pub struct Replay {
     pub ladder: Option<Ladder>,
 }
 
+thread_local! {
+    /// Building the CSV parser's automaton costs more than reading a whole ladder, so each
+    /// thread builds one and reuses it for every file it replays.
+    static SPLITTER: std::cell::RefCell<LineSplitter> = std::cell::RefCell::new(LineSplitter::default());
+}
+
 /// Replays a whole file.
 pub fn replay(bytes: &[u8]) -> Replay {
+    SPLITTER.with_borrow_mut(|splitter| replay_with(bytes, splitter))
+}
+
+fn replay_with(bytes: &[u8], splitter: &mut LineSplitter) -> Replay {
     let mut lines = split_lines(bytes);
     let Some((first, _)) = lines.next() else {
         return early(Defect::new(DefectKind::MissingStart, 1, "the file is empty"));
@@ -123,7 +133,7 @@ pub fn replay(bytes: &[u8]) -> Replay {
     };
     let order = start.order.order();
     let header = match lines.next() {
-        Some((Ok(text), _)) => parse_header(text),
+        Some((Ok(text), _)) => parse_header(text, splitter),
         Some((Err(_), _)) => Err("line 2 is not UTF-8".to_string()),
         None => Err("the file ends after the start record: no column header".to_string()),
     };
@@ -135,7 +145,7 @@ pub fn replay(bytes: &[u8]) -> Replay {
             return replay;
         }
     };
-    let mut replayer = Replayer::new(&order, start, columns);
+    let mut replayer = Replayer::new(&order, start, columns, splitter);
     replayer.harness = harness;
     let mut last_line = 2;
     for (text, number) in lines {
@@ -190,11 +200,11 @@ fn parse_start(line: Result<&str, ()>) -> Result<StartRecord, String> {
 /// Positions of the harness columns in the header, `ladder_row` last (if present).
 type HarnessIndex = [usize; 7];
 
-fn parse_header(text: &str) -> Result<(Vec<String>, HarnessIndex), String> {
+fn parse_header(text: &str, splitter: &mut LineSplitter) -> Result<(Vec<String>, HarnessIndex), String> {
     if text.starts_with('#') {
         return Err("line 2 is a record, not the column header".into());
     }
-    let fields = LineSplitter::default()
+    let fields = splitter
         .split(text)
         .ok_or_else(|| "the column header does not parse as CSV".to_string())?;
     let columns: Vec<String> = fields.iter().map(str::to_string).collect();
@@ -216,10 +226,10 @@ fn parse_header(text: &str) -> Result<(Vec<String>, HarnessIndex), String> {
 /// State of one replay: where the legal order says the next cell is.
 struct Replayer<'o> {
     order: &'o Order,
+    splitter: &'o mut LineSplitter,
     start: StartRecord,
     columns: Vec<String>,
     harness: HarnessIndex,
-    splitter: LineSplitter,
     defects: Vec<Defect>,
     rows: Vec<Row>,
     seen: HashSet<(usize, usize)>,
@@ -233,13 +243,13 @@ struct Replayer<'o> {
 }
 
 impl<'o> Replayer<'o> {
-    fn new(order: &'o Order, start: StartRecord, columns: Vec<String>) -> Replayer<'o> {
+    fn new(order: &'o Order, start: StartRecord, columns: Vec<String>, splitter: &'o mut LineSplitter) -> Replayer<'o> {
         Replayer {
             order,
+            splitter,
             start,
             columns,
             harness: [usize::MAX; 7],
-            splitter: LineSplitter::default(),
             defects: Vec::new(),
             rows: Vec::new(),
             seen: HashSet::new(),

@@ -9,7 +9,7 @@ use crate::config::{ModelConfig, MAX_GDN_DIM};
 use crate::synthetic::round_bf16;
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, SwiGlu};
 use anyhow::Result;
-pub use kernels::{argmax, dot};
+use kernels::{argmax, dot};
 use kernels::{inv_rms, l2_normalize, matmul, rms_norm_row, sigmoid, silu, softplus};
 use prefetch::Prefetcher;
 use rayon::prelude::*;

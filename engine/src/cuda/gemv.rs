@@ -19,11 +19,15 @@ impl GemvInput for bf16 {
     const KERNEL: &'static str = "gemv_bf16";
 }
 
-/// Rows per block of the GEMV and LM head kernels: eight warps of four rows.
+/// Rows per block of the LM head kernel: eight warps of four rows.
 const ROWS_PER_BLOCK: usize = 32;
+/// Rows per block of the GEMV, whose threads split the columns.
+const GEMV_ROWS: usize = 4;
 
-fn rows_config(rows: usize) -> LaunchConfig {
-    LaunchConfig { grid_dim: (rows.div_ceil(ROWS_PER_BLOCK) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
+/// Threads of a block that splits `cols` columns in 16-byte chunks: a chunk per thread up
+/// to 256 threads.
+pub(crate) fn threads_for(cols: usize) -> u32 {
+    (cols / 8).div_ceil(32).clamp(1, 8) as u32 * 32
 }
 
 fn check_cols(what: &str, cols: usize) -> Result<()> {
@@ -59,7 +63,7 @@ impl Gpu {
         let w = input("gemv weight", w, rows * cols, &self.stream)?;
         let x = input("gemv input", x, t * cols, &self.stream)?;
         let y = output("gemv output", y, t * rows, &self.stream)?;
-        let cfg = rows_config(rows);
+        let cfg = LaunchConfig { grid_dim: (rows.div_ceil(GEMV_ROWS) as u32, 1, 1), block_dim: (threads_for(cols), 1, 1), shared_mem_bytes: 0 };
         launch!(self, format!("{}_t{t}", X::KERNEL), cfg, &w, &x, &y, &dim("rows", rows)?, &dim("cols", cols)?, &i32::from(accumulate));
         Ok(())
     }
@@ -100,7 +104,7 @@ impl Gpu {
         let vals = output("argmax scratch", &mut scratch.vals, 0, &self.stream)?;
         let idx = output("argmax scratch", &mut scratch.idx, 0, &self.stream)?;
         let ids = output("token ids", ids, t, &self.stream)?;
-        let cfg = rows_config(vocab);
+        let cfg = LaunchConfig { grid_dim: (scratch.blocks as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         launch!(self, format!("lm_head_argmax_t{t}"), cfg, &w, &x, &dim("vocab", vocab)?, &dim("hidden", hidden)?, &vals, &idx);
         let blocks = dim("blocks", scratch.blocks)?;
         let cfg = LaunchConfig { grid_dim: (t as u32, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };

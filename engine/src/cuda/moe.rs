@@ -6,6 +6,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig};
 use half::bf16;
 
 use super::args::{dim, input, output, positions, MAX_T};
+use super::gemv::threads_for;
 use super::Gpu;
 
 /// Most experts per token the routing kernel selects.
@@ -100,9 +101,9 @@ impl Gpu {
 
         let cfg = LaunchConfig { grid_dim: (t as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         launch!(self, "moe_route", cfg, &logits, &ed, &kd, &xp, &sg, &hd, &idx, &wts);
-        let cfg = LaunchConfig { grid_dim: (s.act_len().div_ceil(8) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig { grid_dim: (s.act_len() as u32, t as u32, 1), block_dim: (threads_for(h), 1, 1), shared_mem_bytes: 0 };
         launch!(self, "moe_gate_up", cfg, &gate, &up, &s_gate, &s_up, &idx, &xp, &act, &kd, &id, &isd, &hd);
-        let cfg = LaunchConfig { grid_dim: (h.div_ceil(8) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig { grid_dim: (h as u32, t as u32, 1), block_dim: (threads_for(s.act_len()), 1, 1), shared_mem_bytes: 0 };
         launch!(self, "moe_down", cfg, &down, &s_down, &idx, &wts, &act, &y, &kd, &id, &isd, &hd, &i32::from(accumulate));
         Ok(())
     }

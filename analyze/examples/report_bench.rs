@@ -1,0 +1,69 @@
+//! Benchmark of `analyze report --json`: generates ladders of 48 cells (6 arms × 8 passes,
+//! a metric, a round split and an output digest) into a temporary directory, then times the
+//! report of all of them into JSON and prints the rate and the peak memory.
+//!
+//! `cargo run --release -p analyze --example report_bench -- [FILES] [BOOTSTRAP]`
+//! (defaults: 10000 files, 0 bootstrap resamples: the METHOD.md figures, Wilcoxon and order
+//! checks; pass 2000 to include the report's default bootstrap).
+
+use analyze::analysis::ExtrasConfig;
+use analyze::report::{self, Options};
+use ladder::sample::{Sample, SampleArm};
+use ladder::Role;
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let files: usize = args.next().map_or(Ok(10_000), |a| a.parse())?;
+    let resamples: usize = args.next().map_or(Ok(0), |a| a.parse())?;
+    let dir = std::env::temp_dir().join(format!("report_bench_{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let paths = generate(&dir, files)?;
+
+    let options = Options { allow_defects: false, extras: ExtrasConfig { resamples, seed: 1 }, compare: Vec::new() };
+    let out = dir.join("report.json");
+    let clock = Instant::now();
+    let reading = report::read(&paths, &options)?;
+    let read_s = clock.elapsed().as_secs_f64();
+    report::write_json(&reading, std::io::BufWriter::new(std::fs::File::create(&out)?))?;
+    let seconds = clock.elapsed().as_secs_f64();
+
+    let bytes = std::fs::metadata(&out)?.len();
+    println!("report of {files} ladders × 48 cells into JSON ({resamples} bootstrap resamples)");
+    println!("  {seconds:.3} s ({read_s:.3} s reading and computing, {:.3} s writing {:.1} MB of JSON)", seconds - read_s, bytes as f64 / 1e6);
+    println!("  {:.0} files/s, {:.2} M cells/s", files as f64 / seconds, (files * 48) as f64 / seconds / 1e6);
+    println!("  peak RSS {}", peak_rss());
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+/// Writes `count` ladders of one spec with distinct tags and seeds.
+fn generate(dir: &std::path::Path, count: usize) -> anyhow::Result<Vec<PathBuf>> {
+    let arms = vec![
+        SampleArm::new("off", Role::Base, 0.0),
+        SampleArm::new("window", Role::Arm, 0.8),
+        SampleArm::new("stride", Role::Arm, 0.3),
+        SampleArm::new("null", Role::Null, 0.0),
+        SampleArm::new("again", Role::Reflexive, 0.0),
+        SampleArm::new("sz", Role::StructuralZero, -0.2),
+    ];
+    (0..count)
+        .map(|i| {
+            let mut sample = Sample::new("bench", &format!("t{i:05}"), arms.clone());
+            sample.seed = i as u64 + 1;
+            sample.split = true;
+            sample.digest = true;
+            let path = dir.join(format!("bench_t{i:05}.csv"));
+            std::fs::write(&path, sample.file_text())?;
+            Ok(path)
+        })
+        .collect()
+}
+
+fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l["VmHWM:".len()..].trim().to_string()))
+        .unwrap_or_else(|| "unknown (no /proc/self/status)".into())
+}

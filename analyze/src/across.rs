@@ -1,0 +1,180 @@
+//! Across ladders: ladders of the same spec side by side (the range is the honest reading),
+//! and any two arms compared in every ladder that carries both.
+
+use crate::analysis::{paired_deltas, Figures, LadderReport};
+use crate::frames::{Grid, LoadedFile, SeriesKind};
+use crate::stats::Summary;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// One quantity shared by several ladders of one spec.
+#[derive(Debug, Serialize)]
+pub struct Replication {
+    pub quantity: String,
+    /// The tags of the ladders, in the order given.
+    pub ladders: Vec<String>,
+    pub estimates_pct: Vec<f64>,
+    pub spread_pp: f64,
+    pub replication_limit_pp: f64,
+    pub replicates: bool,
+    pub spec: String,
+    pub files: Vec<String>,
+    pub ci_low_pct: Vec<f64>,
+    pub ci_high_pct: Vec<f64>,
+    pub min_pct: f64,
+    pub max_pct: f64,
+    /// Whether each ladder is qualified (a disqualified one still shows its number).
+    pub qualified: Vec<bool>,
+}
+
+/// Every quantity of one report with its figures: `column:arm-vs-against`, arms against the
+/// base first, then the contrasts not already named.
+pub fn quantities(report: &LadderReport) -> Vec<(String, &Figures)> {
+    let mut out: Vec<(String, &Figures)> = Vec::new();
+    for m in &report.metrics {
+        let arms = m.arms.iter().map(|a| (&a.arm, &a.against, &a.figures));
+        let contrasts = m.contrasts.iter().map(|c| (&c.arm, &c.against, &c.figures));
+        for (arm, against, figures) in arms.chain(contrasts) {
+            let name = format!("{}:{arm}-vs-{against}", m.column);
+            if !out.iter().any(|(n, _)| *n == name) {
+                out.push((name, figures));
+            }
+        }
+    }
+    out
+}
+
+/// Ladders with statistics grouped by spec name, in first-seen order.
+fn by_spec(reports: &[LadderReport]) -> Vec<(String, Vec<&LadderReport>)> {
+    let mut groups: Vec<(String, Vec<&LadderReport>)> = Vec::new();
+    for r in reports.iter().filter(|r| r.statistics) {
+        let name = r.ladder.clone().unwrap_or_default();
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, members)) => members.push(r),
+            None => groups.push((name, vec![r])),
+        }
+    }
+    groups
+}
+
+/// Every quantity that at least two ladders of the same spec carry.
+pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
+    let mut out = Vec::new();
+    for (spec, members) in by_spec(reports).into_iter().filter(|(_, m)| m.len() >= 2) {
+        let limit = members[0].run.as_ref().map_or(ladder::spec::DEFAULT_REPLICATION_LIMIT_PP, |r| r.replication_limit_pp);
+        let mut order: Vec<String> = Vec::new();
+        let mut found: HashMap<String, Vec<(&LadderReport, &Figures)>> = HashMap::new();
+        for r in &members {
+            for (name, figures) in quantities(r) {
+                let entry = found.entry(name.clone()).or_default();
+                if entry.is_empty() {
+                    order.push(name);
+                }
+                entry.push((r, figures));
+            }
+        }
+        for quantity in order {
+            let readings = &found[&quantity];
+            if readings.len() < 2 {
+                continue;
+            }
+            let estimates: Vec<f64> = readings.iter().map(|(_, f)| f.estimate_pct).collect();
+            let min = estimates.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = estimates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let spread = max - min;
+            out.push(Replication {
+                quantity,
+                ladders: readings.iter().map(|(r, _)| r.tag.clone().unwrap_or_default()).collect(),
+                estimates_pct: estimates,
+                spread_pp: spread,
+                replication_limit_pp: limit,
+                replicates: spread <= limit,
+                spec: spec.clone(),
+                files: readings.iter().map(|(r, _)| r.file.clone()).collect(),
+                ci_low_pct: readings.iter().map(|(_, f)| f.ci_low_pct).collect(),
+                ci_high_pct: readings.iter().map(|(_, f)| f.ci_high_pct).collect(),
+                min_pct: min,
+                max_pct: max,
+                qualified: readings.iter().map(|(r, _)| r.qualified).collect(),
+            });
+        }
+    }
+    out
+}
+
+/// Two arms compared on one metric in every ladder that carries both.
+#[derive(Debug, Serialize)]
+pub struct ArmPair {
+    pub column: String,
+    pub arm: String,
+    pub against: String,
+    pub readings: Vec<PairReading>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PairReading {
+    pub file: String,
+    pub ladder: String,
+    pub tag: String,
+    pub qualified: bool,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// The pairs to compare: those asked for, or else every pair of arm names that ladders of
+/// at least two different specs carry (the same spec is covered by the replications), the
+/// later-declared arm against the earlier one as the first ladder carrying both declares them.
+pub fn pairs_to_compare(files: &[LoadedFile], reports: &[LadderReport], asked: &[(String, String)]) -> Vec<(String, String)> {
+    if !asked.is_empty() {
+        return asked.to_vec();
+    }
+    let mut pairs: Vec<((String, String), Vec<String>)> = Vec::new();
+    for (file, report) in files.iter().zip(reports).filter(|(_, r)| r.statistics) {
+        let Some(info) = &file.ladder else { continue };
+        let names: Vec<&String> = info.start.arms.iter().map(|a| &a.name).collect();
+        for j in 0..names.len() {
+            for i in 0..j {
+                let key = (names[j].clone(), names[i].clone());
+                let reversed = (key.1.clone(), key.0.clone());
+                let spec = report.ladder.clone().unwrap_or_default();
+                match pairs.iter_mut().find(|(k, _)| *k == key || *k == reversed) {
+                    Some((_, specs)) if !specs.contains(&spec) => specs.push(spec),
+                    Some(_) => {}
+                    None => pairs.push((key, vec![spec])),
+                }
+            }
+        }
+    }
+    pairs.into_iter().filter(|(_, specs)| specs.len() >= 2).map(|(k, _)| k).collect()
+}
+
+/// Each pair on each metric column, read from the grids of every ladder that carries both.
+pub fn arm_pairs(files: &[LoadedFile], grids: &[Vec<Grid>], reports: &[LadderReport], pairs: &[(String, String)]) -> Vec<ArmPair> {
+    let mut out: Vec<ArmPair> = Vec::new();
+    for (arm, against) in pairs {
+        for ((file, grids), report) in files.iter().zip(grids).zip(reports).filter(|(_, r)| r.statistics) {
+            let Some(info) = &file.ladder else { continue };
+            let index = |name: &str| info.start.arms.iter().position(|a| a.name == name);
+            let (Some(a), Some(b)) = (index(arm), index(against)) else { continue };
+            let passes = info.start.warmup_passes.min(info.start.order.passes)..info.start.order.passes;
+            for (series, kind) in info.series.iter().enumerate() {
+                let SeriesKind::Metric(m) = kind else { continue };
+                let metric = &info.metrics[*m];
+                let (deltas, _) = paired_deltas(&grids[series], metric.better, a, b, passes.clone());
+                let reading = PairReading {
+                    file: file.path.clone(),
+                    ladder: info.start.ladder.clone(),
+                    tag: info.start.tag.clone(),
+                    qualified: report.qualified,
+                    figures: Summary::of(&deltas).into(),
+                };
+                match out.iter_mut().find(|p| p.column == metric.column && &p.arm == arm && &p.against == against) {
+                    Some(pair) => pair.readings.push(reading),
+                    None => out.push(ArmPair { column: metric.column.clone(), arm: arm.clone(), against: against.clone(), readings: vec![reading] }),
+                }
+            }
+        }
+    }
+    out.retain(|p| p.readings.len() >= 2);
+    out
+}

@@ -1,0 +1,125 @@
+//! SVG figures written beside the markdown: per metric, every arm's per-pass paired deltas
+//! (one dot per pass, the median as a bar and its 95 % interval as a whisker); across
+//! ladders, a forest plot of each quantity's estimate and interval per ladder.
+
+use anyhow::anyhow;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// One arm's column of dots.
+pub struct DeltaColumn<'a> {
+    pub arm: &'a str,
+    pub deltas: &'a [f64],
+    pub estimate: f64,
+    pub ci: (f64, f64),
+}
+
+/// One row of a forest plot.
+pub struct ForestRow {
+    pub label: String,
+    pub estimate: f64,
+    pub ci: (f64, f64),
+    /// Drawn hollow: the ladder is disqualified or not connected.
+    pub marked: bool,
+}
+
+const DOT: RGBColor = RGBColor(31, 119, 180);
+const MEDIAN: RGBColor = RGBColor(214, 39, 40);
+
+fn plot_err<E: std::fmt::Debug>(path: &Path) -> impl Fn(E) -> anyhow::Error + '_ {
+    move |e| anyhow!("cannot draw {}: {e:?}", path.display())
+}
+
+/// The y range covering every value and 0, with a margin.
+fn span(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values.filter(|v| v.is_finite()).fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let pad = ((hi - lo) * 0.08).max(1e-3);
+    (lo - pad, hi + pad)
+}
+
+/// Labels only at whole positions; plotters may ask for others.
+fn label_at(names: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() > 1e-6 || i < 0.0 {
+        return String::new();
+    }
+    names.get(i as usize).cloned().unwrap_or_default()
+}
+
+pub fn deltas_svg(path: &Path, title: &str, columns: &[DeltaColumn]) -> anyhow::Result<()> {
+    let n = columns.len().max(1);
+    let err = plot_err(path);
+    let root = SVGBackend::new(path, (160 + 140 * n as u32, 420)).into_drawing_area();
+    root.fill(&WHITE).map_err(&err)?;
+    let values = columns.iter().flat_map(|c| c.deltas.iter().copied().chain([c.ci.0, c.ci.1]));
+    let (lo, hi) = span(values);
+    let names: Vec<String> = columns.iter().map(|c| c.arm.to_string()).collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), lo..hi)
+        .map_err(&err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n + 1)
+        .x_label_formatter(&|x| label_at(&names, *x))
+        .y_desc("paired delta against the base, % (positive = better)")
+        .draw()
+        .map_err(&err)?;
+    chart.draw_series(LineSeries::new([(-0.5, 0.0), (n as f64 - 0.5, 0.0)], BLACK.mix(0.5))).map_err(&err)?;
+    for (i, column) in columns.iter().enumerate() {
+        let x = i as f64;
+        let m = column.deltas.len().max(1) as f64;
+        // Dots spread left of the centre in pass order; the interval sits right of it.
+        let dots = column.deltas.iter().enumerate().map(|(k, d)| {
+            Circle::new((x - 0.3 + 0.25 * k as f64 / m, *d), 3, DOT.mix(0.8).filled())
+        });
+        chart.draw_series(dots).map_err(&err)?;
+        let bar = PathElement::new(vec![(x - 0.32, column.estimate), (x + 0.2, column.estimate)], MEDIAN.stroke_width(2));
+        let whisker = PathElement::new(vec![(x + 0.12, column.ci.0), (x + 0.12, column.ci.1)], MEDIAN.stroke_width(2));
+        let caps = [column.ci.0, column.ci.1]
+            .map(|y| PathElement::new(vec![(x + 0.07, y), (x + 0.17, y)], MEDIAN.stroke_width(2)));
+        chart.draw_series([bar, whisker].into_iter().chain(caps)).map_err(&err)?;
+    }
+    root.present().map_err(&err)?;
+    Ok(())
+}
+
+pub fn forest_svg(path: &Path, title: &str, rows: &[ForestRow]) -> anyhow::Result<()> {
+    let n = rows.len().max(1);
+    let err = plot_err(path);
+    let longest = rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(10) as u32;
+    let root = SVGBackend::new(path, (420 + 7 * longest, 90 + 24 * n as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(&err)?;
+    let (lo, hi) = span(rows.iter().flat_map(|r| [r.ci.0, r.ci.1, r.estimate]));
+    // Row 0 at the top.
+    let names: Vec<String> = rows.iter().rev().map(|r| r.label.clone()).collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(20 + 7 * longest)
+        .build_cartesian_2d(lo..hi, -0.5f64..(n as f64 - 0.5))
+        .map_err(&err)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n + 1)
+        .y_label_formatter(&|y| label_at(&names, *y))
+        .x_desc("estimate and 95 % interval, % (positive = better)")
+        .draw()
+        .map_err(&err)?;
+    chart.draw_series(LineSeries::new([(0.0, -0.5), (0.0, n as f64 - 0.5)], BLACK.mix(0.5))).map_err(&err)?;
+    for (i, row) in rows.iter().enumerate() {
+        let y = (n - 1 - i) as f64;
+        let line = PathElement::new(vec![(row.ci.0, y), (row.ci.1, y)], DOT.stroke_width(2));
+        chart.draw_series([line]).map_err(&err)?;
+        let style = if row.marked { MEDIAN.stroke_width(2) } else { MEDIAN.filled() };
+        chart.draw_series([Circle::new((row.estimate, y), 5, style)]).map_err(&err)?;
+    }
+    root.present().map_err(&err)?;
+    Ok(())
+}
