@@ -60,74 +60,79 @@ __device__ __forceinline__ void load_bf16(const bf16* p, float* f) {
 }
 
 // part_acc [T][Hq][nsplit][D] (unnormalised), part_ml [T][Hq][nsplit][2] (running max, sum).
-template <int D>
+// G (q heads per kv head) is a template parameter so that the score reductions of all heads
+// and of two keys are independent instructions the scheduler can overlap.
+template <int D, int G>
 __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, const bf16* __restrict__ k_cache,
                                                  const bf16* __restrict__ v_cache, const int* __restrict__ pos0,
                                                  float* __restrict__ part_acc, float* __restrict__ part_ml,
-                                                 int Hq, int Hkv, int max_ctx, float scale) {
+                                                 int Hq, int max_ctx, float scale) {
     constexpr int E = D / 32;
     __shared__ float sacc[WARPS][D];
     __shared__ float sm[WARPS], sl[WARPS];
     const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int G = Hq / Hkv;
     const int len = *pos0 + t + 1;
     const int chunk = (len + nsplit - 1) / nsplit;
     const int start = split * chunk, end = min(len, start + chunk);
 
-    float qr[MAXG][E], acc[MAXG][E], m[MAXG], l[MAXG];
+    float qr[G][E], acc[G][E], m[G], l[G];
 #pragma unroll
-    for (int g = 0; g < MAXG; ++g) {
+    for (int g = 0; g < G; ++g) {
         m[g] = -INFINITY;
         l[g] = 0.0f;
 #pragma unroll
         for (int e = 0; e < E; ++e) {
             acc[g][e] = 0.0f;
-            qr[g][e] = g < G ? q[((size_t)t * Hq + kvh * G + g) * D + lane * E + e] * scale : 0.0f;
+            qr[g][e] = q[((size_t)t * Hq + kvh * G + g) * D + lane * E + e] * scale;
         }
     }
     const bf16* kb = k_cache + (size_t)kvh * max_ctx * D + lane * E;
     const bf16* vb = v_cache + (size_t)kvh * max_ctx * D + lane * E;
-    // Two keys per warp in flight: keys j and j + WARPS are loaded before either is used.
+    // Two keys per warp and step: both are loaded, then all 2*G scores reduced, then one
+    // online-softmax update.
     for (int j = start + warp; j < end; j += 2 * WARPS) {
         float kf[2][E], vf[2][E];
         const bool second = j + WARPS < end;
         load_bf16<E>(kb + (size_t)j * D, kf[0]);
         load_bf16<E>(vb + (size_t)j * D, vf[0]);
-        if (second) {
-            load_bf16<E>(kb + (size_t)(j + WARPS) * D, kf[1]);
-            load_bf16<E>(vb + (size_t)(j + WARPS) * D, vf[1]);
-        }
+        const int j1 = second ? j + WARPS : j;
+        load_bf16<E>(kb + (size_t)j1 * D, kf[1]);
+        load_bf16<E>(vb + (size_t)j1 * D, vf[1]);
+        float sc[2][G];
 #pragma unroll
-        for (int p = 0; p < 2; ++p) {
-            if (p == 1 && !second) break;
+        for (int p = 0; p < 2; ++p)
 #pragma unroll
-            for (int g = 0; g < MAXG; ++g) {
-                if (g >= G) break;
+            for (int g = 0; g < G; ++g) {
                 float s = 0.0f;
 #pragma unroll
                 for (int e = 0; e < E; ++e) s = fmaf(qr[g][e], kf[p][e], s);
-                s = warp_sum(s);
-                const float m_new = fmaxf(m[g], s);
-                const float corr = expf(m[g] - m_new), pr = expf(s - m_new);
-                l[g] = l[g] * corr + pr;
-#pragma unroll
-                for (int e = 0; e < E; ++e) acc[g][e] = fmaf(acc[g][e], corr, pr * vf[p][e]);
-                m[g] = m_new;
+                sc[p][g] = s;
             }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+            for (int p = 0; p < 2; ++p)
+#pragma unroll
+                for (int g = 0; g < G; ++g) sc[p][g] += __shfl_xor_sync(FULL_MASK, sc[p][g], o);
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            const float s1 = second ? sc[1][g] : -INFINITY;
+            const float m_new = fmaxf(m[g], fmaxf(sc[0][g], s1));
+            const float corr = __expf(m[g] - m_new);
+            const float p0 = __expf(sc[0][g] - m_new), p1 = __expf(s1 - m_new);
+            l[g] = l[g] * corr + p0 + p1;
+#pragma unroll
+            for (int e = 0; e < E; ++e) acc[g][e] = fmaf(acc[g][e], corr, fmaf(p0, vf[0][e], p1 * vf[1][e]));
+            m[g] = m_new;
         }
     }
     // Merge the warps, one q head at a time.
+#pragma unroll
     for (int g = 0; g < G; ++g) {
-        float mg = 0.0f, lg = 0.0f;
 #pragma unroll
-        for (int gg = 0; gg < MAXG; ++gg)
-            if (gg == g) {
-                mg = m[gg]; lg = l[gg];
-#pragma unroll
-                for (int e = 0; e < E; ++e) sacc[warp][lane * E + e] = acc[gg][e];
-            }
-        if (lane == 0) { sm[warp] = mg; sl[warp] = lg; }
+        for (int e = 0; e < E; ++e) sacc[warp][lane * E + e] = acc[g][e];
+        if (lane == 0) { sm[warp] = m[g]; sl[warp] = l[g]; }
         __syncthreads();
         float M = -INFINITY;
         for (int w = 0; w < WARPS; ++w) M = fmaxf(M, sm[w]);
@@ -135,13 +140,13 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
         for (int d = threadIdx.x; d < D; d += blockDim.x) {
             float a = 0.0f;
             if (M != -INFINITY)
-                for (int w = 0; w < WARPS; ++w) a += sacc[w][d] * expf(sm[w] - M);
+                for (int w = 0; w < WARPS; ++w) a += sacc[w][d] * __expf(sm[w] - M);
             part_acc[part * D + d] = a;
         }
         if (threadIdx.x == 0) {
             float L = 0.0f;
             if (M != -INFINITY)
-                for (int w = 0; w < WARPS; ++w) L += sl[w] * expf(sm[w] - M);
+                for (int w = 0; w < WARPS; ++w) L += sl[w] * __expf(sm[w] - M);
             part_ml[2 * part] = M;
             part_ml[2 * part + 1] = L;
         }
@@ -149,34 +154,37 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
     }
 }
 
-#define ATTN_DECODE(D)                                                                              \
-    extern "C" __global__ void __launch_bounds__(256) attn_decode_d##D(                             \
+#define ATTN_DECODE(D, G)                                                                           \
+    extern "C" __global__ void __launch_bounds__(256) attn_decode_d##D##_g##G(                      \
         const float* __restrict__ q, const bf16* __restrict__ k_cache,                              \
         const bf16* __restrict__ v_cache, const int* __restrict__ pos0,                             \
-        float* __restrict__ part_acc, float* __restrict__ part_ml, int Hq, int Hkv, int max_ctx,    \
+        float* __restrict__ part_acc, float* __restrict__ part_ml, int Hq, int max_ctx,             \
         float scale) {                                                                              \
-        attn_decode_body<D>(q, k_cache, v_cache, pos0, part_acc, part_ml, Hq, Hkv, max_ctx, scale); \
+        attn_decode_body<D, G>(q, k_cache, v_cache, pos0, part_acc, part_ml, Hq, max_ctx, scale);   \
     }
-ATTN_DECODE(64) ATTN_DECODE(128) ATTN_DECODE(256)
+#define ATTN_DECODE_GROUPS(D) ATTN_DECODE(D, 1) ATTN_DECODE(D, 2) ATTN_DECODE(D, 4) ATTN_DECODE(D, 6) ATTN_DECODE(D, 8)
+ATTN_DECODE_GROUPS(64) ATTN_DECODE_GROUPS(128) ATTN_DECODE_GROUPS(256)
 
-// Block (q head, t) with D threads; the splits' (max, sum) pairs go through shared memory so
-// that the loop over splits reads only the accumulators, eight loads in flight.
-extern "C" __global__ void attn_combine(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
-                                        const float* __restrict__ gate, float* __restrict__ out,
-                                        int Hq, int nsplit) {
+// Block (q head, t, 32 dims): 8 groups of 32 threads, group i summing splits i, i+8, ...,
+// then the groups summed through shared memory; the gate sigmoid(gate) applied last.
+extern "C" __global__ void __launch_bounds__(256) attn_combine(
+    const float* __restrict__ part_acc, const float* __restrict__ part_ml, const float* __restrict__ gate,
+    float* __restrict__ out, int Hq, int D, int nsplit) {
     __shared__ float weight[256];
     __shared__ float scratch[32];
-    const int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x, D = blockDim.x;
+    __shared__ float partial[8][32];
+    const int h = blockIdx.x, t = blockIdx.y, d = blockIdx.z * 32 + (threadIdx.x & 31);
+    const int group = threadIdx.x >> 5;
     const size_t base = ((size_t)t * Hq + h) * nsplit;
     float m = -INFINITY;
-    for (int s = d; s < nsplit; s += D) m = fmaxf(m, part_ml[2 * (base + s)]);
+    for (int s = threadIdx.x; s < nsplit; s += blockDim.x) m = fmaxf(m, part_ml[2 * (base + s)]);
     m = warp_max(m);
-    if ((d & 31) == 0) scratch[d >> 5] = m;
+    if ((threadIdx.x & 31) == 0) scratch[group] = m;
     __syncthreads();
     float M = -INFINITY;
-    for (int w = 0; w < (D + 31) / 32; ++w) M = fmaxf(M, scratch[w]);
+    for (int w = 0; w < 8; ++w) M = fmaxf(M, scratch[w]);
     float l = 0.0f;
-    for (int s = d; s < nsplit; s += D) {
+    for (int s = threadIdx.x; s < nsplit; s += blockDim.x) {
         const float ms = part_ml[2 * (base + s)];
         // An empty split has m = -inf and contributes nothing.
         weight[s] = ms == -INFINITY ? 0.0f : expf(ms - M);
@@ -184,8 +192,15 @@ extern "C" __global__ void attn_combine(const float* __restrict__ part_acc, cons
     }
     const float L = block_sum(l, scratch);
     float a = 0.0f;
-#pragma unroll 8
-    for (int s = 0; s < nsplit; ++s) a += part_acc[(base + s) * D + d] * weight[s];
-    const size_t at = ((size_t)t * Hq + h) * D + d;
-    out[at] = a / L * sigmoid(gate[at]);
+#pragma unroll 4
+    for (int s = group; s < nsplit; s += 8) a += part_acc[(base + s) * D + d] * weight[s];
+    partial[group][threadIdx.x & 31] = a;
+    __syncthreads();
+    if (group == 0) {
+        a = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) a += partial[i][threadIdx.x];
+        const size_t at = ((size_t)t * Hq + h) * D + d;
+        out[at] = a / L * sigmoid(gate[at]);
+    }
 }

@@ -2,9 +2,10 @@
 //! a metric, a round split and an output digest) into a temporary directory, then times the
 //! report of all of them into JSON and prints the rate and the peak memory.
 //!
-//! `cargo run --release -p analyze --example report_bench -- [FILES] [BOOTSTRAP]`
+//! `cargo run --release -p analyze --example report_bench -- [FILES] [BOOTSTRAP] [DIR]`
 //! (defaults: 10000 files, 0 bootstrap resamples: the METHOD.md figures, Wilcoxon and order
-//! checks; pass 2000 to include the report's default bootstrap).
+//! checks; pass 2000 to include the report's default bootstrap). With DIR the files are
+//! written there and kept, e.g. to time another implementation on the same files.
 
 use analyze::analysis::ExtrasConfig;
 use analyze::report::{self, Options};
@@ -17,7 +18,8 @@ fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let files: usize = args.next().map_or(Ok(10_000), |a| a.parse())?;
     let resamples: usize = args.next().map_or(Ok(0), |a| a.parse())?;
-    let dir = std::env::temp_dir().join(format!("report_bench_{}", std::process::id()));
+    let kept = args.next().map(PathBuf::from);
+    let dir = kept.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("report_bench_{}", std::process::id())));
     std::fs::create_dir_all(&dir)?;
     let paths = generate(&dir, files)?;
 
@@ -34,11 +36,14 @@ fn main() -> anyhow::Result<()> {
     println!("  {seconds:.3} s ({read_s:.3} s reading and computing, {:.3} s writing {:.1} MB of JSON)", seconds - read_s, bytes as f64 / 1e6);
     println!("  {:.0} files/s, {:.2} M cells/s", files as f64 / seconds, (files * 48) as f64 / seconds / 1e6);
     println!("  peak RSS {}", peak_rss());
-    std::fs::remove_dir_all(&dir)?;
+    if kept.is_none() {
+        std::fs::remove_dir_all(&dir)?;
+    }
     Ok(())
 }
 
-/// Writes `count` ladders of one spec with distinct tags and seeds.
+/// Writes `count` ladders of one spec with distinct tags and seeds (keeping those already
+/// in a kept DIR).
 fn generate(dir: &std::path::Path, count: usize) -> anyhow::Result<Vec<PathBuf>> {
     let arms = vec![
         SampleArm::new("off", Role::Base, 0.0),
@@ -55,7 +60,9 @@ fn generate(dir: &std::path::Path, count: usize) -> anyhow::Result<Vec<PathBuf>>
             sample.split = true;
             sample.digest = true;
             let path = dir.join(format!("bench_t{i:05}.csv"));
-            std::fs::write(&path, sample.file_text())?;
+            if !path.exists() {
+                std::fs::write(&path, sample.file_text())?;
+            }
             Ok(path)
         })
         .collect()

@@ -4,7 +4,9 @@
 //! (default 10,000 files of 48 cells: 6 arms × 8 passes, about 80 MB). The files are
 //! generated once into DIR (default target/verify-bench) and reused. Memory is read after a
 //! tenth of the files and after all of them: a peak that does not move shows that it does
-//! not grow with the number of files.
+//! not grow with the number of files. When `python3` is on PATH, the plain single-threaded
+//! Python reader `bench/verify_reference.py` verifies the same files in the same run, and
+//! the ratio is printed.
 
 use analyze::verify::verify_files;
 use ladder::sample::{Sample, SampleArm};
@@ -59,6 +61,14 @@ fn timed(paths: &[PathBuf]) -> (f64, usize) {
     (seconds, connected)
 }
 
+/// Seconds the Python reader took on the same folder, if it ran.
+fn python_reference(dir: &Path) -> Option<f64> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/verify_reference.py");
+    let out = std::process::Command::new("python3").arg(script).arg(dir).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split(" in ").nth(1)?.split_whitespace().next()?.parse().ok()
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let files: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10_000);
@@ -81,6 +91,9 @@ fn main() {
         bytes as f64 / 1e6 / median,
         runs.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>()
     );
+    if let Some(python_s) = python_reference(&dir) {
+        println!("python reference (bench/verify_reference.py, 1 thread): {python_s:.3} s; this verifier is {:.1}x faster", python_s / median);
+    }
     println!(
         "peak memory: {peak_tenth:.1} MiB after {} files, {:.1} MiB after {files} files, on {} threads",
         tenth.len(),

@@ -27,17 +27,17 @@ pub struct Replication {
     pub qualified: Vec<bool>,
 }
 
-/// Every quantity of one report with its figures: `column:arm-vs-against`, arms against the
-/// base first, then the contrasts not already named.
-pub fn quantities(report: &LadderReport) -> Vec<(String, &Figures)> {
-    let mut out: Vec<(String, &Figures)> = Vec::new();
+/// Every quantity of one report as (column, arm, against) with its figures: arms against
+/// the base first, then the contrasts not already named. Its name is `column:arm-vs-against`.
+pub fn quantities(report: &LadderReport) -> Vec<((&str, &str, &str), &Figures)> {
+    let mut out: Vec<((&str, &str, &str), &Figures)> = Vec::new();
     for m in &report.metrics {
         let arms = m.arms.iter().map(|a| (&a.arm, &a.against, &a.figures));
         let contrasts = m.contrasts.iter().map(|c| (&c.arm, &c.against, &c.figures));
         for (arm, against, figures) in arms.chain(contrasts) {
-            let name = format!("{}:{arm}-vs-{against}", m.column);
-            if !out.iter().any(|(n, _)| *n == name) {
-                out.push((name, figures));
+            let key = (m.column.as_str(), arm.as_str(), against.as_str());
+            if !out.iter().any(|(k, _)| *k == key) {
+                out.push((key, figures));
             }
         }
     }
@@ -62,19 +62,19 @@ pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
     let mut out = Vec::new();
     for (spec, members) in by_spec(reports).into_iter().filter(|(_, m)| m.len() >= 2) {
         let limit = members[0].run.as_ref().map_or(ladder::spec::DEFAULT_REPLICATION_LIMIT_PP, |r| r.replication_limit_pp);
-        let mut order: Vec<String> = Vec::new();
-        let mut found: HashMap<String, Vec<(&LadderReport, &Figures)>> = HashMap::new();
+        let mut order = Vec::new();
+        let mut found: HashMap<(&str, &str, &str), Vec<(&LadderReport, &Figures)>> = HashMap::new();
         for r in &members {
-            for (name, figures) in quantities(r) {
-                let entry = found.entry(name.clone()).or_default();
+            for (key, figures) in quantities(r) {
+                let entry = found.entry(key).or_default();
                 if entry.is_empty() {
-                    order.push(name);
+                    order.push(key);
                 }
                 entry.push((r, figures));
             }
         }
-        for quantity in order {
-            let readings = &found[&quantity];
+        for key in order {
+            let readings = &found[&key];
             if readings.len() < 2 {
                 continue;
             }
@@ -83,7 +83,7 @@ pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
             let max = estimates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let spread = max - min;
             out.push(Replication {
-                quantity,
+                quantity: format!("{}:{}-vs-{}", key.0, key.1, key.2),
                 ladders: readings.iter().map(|(r, _)| r.tag.clone().unwrap_or_default()).collect(),
                 estimates_pct: estimates,
                 spread_pp: spread,
@@ -156,7 +156,7 @@ pub fn arm_pairs(files: &[LoadedFile], grids: &[Vec<Grid>], reports: &[LadderRep
             let Some(info) = &file.ladder else { continue };
             let index = |name: &str| info.start.arms.iter().position(|a| a.name == name);
             let (Some(a), Some(b)) = (index(arm), index(against)) else { continue };
-            let passes = info.start.warmup_passes.min(info.start.order.passes)..info.start.order.passes;
+            let passes = info.analysis_passes();
             for (series, kind) in info.series.iter().enumerate() {
                 let SeriesKind::Metric(m) = kind else { continue };
                 let metric = &info.metrics[*m];

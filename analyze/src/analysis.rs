@@ -4,9 +4,9 @@
 
 use crate::extras;
 use crate::frames::{Grid, LadderInfo, LoadedFile, SeriesKind};
-use crate::identity::{self, Identity};
+use crate::identity::Identity;
 use crate::stats::{self, Summary};
-use crate::witness::{self, Witness};
+use crate::witness::Witness;
 use ladder::spec::{Better, MetricSpec};
 use ladder::{Defect, Role};
 use serde::Serialize;
@@ -189,7 +189,7 @@ pub fn split_factors(t_base: f64, t_arm: f64, r_base: f64, r_arm: f64) -> (f64, 
 }
 
 /// Reads one loaded file. `grids` and `spreads` are its series' grids and base spreads.
-pub fn read(file: &LoadedFile, grids: &[Grid], spreads: &[f64], extras: ExtrasConfig) -> anyhow::Result<LadderReport> {
+pub fn read(file: &LoadedFile, grids: &[Grid], spreads: &[f64], extras: ExtrasConfig) -> LadderReport {
     let verdict = &file.verdict;
     let mut report = LadderReport {
         file: file.path.clone(),
@@ -213,16 +213,16 @@ pub fn read(file: &LoadedFile, grids: &[Grid], spreads: &[f64], extras: ExtrasCo
     if !verdict.connected {
         report.disqualified_by.push("not-connected".into());
     }
-    let Some(info) = &file.ladder else { return Ok(report) };
+    let Some(info) = &file.ladder else { return report };
     report.ladder = Some(info.start.ladder.clone());
     report.tag = Some(info.start.tag.clone());
     report.run = Some(run_info(info));
-    report.witness = witness::read(&info.ladder);
+    report.witness = info.witness.clone();
     if !info.analyzed {
-        return Ok(report);
+        return report;
     }
     report.statistics = true;
-    let passes = analysis_passes(info);
+    let passes = info.analysis_passes();
     report.analysis_passes = passes.len();
     for (series, kind) in info.series.iter().enumerate() {
         if let SeriesKind::Metric(i) = kind {
@@ -231,15 +231,10 @@ pub fn read(file: &LoadedFile, grids: &[Grid], spreads: &[f64], extras: ExtrasCo
         }
     }
     report.round_split = round_split(info, grids, passes.clone());
-    report.identity = identity::read(&file.path, info, passes)?;
+    report.identity = info.identity.clone();
     report.disqualified_by.extend(disqualifications(&report.metrics));
     report.qualified = report.disqualified_by.is_empty();
-    Ok(report)
-}
-
-fn analysis_passes(info: &LadderInfo) -> Range<usize> {
-    let passes = info.start.order.passes;
-    info.start.warmup_passes.min(passes)..passes
+    report
 }
 
 fn run_info(info: &LadderInfo) -> RunInfo {

@@ -8,8 +8,11 @@
 use anyhow::{bail, Context};
 use ladder::ladder_file::{EndRecord, Fields, StartRecord};
 use ladder::spec::{MetricSpec, Spec};
+use crate::identity::{self, Identity};
+use crate::witness::{self, Witness};
 use ladder::{Ladder, Verdict};
 use polars::prelude::*;
+use serde::Deserialize;
 use rayon::prelude::*;
 use std::path::Path;
 
@@ -53,13 +56,18 @@ pub struct LadderInfo {
     pub analyzed: bool,
     /// `series[i]` is what frame series `i` of this file holds.
     pub series: Vec<SeriesKind>,
-    /// The parsed ladder, for the string-valued columns (identity, witness).
-    pub ladder: Ladder,
+    /// The string-valued readings, taken while the rows are at hand (rows are not kept).
+    pub identity: Option<Identity>,
+    pub witness: Option<Witness>,
 }
 
 impl LadderInfo {
     pub fn n_arms(&self) -> usize {
         self.start.arms.len()
+    }
+
+    pub fn analysis_passes(&self) -> std::ops::Range<usize> {
+        analysis_passes(&self.start)
     }
 }
 
@@ -91,7 +99,15 @@ pub fn load(paths: &[impl AsRef<Path> + Sync], allow_defects: bool) -> anyhow::R
         .map(|p| load_file(p.as_ref(), allow_defects))
         .collect::<anyhow::Result<_>>()?;
     let rows: usize = parts.iter().map(|(_, part)| part.value.len()).sum();
-    let mut all = Part::default();
+    let mut all = Part {
+        series: Vec::with_capacity(rows),
+        pass: Vec::with_capacity(rows),
+        slot: Vec::with_capacity(rows),
+        arm: Vec::with_capacity(rows),
+        value: Vec::with_capacity(rows),
+        analysis: Vec::with_capacity(rows),
+        base: Vec::with_capacity(rows),
+    };
     let mut file = Vec::with_capacity(rows);
     for (id, (_, part)) in parts.iter().enumerate() {
         file.extend(std::iter::repeat_n(id as u32, part.value.len()));
@@ -122,44 +138,61 @@ fn load_file(path: &Path, allow_defects: bool) -> anyhow::Result<(LoadedFile, Pa
     let bytes = std::fs::read(path)
         .with_context(|| format!("cannot read {shown}; pass the path of a ladder file (raw/NAME_TAG.csv)"))?;
     let replay = ladder::replay(&bytes);
+    drop(bytes);
     let mut part = Part::default();
     let ladder = match replay.ladder {
-        Some(ladder) => {
-            let analyzed = replay.verdict.connected || allow_defects;
-            let info = read_ladder(&shown, ladder, analyzed)?;
-            if analyzed {
-                fill(&shown, &info, &mut part)?;
-            }
-            Some(info)
-        }
+        Some(ladder) => Some(read_ladder(&shown, ladder, replay.verdict.connected || allow_defects, &mut part)?),
         None => None,
     };
     Ok((LoadedFile { path: shown, verdict: replay.verdict, ladder }, part))
 }
 
-fn read_ladder(shown: &str, ladder: Ladder, analyzed: bool) -> anyhow::Result<LadderInfo> {
-    let spec = Spec::from_json(&ladder.start.spec).map_err(|e| {
-        anyhow::anyhow!("{shown}: {e}; the start record's `spec` must be the ladder spec as JSON (rerun the ladder with a current runner)")
+/// Reads what the report needs from a parsed ladder; its rows go into `part` (when
+/// `analyzed`) and are then dropped.
+fn read_ladder(shown: &str, ladder: Ladder, analyzed: bool, part: &mut Part) -> anyhow::Result<LadderInfo> {
+    // Deserialized from a reference: the recorded spec is not copied.
+    let spec = Spec::deserialize(&ladder.start.spec).map_err(|e| {
+        anyhow::anyhow!("{shown}: the recorded spec is unusable: {e}; the start record's `spec` must be the ladder spec as JSON (rerun the ladder with a current runner)")
     })?;
     let metrics = spec.effective_metrics();
     let mut series: Vec<SeriesKind> = (0..metrics.len()).map(SeriesKind::Metric).collect();
     if spec.split.is_some() {
         series.extend([SeriesKind::Rounds, SeriesKind::Time]);
     }
-    let start = ladder.start.clone();
-    let end = ladder.end.clone();
-    Ok(LadderInfo { start, spec, end, metrics, analyzed, series, ladder })
+    let mut identity = None;
+    if analyzed {
+        fill(shown, &ladder, &spec, &metrics, &series, part)?;
+        identity = identity::read(shown, &spec, &ladder)?;
+    }
+    let witness = witness::read(&ladder);
+    let Ladder { mut start, end, .. } = ladder;
+    start.spec = serde_json::Value::Null;
+    Ok(LadderInfo { start, spec, end, metrics, analyzed, series, identity, witness })
+}
+
+/// The analysis passes of a ladder: those after the warm-up.
+pub fn analysis_passes(start: &StartRecord) -> std::ops::Range<usize> {
+    let passes = start.order.passes;
+    start.warmup_passes.min(passes)..passes
 }
 
 /// Appends the file's numeric cells, one series after the other, in file order.
-fn fill(shown: &str, info: &LadderInfo, part: &mut Part) -> anyhow::Result<()> {
-    let ladder = &info.ladder;
-    let base = info.start.base_index();
-    for (id, kind) in info.series.iter().enumerate() {
+fn fill(shown: &str, ladder: &Ladder, spec: &Spec, metrics: &[MetricSpec], series: &[SeriesKind], part: &mut Part) -> anyhow::Result<()> {
+    let base = ladder.start.base_index();
+    let warmup = ladder.start.warmup_passes;
+    let rows = ladder.rows.len() * series.len();
+    part.series.reserve(rows);
+    part.pass.reserve(rows);
+    part.slot.reserve(rows);
+    part.arm.reserve(rows);
+    part.value.reserve(rows);
+    part.analysis.reserve(rows);
+    part.base.reserve(rows);
+    for (id, kind) in series.iter().enumerate() {
         let (name, row) = match kind {
-            SeriesKind::Metric(i) => (info.metrics[*i].column.as_str(), info.metrics[*i].row),
-            SeriesKind::Rounds => (info.spec.split.as_ref().map_or("", |s| s.rounds.as_str()), 0),
-            SeriesKind::Time => (info.spec.split.as_ref().map_or("", |s| s.time.as_str()), 0),
+            SeriesKind::Metric(i) => (metrics[*i].column.as_str(), metrics[*i].row),
+            SeriesKind::Rounds => (spec.split.as_ref().map_or("", |s| s.rounds.as_str()), 0),
+            SeriesKind::Time => (spec.split.as_ref().map_or("", |s| s.time.as_str()), 0),
         };
         let Some(column) = ladder.column(name) else {
             bail!(
@@ -174,7 +207,7 @@ fn fill(shown: &str, info: &LadderInfo, part: &mut Part) -> anyhow::Result<()> {
             part.slot.push(r.slot as u32);
             part.arm.push(r.arm as u32);
             part.value.push(number(shown, r.line, name, &r.fields, column)?);
-            part.analysis.push(r.pass >= info.start.warmup_passes);
+            part.analysis.push(r.pass >= warmup);
             part.base.push(r.arm == base);
         }
     }

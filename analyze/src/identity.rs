@@ -1,12 +1,13 @@
 //! Output identity: every non-base cell of the analysis passes against the base cell of
 //! the same pass, on the spec's identity column.
 
-use crate::frames::LadderInfo;
+use crate::frames::analysis_passes;
+use ladder::Spec;
 use serde::Serialize;
 use std::collections::HashSet;
-use std::ops::Range;
+use ladder::Ladder;
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Identity {
     pub column: String,
     pub comparisons: usize,
@@ -15,7 +16,7 @@ pub struct Identity {
     pub differing: Vec<DifferingCell>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct DifferingCell {
     pub pass: usize,
     pub slot: usize,
@@ -26,9 +27,9 @@ pub struct DifferingCell {
 
 /// `None` when the spec names no identity column; an error naming the file when the
 /// header lacks it.
-pub fn read(shown: &str, info: &LadderInfo, passes: Range<usize>) -> anyhow::Result<Option<Identity>> {
-    let Some(spec) = &info.spec.identity else { return Ok(None) };
-    let ladder = &info.ladder;
+pub fn read(shown: &str, spec: &Spec, ladder: &Ladder) -> anyhow::Result<Option<Identity>> {
+    let Some(spec) = &spec.identity else { return Ok(None) };
+    let passes = analysis_passes(&ladder.start);
     let column = ladder.column(&spec.column).ok_or_else(|| {
         anyhow::anyhow!(
             "{shown}: the spec's [identity] column {:?} is not in the file's header; correct it to one of: {}",
@@ -36,8 +37,8 @@ pub fn read(shown: &str, info: &LadderInfo, passes: Range<usize>) -> anyhow::Res
             ladder.columns.join(", ")
         )
     })?;
-    let n = info.n_arms();
-    let base = info.start.base_index();
+    let n = ladder.start.arms.len();
+    let base = ladder.start.base_index();
     // digest[p][a] over the analysis passes, row 0 of every cell.
     let mut digests: Vec<Vec<Option<(usize, &str)>>> = vec![vec![None; n]; passes.end];
     for r in ladder.rows.iter().filter(|r| r.row == 0 && passes.contains(&r.pass)) {
@@ -58,7 +59,7 @@ pub fn read(shown: &str, info: &LadderInfo, passes: Range<usize>) -> anyhow::Res
                 identity.differing.push(DifferingCell {
                     pass: p,
                     slot,
-                    arm: info.start.arms[a].name.clone(),
+                    arm: ladder.start.arms[a].name.clone(),
                     digest: digest.to_string(),
                     base_digest: base_digest.to_string(),
                 });

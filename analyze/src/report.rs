@@ -78,7 +78,7 @@ pub fn read(paths: &[PathBuf], options: &Options) -> anyhow::Result<Reading> {
         .zip(&grids)
         .zip(&spreads)
         .map(|((file, grids), spreads)| analysis::read(file, grids, spreads, options.extras))
-        .collect::<anyhow::Result<_>>()?;
+        .collect();
     eprintln!("reports {:?}", t.elapsed());
     let replications = across::replications(&reports);
     eprintln!("repl {:?}", t.elapsed());
@@ -88,19 +88,23 @@ pub fn read(paths: &[PathBuf], options: &Options) -> anyhow::Result<Reading> {
 }
 
 /// The JSON report: `{"ladders": [...], "across": [...], "arm_pairs": [...]}`. Ladders are
-/// serialized in parallel and joined in order.
+/// serialized in parallel, a chunk at a time so that the text is never all in memory.
 pub fn write_json(reading: &Reading, mut out: impl Write) -> anyhow::Result<()> {
-    let ladders: Vec<Vec<u8>> = reading
-        .reports
-        .par_iter()
-        .map(serde_json::to_vec)
-        .collect::<Result<_, _>>()?;
     out.write_all(b"{\"ladders\":[")?;
-    for (i, ladder) in ladders.iter().enumerate() {
-        if i > 0 {
-            out.write_all(b",")?;
+    for (c, chunk) in reading.reports.chunks(256).enumerate() {
+        let texts: Vec<Vec<u8>> = chunk
+            .par_iter()
+            .map(|r| {
+                let mut text = Vec::with_capacity(16 << 10);
+                serde_json::to_writer(&mut text, r).map(|_| text)
+            })
+            .collect::<Result<_, _>>()?;
+        for (i, text) in texts.iter().enumerate() {
+            if c + i > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(text)?;
         }
-        out.write_all(ladder)?;
     }
     out.write_all(b"],\"across\":")?;
     serde_json::to_writer(&mut out, &reading.replications)?;

@@ -6,7 +6,7 @@ use ladder::verify::Row;
 use ladder::Ladder;
 use serde::Serialize;
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Witness {
     /// The witness quantities the file records (`sm_clock_mhz`, `throttle`, …).
     pub quantities: Vec<String>,
@@ -20,7 +20,7 @@ pub struct Witness {
     pub ranges: Vec<WitnessRange>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct WitnessCell {
     pub pass: usize,
     pub slot: usize,
@@ -28,7 +28,7 @@ pub struct WitnessCell {
     pub detail: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct WitnessRange {
     pub quantity: String,
     pub min: f64,

@@ -8,6 +8,7 @@
 
 use crate::arms::Prefetch;
 use crate::config::ModelConfig;
+use crate::synthetic::Init;
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights};
 use anyhow::Result;
 
@@ -17,6 +18,18 @@ use anyhow::Result;
 pub struct SlotPair {
     pub src: usize,
     pub dst: usize,
+}
+
+/// One decode round's launch sequence: what a graph is captured for. The live slot is part
+/// of the key because the slot offsets are baked into the launches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RoundKey {
+    /// One plain greedy step.
+    Plain { live: usize },
+    /// MTP catch-up over `catch_up` queued inputs, `k` drafts, and the verify pass.
+    Spec { live: usize, k: usize, catch_up: usize },
+    /// The GDN replay of an accepted prefix of `rows` positions.
+    Replay { live: usize, rows: usize },
 }
 
 pub trait Backend: Sized {
@@ -38,7 +51,39 @@ pub trait Backend: Sized {
     fn alloc_tokens(&mut self, len: usize) -> Result<Self::Tok>;
     fn alloc_pool(&mut self, bytes: usize) -> Result<Self::Pool>;
     fn upload(&mut self, host: &[f32]) -> Result<Self::Buf>;
-    fn upload_mat(&mut self, rows: usize, cols: usize, host: &[f32]) -> Result<Self::Mat>;
+    /// A weight vector (norm, conv taps, gate biases): bf16-exact values.
+    fn upload_weights(&mut self, host: &[f32]) -> Result<Self::Buf>;
+    /// A KV cache of `len` elements (the backend picks its element type and layout).
+    fn alloc_cache(&mut self, len: usize) -> Result<Self::Buf>;
+    /// A weight matrix `[rows][cols]` whose rows are filled afterwards by `write_mat_rows`
+    /// or `fill_mat_synthetic` (stacked experts are one matrix).
+    fn alloc_mat(&mut self, rows: usize, cols: usize) -> Result<Self::Mat>;
+    /// Writes bf16-exact host values into rows `row0..` of `m`.
+    fn write_mat_rows(&mut self, m: &mut Self::Mat, row0: usize, host: &[f32]) -> Result<()>;
+    /// Fills rows `row0..row0 + rows` of `m` with the synthetic tensor `key` (element `i`
+    /// of that tensor at `row0 · cols + i`), the identity term of `init` on its diagonal.
+    /// Generated where the matrix lives: the GPU never builds weights on the host.
+    fn fill_mat_synthetic(&mut self, m: &mut Self::Mat, row0: usize, rows: usize, seed: u64, key: u64, init: Init) -> Result<()>;
+    /// Copies the first `len` values of a buffer to the host (tests and inspection).
+    fn read_buf(&mut self, src: &Self::Buf, len: usize) -> Vec<f32>;
+    /// The first error a device operation hit since the last call (operations enqueue
+    /// without returning errors so that a round can be recorded as one graph).
+    fn take_error(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Sets the base of the positions the following operations address: `attention` may
+    /// take `pos0` in `base − max_rows ..= base + max_rows` (the MTP catch-up of a round
+    /// starts before the round's position). Called outside rounds, so that a recorded round
+    /// replays at the new position.
+    fn set_positions(&mut self, _base: usize) {}
+    /// Runs `body`, one decode round reaching the backend through `backend(m)`. A backend
+    /// may record the round the first time a key is seen and replay the recording after:
+    /// `body` must only enqueue operations (no host transfers, no host-side state changes),
+    /// and per-round inputs must already sit in device buffers.
+    fn round<M>(m: &mut M, backend: fn(&mut M) -> &mut Self, key: RoundKey, body: impl FnOnce(&mut M)) {
+        let _ = (backend, key);
+        body(m)
+    }
     /// Zeroes the whole pool (a new sequence starts from a zero state).
     fn clear_pool(&mut self, pool: &mut Self::Pool);
     fn write_tokens(&mut self, dst: &mut Self::Tok, at: usize, host: &[u32]);
@@ -53,8 +98,8 @@ pub trait Backend: Sized {
     fn rms_norm(&mut self, x: &Self::Buf, w: &Self::Buf, t: usize, width: usize, eps: f32, out: &mut Self::Buf);
     /// `out[i] = W · x[i]` for `t` rows (`x` rows of `cols`, `out` rows of `rows`).
     fn matmul(&mut self, w: &Self::Mat, x: &Self::Buf, t: usize, out: &mut Self::Buf);
-    /// `acc += x` over `len` elements (residual add).
-    fn add(&mut self, acc: &mut Self::Buf, x: &Self::Buf, len: usize);
+    /// `acc[i] += W · x[i]` for `t` rows: a projection into the residual stream.
+    fn matmul_add(&mut self, w: &Self::Mat, x: &Self::Buf, t: usize, acc: &mut Self::Buf);
     /// `out[i] = a[i] ‖ b[i]` (the MTP fc input), rows of `wa` and `wb`.
     fn concat(&mut self, a: &Self::Buf, b: &Self::Buf, t: usize, wa: usize, wb: usize, out: &mut Self::Buf);
 
@@ -72,9 +117,9 @@ pub trait Backend: Sized {
     /// rotary, write k/v into the cache at `pos0..pos0+t`, causal GQA over the cache,
     /// `sigmoid(gate) ⊙ attn`. `qg` is the q_proj output (per head: query then gate).
     fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, rope: &Self::Buf, qg: &Self::Buf, k: &Self::Buf, v: &Self::Buf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut Self::Buf);
-    /// The feed-forward block: MoE (softmax router, top-k renormalised, SwiGLU experts,
-    /// sigmoid-gated shared expert) or dense SwiGLU.
-    fn ffn(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &Self::Buf, t: usize, out: &mut Self::Buf);
+    /// The feed-forward block added onto the residual stream `acc`: MoE (softmax router,
+    /// top-k renormalised, SwiGLU experts, sigmoid-gated shared expert) or dense SwiGLU.
+    fn ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &Self::Buf, t: usize, acc: &mut Self::Buf);
     /// `out[at + i] = argmax(head · x[row0 + i])` for `rows` rows (lowest index on ties).
     fn lm_head_argmax(&mut self, head: &Self::Mat, x: &Self::Buf, row0: usize, rows: usize, out: &mut Self::Tok, at: usize);
 

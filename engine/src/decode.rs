@@ -7,7 +7,7 @@
 //! holds the right state; otherwise the accepted prefix is replayed from the live slot into
 //! the spare from the stashed projections. Then the spare becomes live.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, RoundKey};
 use crate::config::MAX_DRAFT;
 use crate::model::{Model, MtpTokens, Pass};
 use anyhow::{bail, Result};
@@ -66,6 +66,7 @@ impl<B: Backend> Model<B> {
             let t = end - start;
             self.backend.write_tokens(&mut self.s.tok_in, 0, &prompt[start..end]);
             let head = if end == n { t - 1..t } else { 0..0 };
+            self.backend.set_positions(start);
             self.target_forward(t, start, Pass::InPlace, head);
             if end == n {
                 self.backend.read_tokens(&self.s.tok_out, t - 1, &mut first);
@@ -77,7 +78,7 @@ impl<B: Backend> Model<B> {
                 if end == n {
                     self.queue_mtp(t - 1, &first);
                 } else {
-                    self.flush_mtp(None);
+                    self.flush_mtp();
                 }
             }
         }
@@ -94,27 +95,41 @@ impl<B: Backend> Model<B> {
         self.mtp_queued += next.len();
     }
 
-    /// Runs the MTP layer over the queue (filling its KV cache); with `draft_at`, drafts
-    /// from the last queued input into `tok_in[draft_at]`.
-    /// Returns how many inputs it ran.
-    fn flush_mtp(&mut self, draft_at: Option<usize>) -> usize {
+    /// Runs the MTP layer over the queue (filling its KV cache).
+    fn flush_mtp(&mut self) {
         let t = self.mtp_queued;
         if t > 0 {
-            self.mtp_forward(t, self.mtp_pos, MtpTokens::Queued, draft_at);
+            self.mtp_forward(t, self.mtp_pos, MtpTokens::Queued, None);
             self.mtp_pos += t;
             self.mtp_queued = 0;
         }
-        t
     }
 
     /// One plain step: feeds `token` at the current position, returns the next token.
     fn step(&mut self, token: u32) -> u32 {
         self.backend.write_tokens(&mut self.s.tok_in, 0, &[token]);
-        self.target_forward(1, self.pos, Pass::InPlace, 0..1);
+        let pos = self.pos;
+        self.round(RoundKey::Plain { live: self.live }, |m| m.target_forward(1, pos, Pass::InPlace, 0..1));
         self.pos += 1;
         let mut next = [0u32];
         self.backend.read_tokens(&self.s.tok_out, 0, &mut next);
         next[0]
+    }
+
+    /// The launches of a speculative round: the MTP layer catches up on the `catch_up`
+    /// queued inputs and drafts, chains on its own hidden state for the other `k − 1`
+    /// drafts, then the target verifies the pending token and the drafts in one pass.
+    /// Host state is left for the caller to advance (the round may be a replayed graph).
+    fn draft_and_verify(&mut self, catch_up: usize, k: usize) {
+        let (pos, h) = (self.pos, self.cfg.hidden);
+        self.mtp_forward(catch_up, self.mtp_pos, MtpTokens::Queued, Some(1));
+        let mut last_row = catch_up - 1;
+        for i in 1..k {
+            self.backend.copy_rows(&self.s.mtp_out, last_row, &mut self.s.mtp_hid_in, 0, 1, h);
+            self.mtp_forward(1, pos + i - 1, MtpTokens::Drafts(i), Some(i + 1));
+            last_row = 0;
+        }
+        self.target_forward(k + 1, pos, Pass::Verify, 0..k + 1);
     }
 
     /// Plain greedy decode of `n_gen` tokens after `first`, appended to `out`.
@@ -142,24 +157,17 @@ impl<B: Backend> Model<B> {
                 stats.fallback_steps += 1;
                 break;
             }
-            // Draft: catch up on the queue, then chain on the draft's own hidden state.
             self.backend.write_tokens(&mut self.s.tok_in, 0, &[pending]);
-            let caught_up = self.flush_mtp(Some(1));
-            debug_assert!(caught_up > 0 && self.mtp_pos == self.pos);
-            let mut last_row = caught_up - 1;
-            for i in 1..k {
-                let h = self.cfg.hidden;
-                self.backend.copy_rows(&self.s.mtp_out, last_row, &mut self.s.mtp_hid_in, 0, 1, h);
-                self.mtp_forward(1, self.pos + i - 1, MtpTokens::Drafts(i), Some(i + 1));
-                last_row = 0;
-            }
-            // Verify the pending token and the drafts in one pass.
-            self.target_forward(k + 1, self.pos, Pass::Verify, 0..k + 1);
+            let catch_up = self.mtp_queued;
+            debug_assert!(catch_up > 0 && self.mtp_pos + catch_up == self.pos);
+            self.round(RoundKey::Spec { live: self.live, k, catch_up }, |m| m.draft_and_verify(catch_up, k));
+            self.mtp_pos += catch_up;
+            self.mtp_queued = 0;
             self.backend.read_tokens(&self.s.tok_in, 1, &mut drafts[..k]);
             self.backend.read_tokens(&self.s.tok_out, 0, &mut verdict[..k + 1]);
             let a = (0..k).take_while(|&i| drafts[i] == verdict[i]).count();
             if a < k {
-                self.replay_gdn(a + 1);
+                self.round(RoundKey::Replay { live: self.live, rows: a + 1 }, |m| m.replay_gdn(a + 1));
             }
             self.live = 1 - self.live;
             self.pos += a + 1;

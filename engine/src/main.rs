@@ -7,6 +7,7 @@ use engine::cpu::CpuBackend;
 use engine::info;
 use engine::model::Model;
 use engine::weights::WeightSource;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -159,8 +160,9 @@ fn bench(args: &BenchArgs) -> Result<()> {
     eprintln!("building {} ({}) with prefetch={} pool_layout={}", cfg.name, source_name(&source), arm.prefetch.name(), arm.layout.name());
     let mut model = Model::new(cfg, &source, arm, CpuBackend::new(), plan.prefill_chunk)?;
     let result = pool.install(|| bench::run(&mut model, &plan))?;
-    println!("{}", BenchResult::HEADER);
-    println!("{}", result.row());
+    // A closed pipe (`engine bench | head -1`) is an error to report, not a panic.
+    writeln!(std::io::stdout().lock(), "{}\n{}", BenchResult::HEADER, result.row())
+        .context("cannot write the result to stdout")?;
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! generic over the backend.
 
 use crate::arms::Arm;
-use crate::backend::{Backend, KvCache, SlotPair};
+use crate::backend::{Backend, KvCache, RoundKey, SlotPair};
 use crate::config::{ModelConfig, MAX_DRAFT};
 use crate::state::PoolMap;
 use crate::weights::{GdnWeights, LayerWeights, Mixer, WeightSource, Weights};
@@ -116,7 +116,7 @@ impl<B: Backend> Model<B> {
             mtp_tok_in: backend.alloc_tokens(max_rows)?,
         };
         let cache = |b: &mut B| -> Result<KvCache<B>> {
-            Ok(KvCache { k: b.alloc(cfg.max_context * kvd)?, v: b.alloc(cfg.max_context * kvd)? })
+            Ok(KvCache { k: b.alloc_cache(cfg.max_context * kvd)?, v: b.alloc_cache(cfg.max_context * kvd)? })
         };
         let kv = (0..cfg.attention_layers()).map(|_| cache(&mut backend)).collect::<Result<_>>()?;
         let mtp_kv = cache(&mut backend)?;
@@ -137,6 +137,22 @@ impl<B: Backend> Model<B> {
             })
             .collect();
         Ok(Model { cfg, arm, backend, w, map, pool, live: 0, kv, mtp_kv, rope, s, stash, max_rows, pos: 0, mtp_pos: 0, mtp_queued: 0, next_gdn })
+    }
+
+    /// The backend, for [`Backend::round`].
+    pub(crate) fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
+    /// Runs `body` as the decode round `key` at the current position (see [`Backend::round`]).
+    pub(crate) fn round(&mut self, key: RoundKey, body: impl FnOnce(&mut Self)) {
+        self.backend.set_positions(self.pos);
+        B::round(self, Self::backend_mut, key, body);
+    }
+
+    /// The first `rows` rows of the final normed hidden state of the last target pass.
+    pub fn hidden(&mut self, rows: usize) -> Vec<f32> {
+        self.backend.read_buf(&self.s.hid, rows * self.cfg.hidden)
     }
 
     /// Starts a new sequence: zero state, empty caches.
@@ -280,26 +296,24 @@ fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: Mi
             b.matmul(&w.a, &s.xn, t, aa);
             gdn_core(b, cfg, pool, w, (conv, rec), (x, bb, aa), t, (&mut s.conv, &mut s.o));
             b.gated_norm(cfg, w, &s.o, &s.z, t, &mut s.on);
-            b.matmul(&w.out, &s.on, t, &mut s.mix);
+            b.matmul_add(&w.out, &s.on, t, &mut s.x);
         }
         (Mixer::Attn(w), MixerIo::Attn { cache }) => {
             b.matmul(&w.q, &s.xn, t, &mut s.qg);
             b.matmul(&w.k, &s.xn, t, &mut s.k);
             b.matmul(&w.v, &s.xn, t, &mut s.v);
             b.attention(cfg, w, rope, &s.qg, &s.k, &s.v, cache, pos0, t, &mut s.att);
-            b.matmul(&w.o, &s.att, t, &mut s.mix);
+            b.matmul_add(&w.o, &s.att, t, &mut s.x);
         }
         _ => unreachable!("layer kinds follow the config"),
     }
-    b.add(&mut s.x, &s.mix, t * h);
     if let Some(regions) = prefetch {
         for (off, len) in regions {
             b.prefetch_state(pool, off, len, arm.prefetch);
         }
     }
     b.rms_norm(&s.x, &lw.post_norm, t, h, eps, &mut s.xn);
-    b.ffn(cfg, &lw.ffn, &s.xn, t, &mut s.mix);
-    b.add(&mut s.x, &s.mix, t * h);
+    b.ffn_add(cfg, &lw.ffn, &s.xn, t, &mut s.x);
 }
 
 /// cos then sin of every position for the rotary dims: `[max_context][rotary_dim]`.
@@ -366,7 +380,7 @@ mod tests {
         x.iter_mut().zip(mv(&a.o, &att)).for_each(|(x, y)| *x += y);
         let xn: Vec<f32> = norm(&x, &w.layer.post_norm).iter().map(|v| *v as f32).collect();
         let mut ffn = vec![0.0f32; m.max_rows * h];
-        m.backend.ffn(&cfg, &w.layer.ffn, &xn, 1, &mut ffn);
+        m.backend.ffn_add(&cfg, &w.layer.ffn, &xn, 1, &mut ffn);
         x.iter_mut().zip(&ffn).for_each(|(x, y)| *x += *y as f64);
         let out = norm(&x, &w.norm);
         for (i, (got, want)) in m.s.mtp_out[..h].iter().zip(&out).enumerate() {

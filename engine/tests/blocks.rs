@@ -203,20 +203,28 @@ fn moe_routing_experts_and_shared_expert_match_f64() {
     let Ffn::Moe { experts, top_k, expert_size, shared_size } = c.ffn else { panic!("tiny is MoE") };
     let h = c.hidden;
     let swiglu = |p: &str, n: usize| SwiGlu::<CpuBackend> { gate: mat(&format!("{p}g"), n, h), up: mat(&format!("{p}u"), n, h), down: mat(&format!("{p}d"), h, n) };
+    let ew: Vec<_> = (0..experts).map(|e| swiglu(&format!("e{e}"), expert_size)).collect();
+    let stack = |part: fn(&SwiGlu<CpuBackend>) -> &engine::cpu::CpuMat| engine::cpu::CpuMat {
+        rows: experts * part(&ew[0]).rows,
+        cols: part(&ew[0]).cols,
+        data: ew.iter().flat_map(|m| part(m).data.iter().copied()).collect(),
+    };
     let w = FfnWeights::Moe {
         router: mat("router", experts, h),
-        experts: (0..experts).map(|e| swiglu(&format!("e{e}"), expert_size)).collect(),
+        experts: SwiGlu { gate: stack(|m| &m.gate), up: stack(|m| &m.up), down: stack(|m| &m.down) },
         shared: swiglu("shared", shared_size),
         shared_gate: mat("sg", 1, h),
         top_k,
     };
-    let FfnWeights::Moe { router, experts: ew, shared, shared_gate, .. } = &w else { unreachable!() };
+    let FfnWeights::Moe { router, shared, shared_gate, .. } = &w else { unreachable!() };
     let mut b = CpuBackend::new();
     b.prepare(&c, 8).unwrap();
     let t = 6;
     let x = rand_vec("moe-x", t * h, 3.0);
-    let mut out = vec![0.0; t * h];
-    b.ffn(&c, &w, &x, t, &mut out);
+    // Added onto a non-zero residual stream.
+    let resid = rand_vec("moe-resid", t * h, 1.0);
+    let mut out = resid.clone();
+    b.ffn_add(&c, &w, &x, t, &mut out);
     let mlp = |m: &SwiGlu<CpuBackend>, x: &[f64]| {
         let g = matvec(&m.gate, x);
         let u = matvec(&m.up, x);
@@ -232,7 +240,7 @@ fn moe_routing_experts_and_shared_expert_match_f64() {
         order.sort_by(|a, b| p[*b].partial_cmp(&p[*a]).unwrap());
         let chosen = &order[..top_k];
         let kept: f64 = chosen.iter().map(|e| p[*e]).sum();
-        let mut want = vec![0.0; h];
+        let mut want = f64s(&resid[i * h..(i + 1) * h]);
         for &e in chosen {
             used.insert(e);
             for (wv, y) in want.iter_mut().zip(mlp(&ew[e], &xi)) {

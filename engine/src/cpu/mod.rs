@@ -6,7 +6,7 @@ mod prefetch;
 use crate::arms::Prefetch;
 use crate::backend::{Backend, KvCache, PrefetchCounts, SlotPair};
 use crate::config::{ModelConfig, MAX_GDN_DIM};
-use crate::synthetic::round_bf16;
+use crate::synthetic::{round_bf16, synthetic_value, Init};
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, SwiGlu};
 use anyhow::Result;
 use kernels::{argmax, dot};
@@ -46,6 +46,8 @@ struct MoeScratch {
     per_slot: Vec<f32>,
     shared: Vec<f32>,
     shared_gate: Vec<f32>,
+    /// A projection's output before it is added to the residual stream.
+    residual: Vec<f32>,
 }
 
 #[derive(Default)]
@@ -112,6 +114,7 @@ impl Backend for CpuBackend {
             per_slot: vec![0.0; rk * h],
             shared: vec![0.0; max_rows * h],
             shared_gate: vec![0.0; max_rows],
+            residual: vec![0.0; max_rows * h],
         };
         self.prefetch.reserve_decoy(cfg.conv_slot_bytes() + cfg.rec_slot_bytes() + 2 * prefetch::LINE);
         Ok(())
@@ -136,6 +139,41 @@ impl Backend for CpuBackend {
     fn upload_mat(&mut self, rows: usize, cols: usize, host: &[f32]) -> Result<CpuMat> {
         assert_eq!(rows * cols, host.len());
         Ok(CpuMat { rows, cols, data: host.to_vec() })
+    }
+
+    fn upload_weights(&mut self, host: &[f32]) -> Result<Vec<f32>> {
+        Ok(host.to_vec())
+    }
+
+    fn alloc_cache(&mut self, len: usize) -> Result<Vec<f32>> {
+        Ok(vec![0.0; len])
+    }
+
+    fn alloc_mat(&mut self, rows: usize, cols: usize) -> Result<CpuMat> {
+        Ok(CpuMat { rows, cols, data: vec![0.0; rows * cols] })
+    }
+
+    fn write_mat_rows(&mut self, m: &mut CpuMat, row0: usize, host: &[f32]) -> Result<()> {
+        m.data[row0 * m.cols..row0 * m.cols + host.len()].copy_from_slice(host);
+        Ok(())
+    }
+
+    fn fill_mat_synthetic(&mut self, m: &mut CpuMat, row0: usize, rows: usize, seed: u64, key: u64, init: Init) -> Result<()> {
+        let cols = m.cols;
+        let dst = &mut m.data[row0 * cols..(row0 + rows) * cols];
+        dst.par_chunks_mut(cols).enumerate().for_each(|(r, row)| {
+            for (c, v) in row.iter_mut().enumerate() {
+                *v = synthetic_value(seed, key, (r * cols + c) as u64, init.scale, init.offset);
+                if init.identity != 0.0 && r == c {
+                    *v = round_bf16(*v + init.identity);
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn read_buf(&mut self, src: &Vec<f32>, len: usize) -> Vec<f32> {
+        src[..len].to_vec()
     }
 
     fn clear_pool(&mut self, pool: &mut Vec<u32>) {
@@ -172,8 +210,10 @@ impl Backend for CpuBackend {
         matmul(&w.data, w.rows, w.cols, x, t, out, &self.prefetch);
     }
 
-    fn add(&mut self, acc: &mut Vec<f32>, x: &Vec<f32>, len: usize) {
-        acc[..len].iter_mut().zip(&x[..len]).for_each(|(a, b)| *a += b);
+    fn matmul_add(&mut self, w: &CpuMat, x: &Vec<f32>, t: usize, acc: &mut Vec<f32>) {
+        let out = &mut self.scratch.moe.residual;
+        matmul(&w.data, w.rows, w.cols, x, t, out, &self.prefetch);
+        add(acc, out, t * w.rows);
     }
 
     fn concat(&mut self, a: &Vec<f32>, b: &Vec<f32>, t: usize, wa: usize, wb: usize, out: &mut Vec<f32>) {
@@ -330,17 +370,20 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn ffn(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &Vec<f32>, t: usize, out: &mut Vec<f32>) {
+    fn ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &Vec<f32>, t: usize, acc: &mut Vec<f32>) {
         let h = cfg.hidden;
+        let mut out = std::mem::take(&mut self.scratch.moe.residual);
         match w {
             FfnWeights::Dense(mlp) => {
                 let s = &mut self.scratch.moe;
-                swiglu(mlp, x, t, &mut s.gate, &mut s.up, out, &self.prefetch);
+                swiglu(Expert::whole(mlp), x, t, &mut s.gate, &mut s.up, &mut out, &self.prefetch);
             }
             FfnWeights::Moe { router, experts, shared, shared_gate, top_k } => {
-                moe(&mut self.scratch.moe, &self.prefetch, h, router, experts, shared, shared_gate, *top_k, x, t, out);
+                moe(&mut self.scratch.moe, &self.prefetch, h, router, experts, shared, shared_gate, *top_k, x, t, &mut out);
             }
         }
+        add(acc, &out, t * h);
+        self.scratch.moe.residual = out;
         self.prefetch.finish();
     }
 
@@ -375,19 +418,47 @@ fn rotate(x: &mut [f32], rope: &[f32]) {
     }
 }
 
+/// `acc += x` over `len` elements (the residual add).
+fn add(acc: &mut [f32], x: &[f32], len: usize) {
+    acc[..len].iter_mut().zip(&x[..len]).for_each(|(a, b)| *a += b);
+}
+
+/// One SwiGLU MLP's weights: slices of a (possibly stacked) [`SwiGlu`].
+#[derive(Clone, Copy)]
+struct Expert<'a> {
+    gate: &'a [f32],
+    up: &'a [f32],
+    down: &'a [f32],
+    inter: usize,
+    hidden: usize,
+}
+
+impl<'a> Expert<'a> {
+    fn whole(w: &'a SwiGlu<CpuBackend>) -> Self {
+        Expert { gate: &w.gate.data, up: &w.up.data, down: &w.down.data, inter: w.gate.rows, hidden: w.gate.cols }
+    }
+
+    /// Expert `e` of `n` stacked ones.
+    fn nth(w: &'a SwiGlu<CpuBackend>, e: usize, n: usize) -> Self {
+        let (inter, hidden) = (w.gate.rows / n, w.gate.cols);
+        let m = inter * hidden;
+        Expert { gate: &w.gate.data[e * m..(e + 1) * m], up: &w.up.data[e * m..(e + 1) * m], down: &w.down.data[e * m..(e + 1) * m], inter, hidden }
+    }
+}
+
 /// `out = down(silu(gate·x) ⊙ up·x)` for `t` rows.
-fn swiglu(w: &SwiGlu<CpuBackend>, x: &[f32], t: usize, gate: &mut [f32], up: &mut [f32], out: &mut [f32], pf: &Prefetcher) {
-    let inter = w.gate.rows;
-    matmul(&w.gate.data, inter, w.gate.cols, x, t, gate, pf);
-    matmul(&w.up.data, inter, w.up.cols, x, t, up, pf);
+fn swiglu(w: Expert<'_>, x: &[f32], t: usize, gate: &mut [f32], up: &mut [f32], out: &mut [f32], pf: &Prefetcher) {
+    let (inter, h) = (w.inter, w.hidden);
+    matmul(w.gate, inter, h, x, t, gate, pf);
+    matmul(w.up, inter, h, x, t, up, pf);
     for (g, u) in gate[..t * inter].iter_mut().zip(&up[..t * inter]) {
         *g = silu(*g) * u;
     }
-    matmul(&w.down.data, w.down.rows, inter, gate, t, out, pf);
+    matmul(w.down, h, inter, gate, t, out, pf);
 }
 
 #[allow(clippy::too_many_arguments)]
-fn moe(s: &mut MoeScratch, pf: &Prefetcher, h: usize, router: &CpuMat, experts: &[SwiGlu<CpuBackend>], shared: &SwiGlu<CpuBackend>, shared_gate: &CpuMat, top_k: usize, x: &[f32], t: usize, out: &mut [f32]) {
+fn moe(s: &mut MoeScratch, pf: &Prefetcher, h: usize, router: &CpuMat, experts: &SwiGlu<CpuBackend>, shared: &SwiGlu<CpuBackend>, shared_gate: &CpuMat, top_k: usize, x: &[f32], t: usize, out: &mut [f32]) {
     let ne = router.rows;
     matmul(&router.data, ne, h, x, t, &mut s.router, pf);
     for i in 0..t {
@@ -418,7 +489,8 @@ fn moe(s: &mut MoeScratch, pf: &Prefetcher, h: usize, router: &CpuMat, experts: 
         choice.iter_mut().for_each(|c| c.1 /= kept);
     }
     // Each expert runs once over the rows routed to it.
-    for (e, ew) in experts.iter().enumerate() {
+    for e in 0..ne {
+        let ew = Expert::nth(experts, e, ne);
         s.members.clear();
         for (slot, c) in s.choice[..t * top_k].iter().enumerate() {
             if c.0 == e {
@@ -437,7 +509,7 @@ fn moe(s: &mut MoeScratch, pf: &Prefetcher, h: usize, router: &CpuMat, experts: 
             s.per_slot[slot * h..(slot + 1) * h].copy_from_slice(&s.down[j * h..(j + 1) * h]);
         }
     }
-    swiglu(shared, x, t, &mut s.gate, &mut s.up, &mut s.shared, pf);
+    swiglu(Expert::whole(shared), x, t, &mut s.gate, &mut s.up, &mut s.shared, pf);
     matmul(&shared_gate.data, 1, h, x, t, &mut s.shared_gate, pf);
     for i in 0..t {
         let o = &mut out[i * h..(i + 1) * h];

@@ -22,15 +22,15 @@ pub struct AttnShape {
     pub eps: f32,
 }
 
-/// q heads per kv head the decode kernel handles in one block.
-const MAX_GROUP: usize = 8;
+/// q heads per kv head the decode kernel is instantiated for (all handled in one block).
+const GROUPS: [usize; 5] = [1, 2, 4, 6, 8];
 /// Most splits of the keys per (kv head, position).
 pub const MAX_SPLITS: usize = 256;
 
 impl AttnShape {
     fn check(&self) -> Result<()> {
         ensure!(matches!(self.head_dim, 64 | 128 | 256), "attention head dim {}: the kernels take 64, 128 or 256", self.head_dim);
-        ensure!(self.hkv > 0 && self.hq % self.hkv == 0 && self.hq / self.hkv <= MAX_GROUP, "attention heads {}/{}: q heads must be 1..={MAX_GROUP} times the kv heads", self.hq, self.hkv);
+        ensure!(self.hkv > 0 && self.hq % self.hkv == 0 && GROUPS.contains(&(self.hq / self.hkv)), "attention heads {}/{}: q heads must be {GROUPS:?} times the kv heads", self.hq, self.hkv);
         ensure!(self.rot_dim % 2 == 0 && self.rot_dim <= self.head_dim, "rotary dims {} must be even and at most the head dim {}", self.rot_dim, self.head_dim);
         Ok(())
     }
@@ -93,11 +93,11 @@ impl Gpu {
         let ml = acc + (t * s.hq * splits * d * 4) as u64;
         let out = output("attention output", out, t * s.hq * d, &self.stream)?;
         let scale = 1.0 / (d as f32).sqrt();
-        let (hq, hkv) = (dim("hq", s.hq)?, dim("hkv", s.hkv)?);
+        let hq = dim("hq", s.hq)?;
         let cfg = LaunchConfig { grid_dim: (s.hkv as u32, t as u32, splits as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, format!("attn_decode_d{d}"), cfg, &q, &kc, &vc, &pos0, &acc, &ml, &hq, &hkv, &dim("max_ctx", s.max_ctx)?, &scale);
-        let cfg = LaunchConfig { grid_dim: (s.hq as u32, t as u32, 1), block_dim: (d as u32, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "attn_combine", cfg, &acc, &ml, &gate, &out, &hq, &dim("splits", splits)?);
+        launch!(self, format!("attn_decode_d{d}_g{}", s.hq / s.hkv), cfg, &q, &kc, &vc, &pos0, &acc, &ml, &hq, &dim("max_ctx", s.max_ctx)?, &scale);
+        let cfg = LaunchConfig { grid_dim: (s.hq as u32, t as u32, (d / 32) as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "attn_combine", cfg, &acc, &ml, &gate, &out, &hq, &dim("head dim", d)?, &dim("splits", splits)?);
         Ok(())
     }
 }
