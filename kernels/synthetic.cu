@@ -19,3 +19,13 @@ extern "C" __global__ void synthetic_fill_bf16(bf16* __restrict__ out, u64 n, u6
         out[i] = __float2bfloat16_rn(__fadd_rn(offset, __fmul_rn(scale, two_u_minus_1)));
     }
 }
+
+// The identity term of a synthetic matrix [rows][cols]: w[i][i] += identity for i <
+// min(rows, cols), rounded to bf16 as the host does (round(v + identity)).
+extern "C" __global__ void synthetic_add_identity(bf16* __restrict__ w, int rows, int cols, float identity) {
+    const int n = rows < cols ? rows : cols;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        bf16* p = w + (size_t)i * cols + i;
+        *p = __float2bfloat16_rn(__fadd_rn(__bfloat162float(*p), identity));
+    }
+}

@@ -27,10 +27,13 @@ pub struct Replication {
     pub qualified: Vec<bool>,
 }
 
+/// A quantity: (column, arm, against).
+pub type Key<'a> = (&'a str, &'a str, &'a str);
+
 /// Every quantity of one report as (column, arm, against) with its figures: arms against
 /// the base first, then the contrasts not already named. Its name is `column:arm-vs-against`.
-pub fn quantities(report: &LadderReport) -> Vec<((&str, &str, &str), &Figures)> {
-    let mut out: Vec<((&str, &str, &str), &Figures)> = Vec::new();
+pub fn quantities(report: &LadderReport) -> Vec<(Key<'_>, &Figures)> {
+    let mut out: Vec<(Key, &Figures)> = Vec::new();
     for m in &report.metrics {
         let arms = m.arms.iter().map(|a| (&a.arm, &a.against, &a.figures));
         let contrasts = m.contrasts.iter().map(|c| (&c.arm, &c.against, &c.figures));
@@ -61,9 +64,14 @@ fn by_spec(reports: &[LadderReport]) -> Vec<(String, Vec<&LadderReport>)> {
 pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
     let mut out = Vec::new();
     for (spec, members) in by_spec(reports).into_iter().filter(|(_, m)| m.len() >= 2) {
-        let limit = members[0].run.as_ref().map_or(ladder::spec::DEFAULT_REPLICATION_LIMIT_PP, |r| r.replication_limit_pp);
+        let limit = members[0]
+            .run
+            .as_ref()
+            .map_or(ladder::spec::DEFAULT_REPLICATION_LIMIT_PP, |r| {
+                r.replication_limit_pp
+            });
         let mut order = Vec::new();
-        let mut found: HashMap<(&str, &str, &str), Vec<(&LadderReport, &Figures)>> = HashMap::new();
+        let mut found: HashMap<Key, Vec<(&LadderReport, &Figures)>> = HashMap::new();
         for r in &members {
             for (key, figures) in quantities(r) {
                 let entry = found.entry(key).or_default();
@@ -84,7 +92,10 @@ pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
             let spread = max - min;
             out.push(Replication {
                 quantity: format!("{}:{}-vs-{}", key.0, key.1, key.2),
-                ladders: readings.iter().map(|(r, _)| r.tag.clone().unwrap_or_default()).collect(),
+                ladders: readings
+                    .iter()
+                    .map(|(r, _)| r.tag.clone().unwrap_or_default())
+                    .collect(),
                 estimates_pct: estimates,
                 spread_pp: spread,
                 replication_limit_pp: limit,
@@ -124,7 +135,11 @@ pub struct PairReading {
 /// The pairs to compare: those asked for, or else every pair of arm names that ladders of
 /// at least two different specs carry (the same spec is covered by the replications), the
 /// later-declared arm against the earlier one as the first ladder carrying both declares them.
-pub fn pairs_to_compare(files: &[LoadedFile], reports: &[LadderReport], asked: &[(String, String)]) -> Vec<(String, String)> {
+pub fn pairs_to_compare(
+    files: &[LoadedFile],
+    reports: &[LadderReport],
+    asked: &[(String, String)],
+) -> Vec<(String, String)> {
     if !asked.is_empty() {
         return asked.to_vec();
     }
@@ -145,22 +160,41 @@ pub fn pairs_to_compare(files: &[LoadedFile], reports: &[LadderReport], asked: &
             }
         }
     }
-    pairs.into_iter().filter(|(_, specs)| specs.len() >= 2).map(|(k, _)| k).collect()
+    pairs
+        .into_iter()
+        .filter(|(_, specs)| specs.len() >= 2)
+        .map(|(k, _)| k)
+        .collect()
 }
 
 /// Each pair on each metric column, read from the grids of every ladder that carries both.
-pub fn arm_pairs(files: &[LoadedFile], grids: &[Vec<Grid>], reports: &[LadderReport], pairs: &[(String, String)]) -> Vec<ArmPair> {
+pub fn arm_pairs(
+    files: &[LoadedFile],
+    grids: &[Vec<Grid>],
+    reports: &[LadderReport],
+    pairs: &[(String, String)],
+) -> Vec<ArmPair> {
     let mut out: Vec<ArmPair> = Vec::new();
     for (arm, against) in pairs {
-        for ((file, grids), report) in files.iter().zip(grids).zip(reports).filter(|(_, r)| r.statistics) {
+        for ((file, grids), report) in files
+            .iter()
+            .zip(grids)
+            .zip(reports)
+            .filter(|(_, r)| r.statistics)
+        {
             let Some(info) = &file.ladder else { continue };
             let index = |name: &str| info.start.arms.iter().position(|a| a.name == name);
-            let (Some(a), Some(b)) = (index(arm), index(against)) else { continue };
+            let (Some(a), Some(b)) = (index(arm), index(against)) else {
+                continue;
+            };
             let passes = info.analysis_passes();
             for (series, kind) in info.series.iter().enumerate() {
-                let SeriesKind::Metric(m) = kind else { continue };
+                let SeriesKind::Metric(m) = kind else {
+                    continue;
+                };
                 let metric = &info.metrics[*m];
-                let (deltas, _) = paired_deltas(&grids[series], metric.better, a, b, passes.clone());
+                let (deltas, _) =
+                    paired_deltas(&grids[series], metric.better, a, b, passes.clone());
                 let reading = PairReading {
                     file: file.path.clone(),
                     ladder: info.start.ladder.clone(),
@@ -168,9 +202,17 @@ pub fn arm_pairs(files: &[LoadedFile], grids: &[Vec<Grid>], reports: &[LadderRep
                     qualified: report.qualified,
                     figures: Summary::of(&deltas).into(),
                 };
-                match out.iter_mut().find(|p| p.column == metric.column && &p.arm == arm && &p.against == against) {
+                match out
+                    .iter_mut()
+                    .find(|p| p.column == metric.column && &p.arm == arm && &p.against == against)
+                {
                     Some(pair) => pair.readings.push(reading),
-                    None => out.push(ArmPair { column: metric.column.clone(), arm: arm.clone(), against: against.clone(), readings: vec![reading] }),
+                    None => out.push(ArmPair {
+                        column: metric.column.clone(),
+                        arm: arm.clone(),
+                        against: against.clone(),
+                        readings: vec![reading],
+                    }),
                 }
             }
         }

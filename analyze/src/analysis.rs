@@ -173,11 +173,18 @@ pub struct RoundCell {
 
 /// The paired deltas of arm `a` against arm `b` over `passes` (skipping passes where either
 /// cell is missing), with the slot `a` ran in for each.
-pub fn paired_deltas(grid: &Grid, better: Better, a: usize, b: usize, passes: Range<usize>) -> (Vec<f64>, Vec<f64>) {
+pub fn paired_deltas(
+    grid: &Grid,
+    better: Better,
+    a: usize,
+    b: usize,
+    passes: Range<usize>,
+) -> (Vec<f64>, Vec<f64>) {
     passes
         .filter_map(|p| {
             let (xa, xb) = (grid.value(p, a), grid.value(p, b));
-            (xa.is_finite() && xb.is_finite()).then(|| (stats::delta_pct(better, xa, xb), grid.slot(p, a) as f64))
+            (xa.is_finite() && xb.is_finite())
+                .then(|| (stats::delta_pct(better, xa, xb), grid.slot(p, a) as f64))
         })
         .unzip()
 }
@@ -185,11 +192,20 @@ pub fn paired_deltas(grid: &Grid, better: Better, a: usize, b: usize, passes: Ra
 /// The three factors of one pass, each as a ratio: total `T[b]/T[a]`, count `R[b]/R[a]`,
 /// speed `(T[b]/R[b]) / (T[a]/R[a])`; `total = count · speed`.
 pub fn split_factors(t_base: f64, t_arm: f64, r_base: f64, r_arm: f64) -> (f64, f64, f64) {
-    (t_base / t_arm, r_base / r_arm, (t_base / r_base) / (t_arm / r_arm))
+    (
+        t_base / t_arm,
+        r_base / r_arm,
+        (t_base / r_base) / (t_arm / r_arm),
+    )
 }
 
 /// Reads one loaded file. `grids` and `spreads` are its series' grids and base spreads.
-pub fn read(file: &LoadedFile, grids: &[Grid], spreads: &[f64], extras: ExtrasConfig) -> LadderReport {
+pub fn read(
+    file: &LoadedFile,
+    grids: &[Grid],
+    spreads: &[f64],
+    extras: ExtrasConfig,
+) -> LadderReport {
     let verdict = &file.verdict;
     let mut report = LadderReport {
         file: file.path.clone(),
@@ -213,7 +229,9 @@ pub fn read(file: &LoadedFile, grids: &[Grid], spreads: &[f64], extras: ExtrasCo
     if !verdict.connected {
         report.disqualified_by.push("not-connected".into());
     }
-    let Some(info) = &file.ladder else { return report };
+    let Some(info) = &file.ladder else {
+        return report;
+    };
     report.ladder = Some(info.start.ladder.clone());
     report.tag = Some(info.start.tag.clone());
     report.run = Some(run_info(info));
@@ -226,13 +244,22 @@ pub fn read(file: &LoadedFile, grids: &[Grid], spreads: &[f64], extras: ExtrasCo
     report.analysis_passes = passes.len();
     for (series, kind) in info.series.iter().enumerate() {
         if let SeriesKind::Metric(i) = kind {
-            let metric = read_metric(info, &info.metrics[*i], &grids[series], spreads[series], passes.clone(), extras);
+            let metric = read_metric(
+                info,
+                &info.metrics[*i],
+                &grids[series],
+                spreads[series],
+                passes.clone(),
+                extras,
+            );
             report.metrics.push(metric);
         }
     }
     report.round_split = round_split(info, grids, passes.clone());
     report.identity = info.identity.clone();
-    report.disqualified_by.extend(disqualifications(&report.metrics));
+    report
+        .disqualified_by
+        .extend(disqualifications(&report.metrics));
     report.qualified = report.disqualified_by.is_empty();
     report
 }
@@ -240,7 +267,11 @@ pub fn read(file: &LoadedFile, grids: &[Grid], spreads: &[f64], extras: ExtrasCo
 fn run_info(info: &LadderInfo) -> RunInfo {
     let start = &info.start;
     let ended = info.end.as_ref().map(|e| e.ended.clone());
-    let duration_s = ended.as_deref().and_then(ladder::ladder_file::parse_timestamp).zip(ladder::ladder_file::parse_timestamp(&start.started)).map(|(e, s)| (e - s) as f64 / 1e6);
+    let duration_s = ended
+        .as_deref()
+        .and_then(ladder::ladder_file::parse_timestamp)
+        .zip(ladder::ladder_file::parse_timestamp(&start.started))
+        .map(|(e, s)| (e - s) as f64 / 1e6);
     RunInfo {
         card: start.card.clone(),
         binary_blake3: start.binary.blake3.clone(),
@@ -256,29 +287,53 @@ fn run_info(info: &LadderInfo) -> RunInfo {
     }
 }
 
-fn read_metric(info: &LadderInfo, metric: &MetricSpec, grid: &Grid, spread: f64, passes: Range<usize>, extras: ExtrasConfig) -> MetricReport {
+fn read_metric(
+    info: &LadderInfo,
+    metric: &MetricSpec,
+    grid: &Grid,
+    spread: f64,
+    passes: Range<usize>,
+    extras: ExtrasConfig,
+) -> MetricReport {
     let arms = &info.start.arms;
     let base = info.start.base_index();
     let contrast = |a: usize, b: usize| -> Contrast {
         let (deltas, _) = paired_deltas(grid, metric.better, a, b, passes.clone());
-        Contrast { arm: arms[a].name.clone(), against: arms[b].name.clone(), figures: Summary::of(&deltas).into() }
+        Contrast {
+            arm: arms[a].name.clone(),
+            against: arms[b].name.clone(),
+            figures: Summary::of(&deltas).into(),
+        }
     };
     let readings: Vec<ArmReading> = (0..arms.len())
         .filter(|&a| a != base)
         .map(|a| {
             let (deltas, slots) = paired_deltas(grid, metric.better, a, base, passes.clone());
-            let names = [info.start.ladder.as_str(), info.start.tag.as_str(), metric.column.as_str(), arms[a].name.as_str()];
+            let names = [
+                info.start.ladder.as_str(),
+                info.start.tag.as_str(),
+                metric.column.as_str(),
+                arms[a].name.as_str(),
+            ];
             ArmReading {
                 arm: arms[a].name.clone(),
                 role: arms[a].role,
                 against: arms[base].name.clone(),
                 figures: Summary::of(&deltas).into(),
-                extras: extras_of(&deltas, &slots, extras, extras::quantity_seed(extras.seed, &names)),
+                extras: extras_of(
+                    &deltas,
+                    &slots,
+                    extras,
+                    extras::quantity_seed(extras.seed, &names),
+                ),
                 deltas_pct: deltas,
             }
         })
         .collect();
-    let contrasts = (0..arms.len()).flat_map(|i| (i + 1..arms.len()).map(move |j| (j, i))).map(|(j, i)| contrast(j, i)).collect();
+    let contrasts = (0..arms.len())
+        .flat_map(|i| (i + 1..arms.len()).map(move |j| (j, i)))
+        .map(|(j, i)| contrast(j, i))
+        .collect();
     let controls = readings
         .iter()
         .filter(|r| r.role.is_inert_control() || r.role == Role::StructuralZero)
@@ -291,7 +346,13 @@ fn read_metric(info: &LadderInfo, metric: &MetricSpec, grid: &Grid, spread: f64,
             } else {
                 (Some(stats::control_holds(estimate, spread)), Vec::new())
             };
-            Control { arm: r.arm.clone(), role: r.role, estimate_pct: estimate, holds, gains }
+            Control {
+                arm: r.arm.clone(),
+                role: r.role,
+                estimate_pct: estimate,
+                holds,
+                gains,
+            }
         })
         .collect();
     MetricReport {
@@ -302,7 +363,8 @@ fn read_metric(info: &LadderInfo, metric: &MetricSpec, grid: &Grid, spread: f64,
         arms: readings,
         contrasts,
         controls,
-        within_noise_limit: !(spread > info.spec.noise_limit_pct),
+        // A spread that cannot be computed (under two passes) exceeds nothing.
+        within_noise_limit: spread.is_nan() || spread <= info.spec.noise_limit_pct,
     }
 }
 
@@ -341,7 +403,12 @@ fn disqualifications(metrics: &[MetricReport]) -> Vec<String> {
 
 fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> Option<RoundSplit> {
     let split = info.spec.split.as_ref()?;
-    let find = |kind| info.series.iter().position(|s| *s == kind).map(|i| &grids[i]);
+    let find = |kind| {
+        info.series
+            .iter()
+            .position(|s| *s == kind)
+            .map(|i| &grids[i])
+    };
     let (rounds, time) = (find(SeriesKind::Rounds)?, find(SeriesKind::Time)?);
     let base = info.start.base_index();
     let arms = &info.start.arms;
@@ -349,7 +416,12 @@ fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> Optio
     for a in (0..arms.len()).filter(|&a| a != base) {
         let (mut total, mut count, mut speed) = (Vec::new(), Vec::new(), Vec::new());
         for p in passes.clone() {
-            let (tb, ta, rb, ra) = (time.value(p, base), time.value(p, a), rounds.value(p, base), rounds.value(p, a));
+            let (tb, ta, rb, ra) = (
+                time.value(p, base),
+                time.value(p, a),
+                rounds.value(p, base),
+                rounds.value(p, a),
+            );
             if [tb, ta, rb, ra].iter().all(|v| v.is_finite()) {
                 let (t, c, s) = split_factors(tb, ta, rb, ra);
                 total.push(stats::ratio_pct(t));
@@ -369,14 +441,20 @@ fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> Optio
     let mut differing_cells = Vec::new();
     let mut cells = 0;
     for p in passes {
-        for a in 0..arms.len() {
+        for (a, arm) in arms.iter().enumerate() {
             let (r, rb) = (rounds.value(p, a), rounds.value(p, base));
             if !(r.is_finite() && rb.is_finite()) {
                 continue;
             }
             cells += 1;
             if r != rb {
-                differing_cells.push(RoundCell { pass: p, slot: rounds.slot(p, a), arm: arms[a].name.clone(), rounds: r, base_rounds: rb });
+                differing_cells.push(RoundCell {
+                    pass: p,
+                    slot: rounds.slot(p, a),
+                    arm: arm.name.clone(),
+                    rounds: r,
+                    base_rounds: rb,
+                });
             }
         }
     }

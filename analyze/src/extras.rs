@@ -44,7 +44,11 @@ pub fn quantity_seed(seed: u64, names: &[&str]) -> u64 {
 /// below 50 nonzero deltas without ties, else the normal approximation with tie and
 /// continuity correction. `None` when no delta is nonzero.
 pub fn wilcoxon_p(deltas: &[f64]) -> Option<f64> {
-    let mut nonzero: Vec<f64> = deltas.iter().copied().filter(|d| *d != 0.0 && d.is_finite()).collect();
+    let mut nonzero: Vec<f64> = deltas
+        .iter()
+        .copied()
+        .filter(|d| *d != 0.0 && d.is_finite())
+        .collect();
     let n = nonzero.len();
     if n == 0 {
         return None;
@@ -142,7 +146,10 @@ mod tests {
         let deltas = [0.5, 0.7, 0.9, 1.1, 0.8, 0.6, 1.0];
         let a = bootstrap_median_ci(&deltas, 2000, 7).unwrap();
         assert_eq!(a, bootstrap_median_ci(&deltas, 2000, 7).unwrap());
-        assert!(a.0 <= 0.8 && 0.8 <= a.1 && a.0 >= 0.5 && a.1 <= 1.1, "{a:?}");
+        assert!(
+            a.0 <= 0.8 && 0.8 <= a.1 && a.0 >= 0.5 && a.1 <= 1.1,
+            "{a:?}"
+        );
     }
 
     #[test]

@@ -5,14 +5,13 @@
 //! bulk from plain vectors. A *series* is one numeric column of one file read at one
 //! `ladder_row`: a metric, or the rounds or time column of the round split.
 
+use crate::identity::{self, Identity};
+use crate::witness::{self, Witness};
 use anyhow::{bail, Context};
 use ladder::ladder_file::{EndRecord, Fields, StartRecord};
 use ladder::spec::{MetricSpec, Spec};
-use crate::identity::{self, Identity};
-use crate::witness::{self, Witness};
 use ladder::{Ladder, Verdict};
 use polars::prelude::*;
-use serde::Deserialize;
 use rayon::prelude::*;
 use std::path::Path;
 
@@ -130,29 +129,49 @@ pub fn load(paths: &[impl AsRef<Path> + Sync], allow_defects: bool) -> anyhow::R
         Column::new(BASE.into(), all.base),
     ];
     let cells = DataFrame::new(rows, columns)?;
-    Ok(Loaded { files: parts.into_iter().map(|(f, _)| f).collect(), cells })
+    Ok(Loaded {
+        files: parts.into_iter().map(|(f, _)| f).collect(),
+        cells,
+    })
 }
 
 fn load_file(path: &Path, allow_defects: bool) -> anyhow::Result<(LoadedFile, Part)> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("cannot read {shown}; pass the path of a ladder file (raw/NAME_TAG.csv)"))?;
+    let bytes = std::fs::read(path).with_context(|| {
+        format!("cannot read {shown}; pass the path of a ladder file (raw/NAME_TAG.csv)")
+    })?;
     let replay = ladder::replay(&bytes);
     drop(bytes);
     let mut part = Part::default();
     let ladder = match replay.ladder {
-        Some(ladder) => Some(read_ladder(&shown, ladder, replay.verdict.connected || allow_defects, &mut part)?),
+        Some(ladder) => Some(read_ladder(
+            &shown,
+            ladder,
+            replay.verdict.connected || allow_defects,
+            &mut part,
+        )?),
         None => None,
     };
-    Ok((LoadedFile { path: shown, verdict: replay.verdict, ladder }, part))
+    Ok((
+        LoadedFile {
+            path: shown,
+            verdict: replay.verdict,
+            ladder,
+        },
+        part,
+    ))
 }
 
 /// Reads what the report needs from a parsed ladder; its rows go into `part` (when
 /// `analyzed`) and are then dropped.
-fn read_ladder(shown: &str, ladder: Ladder, analyzed: bool, part: &mut Part) -> anyhow::Result<LadderInfo> {
-    // Deserialized from a reference: the recorded spec is not copied.
-    let spec = Spec::deserialize(&ladder.start.spec).map_err(|e| {
-        anyhow::anyhow!("{shown}: the recorded spec is unusable: {e}; the start record's `spec` must be the ladder spec as JSON (rerun the ladder with a current runner)")
+fn read_ladder(
+    shown: &str,
+    ladder: Ladder,
+    analyzed: bool,
+    part: &mut Part,
+) -> anyhow::Result<LadderInfo> {
+    let spec = Spec::from_json(&ladder.start.spec).map_err(|e| {
+        anyhow::anyhow!("{shown}: {e}; the start record's `spec` must be the ladder spec as JSON (rerun the ladder with a current runner)")
     })?;
     let metrics = spec.effective_metrics();
     let mut series: Vec<SeriesKind> = (0..metrics.len()).map(SeriesKind::Metric).collect();
@@ -167,7 +186,16 @@ fn read_ladder(shown: &str, ladder: Ladder, analyzed: bool, part: &mut Part) -> 
     let witness = witness::read(&ladder);
     let Ladder { mut start, end, .. } = ladder;
     start.spec = serde_json::Value::Null;
-    Ok(LadderInfo { start, spec, end, metrics, analyzed, series, identity, witness })
+    Ok(LadderInfo {
+        start,
+        spec,
+        end,
+        metrics,
+        analyzed,
+        series,
+        identity,
+        witness,
+    })
 }
 
 /// The analysis passes of a ladder: those after the warm-up.
@@ -177,7 +205,14 @@ pub fn analysis_passes(start: &StartRecord) -> std::ops::Range<usize> {
 }
 
 /// Appends the file's numeric cells, one series after the other, in file order.
-fn fill(shown: &str, ladder: &Ladder, spec: &Spec, metrics: &[MetricSpec], series: &[SeriesKind], part: &mut Part) -> anyhow::Result<()> {
+fn fill(
+    shown: &str,
+    ladder: &Ladder,
+    spec: &Spec,
+    metrics: &[MetricSpec],
+    series: &[SeriesKind],
+    part: &mut Part,
+) -> anyhow::Result<()> {
     let base = ladder.start.base_index();
     let warmup = ladder.start.warmup_passes;
     let rows = ladder.rows.len() * series.len();
@@ -206,7 +241,8 @@ fn fill(shown: &str, ladder: &Ladder, spec: &Spec, metrics: &[MetricSpec], serie
             part.pass.push(r.pass as u32);
             part.slot.push(r.slot as u32);
             part.arm.push(r.arm as u32);
-            part.value.push(number(shown, r.line, name, &r.fields, column)?);
+            part.value
+                .push(number(shown, r.line, name, &r.fields, column)?);
             part.analysis.push(r.pass >= warmup);
             part.base.push(r.arm == base);
         }
@@ -214,7 +250,13 @@ fn fill(shown: &str, ladder: &Ladder, spec: &Spec, metrics: &[MetricSpec], serie
     Ok(())
 }
 
-fn number(shown: &str, line: usize, name: &str, fields: &Fields, column: usize) -> anyhow::Result<f64> {
+fn number(
+    shown: &str,
+    line: usize,
+    name: &str,
+    fields: &Fields,
+    column: usize,
+) -> anyhow::Result<f64> {
     let text = fields.get(column).unwrap_or_default();
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
@@ -238,7 +280,12 @@ pub struct Grid {
 
 impl Grid {
     fn new(passes: usize, arms: usize) -> Grid {
-        Grid { passes, arms, values: vec![f64::NAN; passes * arms], slots: vec![u32::MAX; passes * arms] }
+        Grid {
+            passes,
+            arms,
+            values: vec![f64::NAN; passes * arms],
+            slots: vec![u32::MAX; passes * arms],
+        }
     }
 
     pub fn value(&self, pass: usize, arm: usize) -> f64 {
@@ -258,14 +305,23 @@ pub fn grids(loaded: &Loaded) -> anyhow::Result<Vec<Vec<Grid>>> {
         .map(|f| match &f.ladder {
             Some(info) if info.analyzed => {
                 let shape = (info.start.order.passes, info.n_arms());
-                info.series.iter().map(|_| Grid::new(shape.0, shape.1)).collect()
+                info.series
+                    .iter()
+                    .map(|_| Grid::new(shape.0, shape.1))
+                    .collect()
             }
             _ => Vec::new(),
         })
         .collect();
     let df = &loaded.cells;
     let u32s = |name: &str| -> anyhow::Result<&[u32]> { Ok(df.column(name)?.u32()?.cont_slice()?) };
-    let (file, series, pass, slot, arm) = (u32s(FILE)?, u32s(SERIES)?, u32s(PASS)?, u32s(SLOT)?, u32s(ARM)?);
+    let (file, series, pass, slot, arm) = (
+        u32s(FILE)?,
+        u32s(SERIES)?,
+        u32s(PASS)?,
+        u32s(SLOT)?,
+        u32s(ARM)?,
+    );
     let value = df.column(VALUE)?.f64()?.cont_slice()?;
     for i in 0..value.len() {
         let grid = &mut grids[file[i] as usize][series[i] as usize];
@@ -279,8 +335,11 @@ pub fn grids(loaded: &Loaded) -> anyhow::Result<Vec<Vec<Grid>>> {
 /// The base spread of every (file, series) over the analysis passes, computed by polars:
 /// `spreads[file][series]`, NaN where there is none.
 pub fn base_spreads(loaded: &Loaded) -> anyhow::Result<Vec<Vec<f64>>> {
-    let mut spreads: Vec<Vec<f64>> =
-        loaded.files.iter().map(|f| vec![f64::NAN; f.ladder.as_ref().map_or(0, |l| l.series.len())]).collect();
+    let mut spreads: Vec<Vec<f64>> = loaded
+        .files
+        .iter()
+        .map(|f| vec![f64::NAN; f.ladder.as_ref().map_or(0, |l| l.series.len())])
+        .collect();
     let table = loaded
         .cells
         .clone()

@@ -2,10 +2,10 @@
 //! the same pass, on the spec's identity column.
 
 use crate::frames::analysis_passes;
+use ladder::Ladder;
 use ladder::Spec;
 use serde::Serialize;
 use std::collections::HashSet;
-use ladder::Ladder;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Identity {
@@ -28,7 +28,9 @@ pub struct DifferingCell {
 /// `None` when the spec names no identity column; an error naming the file when the
 /// header lacks it.
 pub fn read(shown: &str, spec: &Spec, ladder: &Ladder) -> anyhow::Result<Option<Identity>> {
-    let Some(spec) = &spec.identity else { return Ok(None) };
+    let Some(spec) = &spec.identity else {
+        return Ok(None);
+    };
     let passes = analysis_passes(&ladder.start);
     let column = ladder.column(&spec.column).ok_or_else(|| {
         anyhow::anyhow!(
@@ -41,17 +43,31 @@ pub fn read(shown: &str, spec: &Spec, ladder: &Ladder) -> anyhow::Result<Option<
     let base = ladder.start.base_index();
     // digest[p][a] over the analysis passes, row 0 of every cell.
     let mut digests: Vec<Vec<Option<(usize, &str)>>> = vec![vec![None; n]; passes.end];
-    for r in ladder.rows.iter().filter(|r| r.row == 0 && passes.contains(&r.pass)) {
+    for r in ladder
+        .rows
+        .iter()
+        .filter(|r| r.row == 0 && passes.contains(&r.pass))
+    {
         digests[r.pass][r.arm] = Some((r.slot, r.fields.get(column).unwrap_or_default()));
     }
-    let mut identity = Identity { column: spec.column.clone(), comparisons: 0, identical: 0, distinct: 0, differing: Vec::new() };
+    let mut identity = Identity {
+        column: spec.column.clone(),
+        comparisons: 0,
+        identical: 0,
+        distinct: 0,
+        differing: Vec::new(),
+    };
     let mut seen = HashSet::new();
     for p in passes {
         let base_digest = digests[p][base].map(|(_, d)| d);
         for (a, cell) in digests[p].iter().enumerate() {
-            let Some((slot, digest)) = *cell else { continue };
+            let Some((slot, digest)) = *cell else {
+                continue;
+            };
             seen.insert(digest);
-            let Some(base_digest) = base_digest.filter(|_| a != base) else { continue };
+            let Some(base_digest) = base_digest.filter(|_| a != base) else {
+                continue;
+            };
             identity.comparisons += 1;
             if digest == base_digest {
                 identity.identical += 1;

@@ -2,6 +2,11 @@ use analyze::{report, split, verify};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// Reading thousands of ladders allocates millions of small rows; mimalloc does that
+/// measurably faster than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Verify and report A/B ladders written by `runner`.
 #[derive(Parser)]
 #[command(name = "analyze", version, about)]

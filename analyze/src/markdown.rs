@@ -21,11 +21,19 @@ pub struct Doc<'a> {
 
 /// A signed percentage with three decimals, `n/a` when undefined.
 pub fn pct(v: f64) -> String {
-    if v.is_finite() { format!("{v:+.3}") } else { "n/a".into() }
+    if v.is_finite() {
+        format!("{v:+.3}")
+    } else {
+        "n/a".into()
+    }
 }
 
 fn num(v: f64) -> String {
-    if v.is_finite() { format!("{v:.3}") } else { "n/a".into() }
+    if v.is_finite() {
+        format!("{v:.3}")
+    } else {
+        "n/a".into()
+    }
 }
 
 fn interval(lo: f64, hi: f64) -> String {
@@ -63,7 +71,12 @@ pub fn status(r: &LadderReport) -> String {
     if !r.connected {
         words.push("NOT CONNECTED, read with --allow-defects".to_string());
     }
-    let reasons: Vec<&str> = r.disqualified_by.iter().map(String::as_str).filter(|d| *d != "not-connected").collect();
+    let reasons: Vec<&str> = r
+        .disqualified_by
+        .iter()
+        .map(String::as_str)
+        .filter(|d| *d != "not-connected")
+        .collect();
     if !reasons.is_empty() {
         words.push(format!("DISQUALIFIED by {}", reasons.join(", ")));
     }
@@ -73,14 +86,18 @@ pub fn status(r: &LadderReport) -> String {
 /// The line above every table of a ladder that is not qualified.
 fn mark(r: &LadderReport, out: &mut String) {
     if r.statistics && !r.qualified {
-        let _ = writeln!(out, "> **{}**: every number is kept and shown, none is to be relied on.\n", status(r));
+        let _ = writeln!(
+            out,
+            "> **{}**: every number is kept and shown, none is to be relied on.\n",
+            status(r)
+        );
     }
 }
 
 pub fn render(doc: &Doc) -> String {
     let mut out = String::from("# Ladder report\n\n");
     out.push_str(
-        "Each figure is computed as `/work/shared/METHOD.md` says, from the raw files listed: paired \
+        "Each figure is computed as `docs/METHOD.md` (abab) says, from the raw files listed: paired \
          deltas inside one pass, in percent, positive meaning better (`higher`: `100·(x_arm/x_base − 1)`, \
          `lower`: `100·(x_base/x_arm − 1)`); estimate = median over the analysis passes; sem = sd/√n; \
          95 % interval = estimate ± t(0.975, n−1)·sem. A verdict is *better* or *worse* only when the \
@@ -122,23 +139,43 @@ fn ladder_section(doc: &Doc, i: usize, r: &LadderReport, out: &mut String) {
             let _ = writeln!(out, "- line {}: `{}`: {}", d.line, d.kind, d.detail);
         }
         if !r.statistics {
-            out.push_str("\nNo statistics: the file is not one connected run. Rerun the ladder, or pass \
-                          `--allow-defects` to read the cells that are there, marked as such.\n");
+            out.push_str(
+                "\nNo statistics: the file is not one connected run. Rerun the ladder, or pass \
+                          `--allow-defects` to read the cells that are there, marked as such.\n",
+            );
             return;
         }
     }
     for (k, m) in r.metrics.iter().enumerate() {
-        let svg = doc.metric_svgs.get(i).and_then(|s| s.get(k)).map(String::as_str);
+        let svg = doc
+            .metric_svgs
+            .get(i)
+            .and_then(|s| s.get(k))
+            .map(String::as_str);
         metric_section(doc, r, m, svg, out);
     }
     if let Some(split) = &r.round_split {
-        let _ = writeln!(out, "\n### Round count against round speed (`{}`, `{}`)\n", split.rounds, split.time);
+        let _ = writeln!(
+            out,
+            "\n### Round count against round speed (`{}`, `{}`)\n",
+            split.rounds, split.time
+        );
         mark(r, out);
         out.push_str("Per pass `T[base]/T[arm] = (R[base]/R[arm]) · ((T[base]/R[base]) / (T[arm]/R[arm]))`; \
                       each column is the median over the analysis passes of that factor, as a percent.\n\n");
-        out.push_str("| arm | total | round count | round speed | n |\n|---|---:|---:|---:|---:|\n");
+        out.push_str(
+            "| arm | total | round count | round speed | n |\n|---|---:|---:|---:|---:|\n",
+        );
         for a in &split.arms {
-            let _ = writeln!(out, "| `{}` | {} % | {} % | {} % | {} |", a.arm, pct(a.total_pct), pct(a.count_pct), pct(a.speed_pct), a.n);
+            let _ = writeln!(
+                out,
+                "| `{}` | {} % | {} % | {} % | {} |",
+                a.arm,
+                pct(a.total_pct),
+                pct(a.count_pct),
+                pct(a.speed_pct),
+                a.n
+            );
         }
         if split.rounds_identical {
             let _ = writeln!(out, "\nRound count identical in all {} cells.", split.cells);
@@ -151,7 +188,11 @@ fn ladder_section(doc: &Doc, i: usize, r: &LadderReport, out: &mut String) {
                 split.cells
             );
             for c in &split.differing_cells {
-                let _ = writeln!(out, "- pass {} slot {} `{}`: {} rounds, base {}", c.pass, c.slot, c.arm, c.rounds, c.base_rounds);
+                let _ = writeln!(
+                    out,
+                    "- pass {} slot {} `{}`: {} rounds, base {}",
+                    c.pass, c.slot, c.arm, c.rounds, c.base_rounds
+                );
             }
         }
     }
@@ -177,8 +218,16 @@ fn what_ran(r: &LadderReport, out: &mut String) {
         let _ = writeln!(out, "| binary blake3 | `{}` |", run.binary_blake3);
         let _ = writeln!(out, "| spec blake3 | `{}` |", run.spec_blake3);
         let _ = writeln!(out, "| started | {} |", run.started);
-        let _ = writeln!(out, "| ended | {} |", run.ended.as_deref().unwrap_or("no end record"));
-        let _ = writeln!(out, "| duration | {} |", run.duration_s.map_or("unknown".into(), duration));
+        let _ = writeln!(
+            out,
+            "| ended | {} |",
+            run.ended.as_deref().unwrap_or("no end record")
+        );
+        let _ = writeln!(
+            out,
+            "| duration | {} |",
+            run.duration_s.map_or("unknown".into(), duration)
+        );
         let _ = writeln!(
             out,
             "| cells | {} of {}: {} passes × {} arms ({} order), {} warm-up, {} analysis passes |",
@@ -195,13 +244,30 @@ fn what_ran(r: &LadderReport, out: &mut String) {
 }
 
 fn figures_cells(f: &Figures) -> String {
-    format!("{} % | {} | {} | {} | {}", pct(f.estimate_pct), num(f.sem_pct), interval(f.ci_low_pct, f.ci_high_pct), f.n, f.verdict)
+    format!(
+        "{} % | {} | {} | {} | {}",
+        pct(f.estimate_pct),
+        num(f.sem_pct),
+        interval(f.ci_low_pct, f.ci_high_pct),
+        f.n,
+        f.verdict
+    )
 }
 
-fn metric_section(doc: &Doc, r: &LadderReport, m: &MetricReport, svg: Option<&str>, out: &mut String) {
+fn metric_section(
+    doc: &Doc,
+    r: &LadderReport,
+    m: &MetricReport,
+    svg: Option<&str>,
+    out: &mut String,
+) {
     let _ = writeln!(out, "\n### `{}` ({} is better)\n", m.column, m.better);
     mark(r, out);
-    let gate = if m.within_noise_limit { "within the limit" } else { "**exceeds the limit: the ladder is disqualified**" };
+    let gate = if m.within_noise_limit {
+        "within the limit"
+    } else {
+        "**exceeds the limit: the ladder is disqualified**"
+    };
     let _ = writeln!(
         out,
         "Base spread {} % (sd/mean of the base over the analysis passes) against the pre-registered noise limit {} %: {gate}.\n",
@@ -210,10 +276,21 @@ fn metric_section(doc: &Doc, r: &LadderReport, m: &MetricReport, svg: Option<&st
     );
     out.push_str("| arm | role | against | estimate | sem | 95 % interval | n | verdict |\n|---|---|---|---:|---:|---|---:|---|\n");
     for a in &m.arms {
-        let _ = writeln!(out, "| `{}` | {} | `{}` | {} |", a.arm, a.role, a.against, figures_cells(&a.figures));
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | `{}` | {} |",
+            a.arm,
+            a.role,
+            a.against,
+            figures_cells(&a.figures)
+        );
     }
     if let Some(svg) = svg.filter(|s| !s.is_empty()) {
-        let _ = writeln!(out, "\n![{}: per-pass paired deltas of every arm against the base]({svg})\n", m.column);
+        let _ = writeln!(
+            out,
+            "\n![{}: per-pass paired deltas of every arm against the base]({svg})\n",
+            m.column
+        );
         out.push_str("Dots: one paired delta per analysis pass; red bar: the median; whisker: its 95 % interval.\n");
     }
     if !m.controls.is_empty() {
@@ -226,21 +303,41 @@ fn metric_section(doc: &Doc, r: &LadderReport, m: &MetricReport, svg: Option<&st
                 Some(false) => format!("**does not hold**: \\|{}\\| > base spread {}; the ladder is disqualified by its own control", pct(c.estimate_pct), num(m.base_spread_pct)),
                 None => "the cost of the mechanism alone".to_string(),
             };
-            let _ = writeln!(out, "| `{}` | {} | {} % | {reading} |", c.arm, c.role, pct(c.estimate_pct));
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} % | {reading} |",
+                c.arm,
+                c.role,
+                pct(c.estimate_pct)
+            );
         }
         for c in m.controls.iter().filter(|c| !c.gains.is_empty()) {
             let _ = writeln!(out, "\nEach real arm against the structural zero `{}` (the gain from where the mechanism points):\n", c.arm);
             out.push_str("| arm | against | estimate | sem | 95 % interval | n | verdict |\n|---|---|---:|---:|---|---:|---|\n");
             for g in &c.gains {
-                let _ = writeln!(out, "| `{}` | `{}` | {} |", g.arm, g.against, figures_cells(&g.figures));
+                let _ = writeln!(
+                    out,
+                    "| `{}` | `{}` | {} |",
+                    g.arm,
+                    g.against,
+                    figures_cells(&g.figures)
+                );
             }
         }
     }
-    out.push_str("\nAll arm-to-arm contrasts (each later-declared arm against each earlier one):\n\n");
+    out.push_str(
+        "\nAll arm-to-arm contrasts (each later-declared arm against each earlier one):\n\n",
+    );
     mark(r, out);
     out.push_str("| arm | against | estimate | sem | 95 % interval | n | verdict |\n|---|---|---:|---:|---|---:|---|\n");
     for c in &m.contrasts {
-        let _ = writeln!(out, "| `{}` | `{}` | {} |", c.arm, c.against, figures_cells(&c.figures));
+        let _ = writeln!(
+            out,
+            "| `{}` | `{}` | {} |",
+            c.arm,
+            c.against,
+            figures_cells(&c.figures)
+        );
     }
     extras_section(doc, r, m, out);
 }
@@ -260,7 +357,12 @@ fn extras_section(doc: &Doc, r: &LadderReport, m: &MetricReport, out: &mut Strin
             _ => "n/a".into(),
         };
         let flag = if e.order_effect { "**yes**" } else { "no" };
-        let _ = writeln!(out, "| `{}` | {boot} | {} | {order} | {flag} |", a.arm, p_value(e.wilcoxon_p));
+        let _ = writeln!(
+            out,
+            "| `{}` | {boot} | {} | {order} | {flag} |",
+            a.arm,
+            p_value(e.wilcoxon_p)
+        );
     }
     let _ = writeln!(
         out,
@@ -290,28 +392,46 @@ fn identity_section(identity: &Identity, out: &mut String) {
             identity.identical, identity.comparisons, identity.distinct
         );
         for d in &identity.differing {
-            let _ = writeln!(out, "- pass {} slot {} `{}`: `{}`, base `{}`", d.pass, d.slot, d.arm, d.digest, d.base_digest);
+            let _ = writeln!(
+                out,
+                "- pass {} slot {} `{}`: `{}`, base `{}`",
+                d.pass, d.slot, d.arm, d.digest, d.base_digest
+            );
         }
     }
 }
 
 fn witness_section(w: &Witness, cells: usize, out: &mut String) {
     out.push_str("\n### Witness\n\n");
-    let list = |title: &str, none: &str, items: &[crate::witness::WitnessCell], out: &mut String| {
-        if items.is_empty() {
-            let _ = writeln!(out, "- {title}: {none}");
-        } else {
-            let _ = writeln!(out, "- {title}: {} cell(s)", items.len());
-            for c in items {
-                let _ = writeln!(out, "  - pass {} slot {} `{}`: {}", c.pass, c.slot, c.arm, c.detail);
+    let list =
+        |title: &str, none: &str, items: &[crate::witness::WitnessCell], out: &mut String| {
+            if items.is_empty() {
+                let _ = writeln!(out, "- {title}: {none}");
+            } else {
+                let _ = writeln!(out, "- {title}: {} cell(s)", items.len());
+                for c in items {
+                    let _ = writeln!(
+                        out,
+                        "  - pass {} slot {} `{}`: {}",
+                        c.pass, c.slot, c.arm, c.detail
+                    );
+                }
             }
-        }
-    };
-    list("Beside a foreign process", &format!("none in {cells} cells"), &w.foreign_cells, out);
+        };
+    list(
+        "Beside a foreign process",
+        &format!("none in {cells} cells"),
+        &w.foreign_cells,
+        out,
+    );
     list("Clock changes", "none", &w.clock_changes, out);
     list("Throttling", "none", &w.throttle_cells, out);
     if !w.ranges.is_empty() {
-        let ranges: Vec<String> = w.ranges.iter().map(|r| format!("{} {}–{}", r.quantity, r.min, r.max)).collect();
+        let ranges: Vec<String> = w
+            .ranges
+            .iter()
+            .map(|r| format!("{} {}–{}", r.quantity, r.min, r.max))
+            .collect();
         let _ = writeln!(out, "- Ranges over all cells: {}", ranges.join("; "));
     }
 }
@@ -343,9 +463,19 @@ fn across_section(doc: &Doc, out: &mut String) {
                 .iter()
                 .zip(&q.estimates_pct)
                 .zip(&q.qualified)
-                .map(|((tag, e), ok)| format!("`{tag}`: {}{}", pct(*e), if *ok { "" } else { " (not qualified)" }))
+                .map(|((tag, e), ok)| {
+                    format!(
+                        "`{tag}`: {}{}",
+                        pct(*e),
+                        if *ok { "" } else { " (not qualified)" }
+                    )
+                })
                 .collect();
-            let reading = if q.replicates { "replicates: within the limit" } else { "**a range, not a point**" };
+            let reading = if q.replicates {
+                "replicates: within the limit"
+            } else {
+                "**a range, not a point**"
+            };
             let _ = writeln!(
                 out,
                 "| `{}` | {} | {} | {} | {reading} |",
@@ -356,17 +486,31 @@ fn across_section(doc: &Doc, out: &mut String) {
             );
         }
         if let Some((_, svg)) = doc.forest_svgs.iter().find(|(s, _)| s == spec) {
-            let _ = writeln!(out, "\n![`{spec}`: estimate and interval of every shared quantity per ladder]({svg})\n");
+            let _ = writeln!(
+                out,
+                "\n![`{spec}`: estimate and interval of every shared quantity per ladder]({svg})\n"
+            );
             out.push_str("Each row: one quantity in one ladder; dot: the estimate (hollow: not qualified); line: its 95 % interval.\n");
         }
     }
     if !doc.pairs.is_empty() {
         out.push_str("\n### Two arms across ladders\n\nThe same two arms, read in every ladder that carries both (paired inside each pass of each ladder).\n");
         for p in doc.pairs {
-            let _ = writeln!(out, "\n`{}` against `{}` on `{}`:\n", p.arm, p.against, p.column);
+            let _ = writeln!(
+                out,
+                "\n`{}` against `{}` on `{}`:\n",
+                p.arm, p.against, p.column
+            );
             out.push_str("| ladder | tag | estimate | sem | 95 % interval | n | verdict | qualified |\n|---|---|---:|---:|---|---:|---|---|\n");
             for r in &p.readings {
-                let _ = writeln!(out, "| `{}` | `{}` | {} | {} |", r.ladder, r.tag, figures_cells(&r.figures), if r.qualified { "yes" } else { "no" });
+                let _ = writeln!(
+                    out,
+                    "| `{}` | `{}` | {} | {} |",
+                    r.ladder,
+                    r.tag,
+                    figures_cells(&r.figures),
+                    if r.qualified { "yes" } else { "no" }
+                );
             }
         }
     }

@@ -32,7 +32,9 @@ fn plot_err<E: std::fmt::Debug>(path: &Path) -> impl Fn(E) -> anyhow::Error + '_
 
 /// The y range covering every value and 0, with a margin.
 fn span(values: impl Iterator<Item = f64>) -> (f64, f64) {
-    let (lo, hi) = values.filter(|v| v.is_finite()).fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let pad = ((hi - lo) * 0.08).max(1e-3);
     (lo - pad, hi + pad)
 }
@@ -51,7 +53,9 @@ pub fn deltas_svg(path: &Path, title: &str, columns: &[DeltaColumn]) -> anyhow::
     let err = plot_err(path);
     let root = SVGBackend::new(path, (160 + 140 * n as u32, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
-    let values = columns.iter().flat_map(|c| c.deltas.iter().copied().chain([c.ci.0, c.ci.1]));
+    let values = columns
+        .iter()
+        .flat_map(|c| c.deltas.iter().copied().chain([c.ci.0, c.ci.1]));
     let (lo, hi) = span(values);
     let names: Vec<String> = columns.iter().map(|c| c.arm.to_string()).collect();
     let mut chart = ChartBuilder::on(&root)
@@ -69,20 +73,37 @@ pub fn deltas_svg(path: &Path, title: &str, columns: &[DeltaColumn]) -> anyhow::
         .y_desc("paired delta against the base, % (positive = better)")
         .draw()
         .map_err(&err)?;
-    chart.draw_series(LineSeries::new([(-0.5, 0.0), (n as f64 - 0.5, 0.0)], BLACK.mix(0.5))).map_err(&err)?;
+    chart
+        .draw_series(LineSeries::new(
+            [(-0.5, 0.0), (n as f64 - 0.5, 0.0)],
+            BLACK.mix(0.5),
+        ))
+        .map_err(&err)?;
     for (i, column) in columns.iter().enumerate() {
         let x = i as f64;
         let m = column.deltas.len().max(1) as f64;
         // Dots spread left of the centre in pass order; the interval sits right of it.
         let dots = column.deltas.iter().enumerate().map(|(k, d)| {
-            Circle::new((x - 0.3 + 0.25 * k as f64 / m, *d), 3, DOT.mix(0.8).filled())
+            Circle::new(
+                (x - 0.3 + 0.25 * k as f64 / m, *d),
+                3,
+                DOT.mix(0.8).filled(),
+            )
         });
         chart.draw_series(dots).map_err(&err)?;
-        let bar = PathElement::new(vec![(x - 0.32, column.estimate), (x + 0.2, column.estimate)], MEDIAN.stroke_width(2));
-        let whisker = PathElement::new(vec![(x + 0.12, column.ci.0), (x + 0.12, column.ci.1)], MEDIAN.stroke_width(2));
+        let bar = PathElement::new(
+            vec![(x - 0.32, column.estimate), (x + 0.2, column.estimate)],
+            MEDIAN.stroke_width(2),
+        );
+        let whisker = PathElement::new(
+            vec![(x + 0.12, column.ci.0), (x + 0.12, column.ci.1)],
+            MEDIAN.stroke_width(2),
+        );
         let caps = [column.ci.0, column.ci.1]
             .map(|y| PathElement::new(vec![(x + 0.07, y), (x + 0.17, y)], MEDIAN.stroke_width(2)));
-        chart.draw_series([bar, whisker].into_iter().chain(caps)).map_err(&err)?;
+        chart
+            .draw_series([bar, whisker].into_iter().chain(caps))
+            .map_err(&err)?;
     }
     root.present().map_err(&err)?;
     Ok(())
@@ -91,7 +112,11 @@ pub fn deltas_svg(path: &Path, title: &str, columns: &[DeltaColumn]) -> anyhow::
 pub fn forest_svg(path: &Path, title: &str, rows: &[ForestRow]) -> anyhow::Result<()> {
     let n = rows.len().max(1);
     let err = plot_err(path);
-    let longest = rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(10) as u32;
+    let longest = rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(10) as u32;
     let root = SVGBackend::new(path, (420 + 7 * longest, 90 + 24 * n as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
     let (lo, hi) = span(rows.iter().flat_map(|r| [r.ci.0, r.ci.1, r.estimate]));
@@ -112,13 +137,24 @@ pub fn forest_svg(path: &Path, title: &str, rows: &[ForestRow]) -> anyhow::Resul
         .x_desc("estimate and 95 % interval, % (positive = better)")
         .draw()
         .map_err(&err)?;
-    chart.draw_series(LineSeries::new([(0.0, -0.5), (0.0, n as f64 - 0.5)], BLACK.mix(0.5))).map_err(&err)?;
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, -0.5), (0.0, n as f64 - 0.5)],
+            BLACK.mix(0.5),
+        ))
+        .map_err(&err)?;
     for (i, row) in rows.iter().enumerate() {
         let y = (n - 1 - i) as f64;
         let line = PathElement::new(vec![(row.ci.0, y), (row.ci.1, y)], DOT.stroke_width(2));
         chart.draw_series([line]).map_err(&err)?;
-        let style = if row.marked { MEDIAN.stroke_width(2) } else { MEDIAN.filled() };
-        chart.draw_series([Circle::new((row.estimate, y), 5, style)]).map_err(&err)?;
+        let style = if row.marked {
+            MEDIAN.stroke_width(2)
+        } else {
+            MEDIAN.filled()
+        };
+        chart
+            .draw_series([Circle::new((row.estimate, y), 5, style)])
+            .map_err(&err)?;
     }
     root.present().map_err(&err)?;
     Ok(())

@@ -41,7 +41,9 @@ pub struct ReportArgs {
 fn parse_pair(text: &str) -> Result<(String, String), String> {
     match text.split_once(':') {
         Some((a, b)) if !a.is_empty() && !b.is_empty() => Ok((a.into(), b.into())),
-        _ => Err(format!("{text:?} is not ARM:AGAINST; write e.g. --compare window:null")),
+        _ => Err(format!(
+            "{text:?} is not ARM:AGAINST; write e.g. --compare window:null"
+        )),
     }
 }
 
@@ -65,13 +67,9 @@ pub struct Reading {
 
 /// Loads the files into one frame and computes every figure.
 pub fn read(paths: &[PathBuf], options: &Options) -> anyhow::Result<Reading> {
-    let t = std::time::Instant::now();
     let loaded = frames::load(paths, options.allow_defects)?;
-    eprintln!("load {:?}", t.elapsed());
     let grids = frames::grids(&loaded)?;
-    eprintln!("grids {:?}", t.elapsed());
     let spreads = frames::base_spreads(&loaded)?;
-    eprintln!("spreads {:?}", t.elapsed());
     let reports: Vec<LadderReport> = loaded
         .files
         .par_iter()
@@ -79,12 +77,17 @@ pub fn read(paths: &[PathBuf], options: &Options) -> anyhow::Result<Reading> {
         .zip(&spreads)
         .map(|((file, grids), spreads)| analysis::read(file, grids, spreads, options.extras))
         .collect();
-    eprintln!("reports {:?}", t.elapsed());
     let replications = across::replications(&reports);
-    eprintln!("repl {:?}", t.elapsed());
     let wanted = across::pairs_to_compare(&loaded.files, &reports, &options.compare);
     let pairs = across::arm_pairs(&loaded.files, &grids, &reports, &wanted);
-    Ok(Reading { files: loaded.files, grids, reports, replications, pairs, extras: options.extras })
+    Ok(Reading {
+        files: loaded.files,
+        grids,
+        reports,
+        replications,
+        pairs,
+        extras: options.extras,
+    })
 }
 
 /// The JSON report: `{"ladders": [...], "across": [...], "arm_pairs": [...]}`. Ladders are
@@ -116,20 +119,44 @@ pub fn write_json(reading: &Reading, mut out: impl Write) -> anyhow::Result<()> 
 
 /// `name` with every character a file name should not hold replaced by `_`.
 fn file_part(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect()
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// Writes the markdown and its figures beside it.
 pub fn write_markdown(reading: &Reading, path: &Path) -> anyhow::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let stem = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "report".into());
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}; pass -o with a writable directory", dir.display()))?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| "report".into());
+    std::fs::create_dir_all(dir).with_context(|| {
+        format!(
+            "cannot create {}; pass -o with a writable directory",
+            dir.display()
+        )
+    })?;
     let mut used = std::collections::HashSet::new();
     let mut metric_svgs = Vec::new();
     for r in &reading.reports {
         let mut names = Vec::new();
         for m in &r.metrics {
-            let base = format!("{stem}_{}_{}_{}", file_part(r.ladder.as_deref().unwrap_or("")), file_part(r.tag.as_deref().unwrap_or("")), file_part(&m.column));
+            let base = format!(
+                "{stem}_{}_{}_{}",
+                file_part(r.ladder.as_deref().unwrap_or("")),
+                file_part(r.tag.as_deref().unwrap_or("")),
+                file_part(&m.column)
+            );
             let mut name = format!("{base}.svg");
             let mut k = 2;
             while !used.insert(name.clone()) {
@@ -139,9 +166,25 @@ pub fn write_markdown(reading: &Reading, path: &Path) -> anyhow::Result<()> {
             let columns: Vec<DeltaColumn> = m
                 .arms
                 .iter()
-                .map(|a| DeltaColumn { arm: &a.arm, deltas: &a.deltas_pct, estimate: a.figures.estimate_pct, ci: (a.figures.ci_low_pct, a.figures.ci_high_pct) })
+                .map(|a| DeltaColumn {
+                    arm: &a.arm,
+                    deltas: &a.deltas_pct,
+                    estimate: a.figures.estimate_pct,
+                    ci: (a.figures.ci_low_pct, a.figures.ci_high_pct),
+                })
                 .collect();
-            let title = format!("{} / {}: {} ({} is better){}", r.ladder.as_deref().unwrap_or("?"), r.tag.as_deref().unwrap_or("?"), m.column, m.better, if r.qualified { String::new() } else { format!(" [{}]", markdown::status(r)) });
+            let title = format!(
+                "{} / {}: {} ({} is better){}",
+                r.ladder.as_deref().unwrap_or("?"),
+                r.tag.as_deref().unwrap_or("?"),
+                m.column,
+                m.better,
+                if r.qualified {
+                    String::new()
+                } else {
+                    format!(" [{}]", markdown::status(r))
+                }
+            );
             plots::deltas_svg(&dir.join(&name), &title, &columns)?;
             names.push(name);
         }
@@ -149,7 +192,10 @@ pub fn write_markdown(reading: &Reading, path: &Path) -> anyhow::Result<()> {
     }
     let mut forest_svgs = Vec::new();
     for q in &reading.replications {
-        if forest_svgs.iter().any(|(s, _): &(String, String)| *s == q.spec) {
+        if forest_svgs
+            .iter()
+            .any(|(s, _): &(String, String)| *s == q.spec)
+        {
             continue;
         }
         let rows: Vec<ForestRow> = reading
@@ -166,7 +212,11 @@ pub fn write_markdown(reading: &Reading, path: &Path) -> anyhow::Result<()> {
             })
             .collect();
         let name = format!("{stem}_across_{}.svg", file_part(&q.spec));
-        plots::forest_svg(&dir.join(&name), &format!("{}: each quantity per ladder", q.spec), &rows)?;
+        plots::forest_svg(
+            &dir.join(&name),
+            &format!("{}: each quantity per ladder", q.spec),
+            &rows,
+        )?;
         forest_svgs.push((q.spec.clone(), name));
     }
     let doc = Doc {
@@ -177,14 +227,18 @@ pub fn write_markdown(reading: &Reading, path: &Path) -> anyhow::Result<()> {
         forest_svgs: &forest_svgs,
         extras: reading.extras,
     };
-    std::fs::write(path, markdown::render(&doc)).with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(path, markdown::render(&doc))
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     let options = Options {
         allow_defects: args.allow_defects,
-        extras: ExtrasConfig { resamples: args.bootstrap, seed: args.seed },
+        extras: ExtrasConfig {
+            resamples: args.bootstrap,
+            seed: args.seed,
+        },
         compare: args.compare.clone(),
     };
     let reading = read(&args.files, &options)?;
@@ -192,17 +246,34 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         if path.as_os_str() == "-" {
             write_json(&reading, std::io::stdout().lock())?;
         } else {
-            let file = std::fs::File::create(path).with_context(|| format!("cannot create {}; pass --json with a writable path", path.display()))?;
+            let file = std::fs::File::create(path).with_context(|| {
+                format!(
+                    "cannot create {}; pass --json with a writable path",
+                    path.display()
+                )
+            })?;
             write_json(&reading, std::io::BufWriter::new(file))?;
         }
     }
     if let Some(path) = &args.out {
         write_markdown(&reading, path)?;
     } else if args.json.is_none() {
-        let doc = Doc { reports: &reading.reports, replications: &reading.replications, pairs: &reading.pairs, metric_svgs: &[], forest_svgs: &[], extras: reading.extras };
+        let doc = Doc {
+            reports: &reading.reports,
+            replications: &reading.replications,
+            pairs: &reading.pairs,
+            metric_svgs: &[],
+            forest_svgs: &[],
+            extras: reading.extras,
+        };
         print!("{}", markdown::render(&doc));
     }
-    let unconnected: Vec<&str> = reading.reports.iter().filter(|r| !r.connected).map(|r| r.file.as_str()).collect();
+    let unconnected: Vec<&str> = reading
+        .reports
+        .iter()
+        .filter(|r| !r.connected)
+        .map(|r| r.file.as_str())
+        .collect();
     if !unconnected.is_empty() && !args.allow_defects {
         eprintln!(
             "analyze report: {} file(s) not one connected run, reported with their defects and no statistics: {}\n  fix: rerun those ladders, or pass --allow-defects to read them, marked as such",

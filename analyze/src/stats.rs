@@ -73,7 +73,13 @@ impl Summary {
         let estimate = median(&mut sorted);
         let sem = sample_sd(deltas) / (n as f64).sqrt();
         let half = t975(n.saturating_sub(1)) * sem;
-        Summary { estimate, sem, ci_low: estimate - half, ci_high: estimate + half, n }
+        Summary {
+            estimate,
+            sem,
+            ci_low: estimate - half,
+            ci_high: estimate + half,
+            n,
+        }
     }
 
     /// The reading in words: the interval entirely above 0, entirely below, or neither.
@@ -123,7 +129,13 @@ mod tests {
 
     #[test]
     fn verdict_needs_the_whole_interval_on_one_side() {
-        let s = |lo, hi| Summary { estimate: 0.0, sem: 0.0, ci_low: lo, ci_high: hi, n: 3 };
+        let s = |lo, hi| Summary {
+            estimate: 0.0,
+            sem: 0.0,
+            ci_low: lo,
+            ci_high: hi,
+            n: 3,
+        };
         assert_eq!(s(0.1, 1.0).verdict(), "better");
         assert_eq!(s(-1.0, -0.1).verdict(), "worse");
         assert_eq!(s(-0.1, 1.0).verdict(), "not resolved");

@@ -59,7 +59,9 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
     let number = |row: &Row, column| value(row, column).and_then(|v| v.parse::<f64>().ok());
     for pair in &pairs {
         let mut range: Option<(f64, f64)> = None;
-        let first = cells.first().and_then(|r| number(r, pair.before.or(pair.after)));
+        let first = cells
+            .first()
+            .and_then(|r| number(r, pair.before.or(pair.after)));
         for row in &cells {
             let (b, a) = (number(row, pair.before), number(row, pair.after));
             for v in [b, a].into_iter().flatten() {
@@ -73,14 +75,24 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
             };
             let show = |v: Option<f64>| v.map_or("?".to_string(), |v| v.to_string());
             match pair.name.as_str() {
-                "foreign_procs" if b.unwrap_or(0.0) > 0.0 || a.unwrap_or(0.0) > 0.0 => witness
-                    .foreign_cells
-                    .push(note(format!("{} foreign process(es) before, {} after", show(b), show(a)))),
+                "foreign_procs" if b.unwrap_or(0.0) > 0.0 || a.unwrap_or(0.0) > 0.0 => {
+                    witness.foreign_cells.push(note(format!(
+                        "{} foreign process(es) before, {} after",
+                        show(b),
+                        show(a)
+                    )))
+                }
                 "sm_clock_mhz" | "mem_clock_mhz" => {
                     let moved = b.is_some() && a.is_some() && b != a;
                     let drifted = [b, a].into_iter().flatten().any(|v| Some(v) != first);
                     if moved || drifted {
-                        let detail = format!("{} {} → {} MHz (first cell {})", pair.name, show(b), show(a), show(first));
+                        let detail = format!(
+                            "{} {} → {} MHz (first cell {})",
+                            pair.name,
+                            show(b),
+                            show(a),
+                            show(first)
+                        );
                         witness.clock_changes.push(note(detail));
                     }
                 }
@@ -91,7 +103,11 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
                         .filter(|v| !v.is_empty() && *v != "none")
                         .collect();
                     if !reasons.is_empty() {
-                        let detail = format!("throttle {} before, {} after", value(row, pair.before).unwrap_or("?"), value(row, pair.after).unwrap_or("?"));
+                        let detail = format!(
+                            "throttle {} before, {} after",
+                            value(row, pair.before).unwrap_or("?"),
+                            value(row, pair.after).unwrap_or("?")
+                        );
                         witness.throttle_cells.push(note(detail));
                     }
                 }
@@ -99,7 +115,11 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
             }
         }
         if let Some((min, max)) = range {
-            witness.ranges.push(WitnessRange { quantity: pair.name.clone(), min, max });
+            witness.ranges.push(WitnessRange {
+                quantity: pair.name.clone(),
+                min,
+                max,
+            });
         }
     }
     Some(witness)
@@ -113,7 +133,9 @@ fn value(row: &Row, column: Option<usize>) -> Option<&str> {
 fn pairs(ladder: &Ladder) -> Vec<Pair> {
     let mut pairs: Vec<Pair> = Vec::new();
     for (i, column) in ladder.columns.iter().enumerate() {
-        let Some(rest) = column.strip_prefix(WITNESS_PREFIX) else { continue };
+        let Some(rest) = column.strip_prefix(WITNESS_PREFIX) else {
+            continue;
+        };
         let (name, is_before) = match (rest.strip_suffix("_before"), rest.strip_suffix("_after")) {
             (Some(name), _) => (name, true),
             (_, Some(name)) => (name, false),
@@ -122,7 +144,11 @@ fn pairs(ladder: &Ladder) -> Vec<Pair> {
         let at = match pairs.iter().position(|p| p.name == name) {
             Some(at) => at,
             None => {
-                pairs.push(Pair { name: name.to_string(), before: None, after: None });
+                pairs.push(Pair {
+                    name: name.to_string(),
+                    before: None,
+                    after: None,
+                });
                 pairs.len() - 1
             }
         };

@@ -26,7 +26,7 @@ fn main() -> anyhow::Result<()> {
     let pool = rayon::ThreadPoolBuilder::new().build()?;
     println!("preset {preset}, {n_prompt} prompt + {n_gen} generated tokens, {} threads", pool.current_num_threads());
     for k in [None, Some(1), Some(3), Some(5)] {
-        let plan = BenchPlan { n_prompt, n_gen, reps: 3, warmup: 1, prefill_chunk: 64, draft_tokens: k, prompts: 1, seed: 0 };
+        let plan = BenchPlan { n_prompt, n_gen, reps: 3, warmup: 1, prefill_chunk: 64, draft_tokens: k, prompts: 1, seed: 0, read_ceiling_gbs: None };
         let r = pool.install(|| bench::run(&mut model, &plan))?;
         let label = k.map_or("plain".to_string(), |k| format!("mtp K={k}"));
         println!(

@@ -1,9 +1,11 @@
 //! `engine bench`: timed prefill and decode over synthetic prompts, one CSV row.
 
 use crate::backend::Backend;
+use crate::config::{Ffn, ModelConfig};
 use crate::decode::SpecStats;
 use crate::model::Model;
 use crate::synthetic::prompt_token;
+use crate::tensors::{tensor_specs, Traffic};
 use anyhow::{bail, Result};
 use std::time::Instant;
 
@@ -19,6 +21,9 @@ pub struct BenchPlan {
     pub draft_tokens: Option<usize>,
     pub prompts: usize,
     pub seed: u64,
+    /// The device's read bandwidth in GB/s the decode is quoted against (measured at start
+    /// or given), if known.
+    pub read_ceiling_gbs: Option<f64>,
 }
 
 /// One rep over every prompt.
@@ -43,6 +48,48 @@ pub struct BenchResult {
     pub pool_layout: &'static str,
     pub prefetch_bytes_per_token: f64,
     pub prefetch_walked_bytes_per_token: f64,
+    /// Bytes a decode round must move (see [`bytes_per_round`]).
+    pub bytes_per_round: f64,
+    /// Share of the read ceiling the decode reached: bytes moved per second / ceiling.
+    pub roofline_fraction: Option<f64>,
+}
+
+/// Bytes one decode round must move at a context of `ctx` positions, at bf16 weights and KV
+/// cache and fp32 recurrent state: the weights it reads, every GDN layer's state slot read
+/// and written, and the KV caches read. Plain decode (`draft` None): one target step.
+/// With `draft` K: the verify pass over K+1 positions (routed experts: the expected number
+/// of distinct experts among K+1 independent routings) and K passes of the MTP layer, each
+/// with the LM head.
+pub fn bytes_per_round(cfg: &ModelConfig, ctx: f64, draft: Option<usize>) -> f64 {
+    let (experts, top_k) = match cfg.ffn {
+        Ffn::Moe { experts, top_k, .. } => (experts as f64, top_k as f64),
+        Ffn::Dense { .. } => (1.0, 1.0),
+    };
+    let (mut every, mut expert, mut row, mut draft_every, mut draft_expert) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for s in tensor_specs(cfg) {
+        let n = s.numel() as f64;
+        match s.traffic {
+            Traffic::Every => every += n,
+            Traffic::Expert => expert += n,
+            Traffic::Row => row += s.shape[1] as f64,
+            Traffic::Draft if s.name.contains(".mlp.experts.") => draft_expert += n,
+            Traffic::Draft => draft_every += n,
+        }
+    }
+    let distinct = |tokens: f64| 1.0 - (1.0 - top_k / experts).powf(tokens);
+    let state = (cfg.gdn_layers() * 2 * (cfg.conv_slot_bytes() + cfg.rec_slot_bytes())) as f64;
+    let kv = (2 * cfg.attn_kv_heads * cfg.attn_head_dim * 2) as f64 * ctx;
+    let attn_layers = cfg.attention_layers() as f64;
+    match draft {
+        None => 2.0 * (every + expert * distinct(1.0) + row) + state + attn_layers * kv,
+        Some(k) => {
+            let rows = (k + 1) as f64;
+            let verify = 2.0 * (every + expert * distinct(rows) + row * rows) + state + attn_layers * kv * rows;
+            let lm_head = (cfg.vocab * cfg.hidden) as f64;
+            let mtp = 2.0 * (draft_every + draft_expert * distinct(1.0) + lm_head + row) + kv;
+            verify + k as f64 * mtp
+        }
+    }
 }
 
 /// Synthetic prompts from the seed.
@@ -60,10 +107,11 @@ pub fn digest(tokens: &[Vec<u32>]) -> String {
 }
 
 /// Generates the tokens of one prompt: the prefill's token then `n_gen` decoded ones.
-fn generate<B: Backend>(m: &mut Model<B>, plan: &BenchPlan, prompt: &[u32], out: &mut Vec<u32>) -> (f64, f64, SpecStats) {
+fn generate<B: Backend>(m: &mut Model<B>, plan: &BenchPlan, prompt: &[u32], out: &mut Vec<u32>) -> Result<(f64, f64, SpecStats)> {
     out.clear();
     let t0 = Instant::now();
     let first = m.prefill(prompt, plan.prefill_chunk, plan.draft_tokens.is_some());
+    m.backend.take_error()?;
     let t1 = Instant::now();
     out.push(first);
     let spec = match plan.draft_tokens {
@@ -74,18 +122,19 @@ fn generate<B: Backend>(m: &mut Model<B>, plan: &BenchPlan, prompt: &[u32], out:
         }
     };
     let t2 = Instant::now();
-    ((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64(), spec)
+    m.backend.take_error()?;
+    Ok(((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64(), spec))
 }
 
-fn rep<B: Backend>(m: &mut Model<B>, plan: &BenchPlan, prompts: &[Vec<u32>], outs: &mut [Vec<u32>]) -> Rep {
+fn rep<B: Backend>(m: &mut Model<B>, plan: &BenchPlan, prompts: &[Vec<u32>], outs: &mut [Vec<u32>]) -> Result<Rep> {
     let mut r = Rep { prefill_s: 0.0, decode_s: 0.0, spec: SpecStats::default() };
     for (p, out) in prompts.iter().zip(outs.iter_mut()) {
-        let (pf, dc, spec) = generate(m, plan, p, out);
+        let (pf, dc, spec) = generate(m, plan, p, out)?;
         r.prefill_s += pf;
         r.decode_s += dc;
         r.spec.add(spec);
     }
-    r
+    Ok(r)
 }
 
 pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult> {
@@ -94,13 +143,13 @@ pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult
     let mut outs: Vec<Vec<u32>> = prompts.iter().map(|_| Vec::with_capacity(plan.n_gen + 1)).collect();
     for w in 0..plan.warmup {
         eprintln!("warmup {}/{}", w + 1, plan.warmup);
-        rep(m, plan, &prompts, &mut outs);
+        rep(m, plan, &prompts, &mut outs)?;
     }
     let before = m.backend.prefetch_counts();
     let mut reps = Vec::with_capacity(plan.reps);
     let mut first_tokens: Option<Vec<Vec<u32>>> = None;
     for r in 0..plan.reps {
-        let rr = rep(m, plan, &prompts, &mut outs);
+        let rr = rep(m, plan, &prompts, &mut outs)?;
         eprintln!("rep {}/{}: prefill {:.3} s, decode {:.3} s", r + 1, plan.reps, rr.prefill_s, rr.decode_s);
         match &first_tokens {
             None => first_tokens = Some(outs.clone()),
@@ -117,20 +166,32 @@ pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult
     let after = m.backend.prefetch_counts();
     let n = reps.len() as f64;
     let generated = (plan.reps * plan.prompts * plan.n_gen).max(1) as f64;
+    let ctx = (plan.n_prompt + plan.n_gen / 2) as f64;
+    let spec = reps[0].spec;
+    let decode_seconds_mean = reps.iter().map(|r| r.decode_s).sum::<f64>() / n;
+    let round_bytes = bytes_per_round(&m.cfg, ctx, plan.draft_tokens);
+    // Bytes a rep's decode moved: its rounds, and plain steps for the rest.
+    let moved = match plan.draft_tokens {
+        None => round_bytes * (plan.n_gen * plan.prompts) as f64,
+        Some(_) => round_bytes * spec.rounds as f64 + bytes_per_round(&m.cfg, ctx, None) * spec.fallback_steps as f64,
+    };
+    let roofline_fraction = plan.read_ceiling_gbs.filter(|_| decode_seconds_mean > 0.0).map(|c| moved / decode_seconds_mean / (c * 1e9));
     Ok(BenchResult {
         model: m.cfg.name.clone(),
         backend: m.backend.name().to_string(),
         plan: plan.clone(),
         threads: rayon::current_num_threads(),
         prefill_seconds_mean: reps.iter().map(|r| r.prefill_s).sum::<f64>() / n,
-        decode_seconds_mean: reps.iter().map(|r| r.decode_s).sum::<f64>() / n,
-        spec: reps[0].spec,
+        decode_seconds_mean,
+        spec,
         output_digest: digest(first_tokens.as_deref().unwrap_or_default()),
         state_pool_bytes: m.map.total_bytes(),
         prefetch: after.mode.name(),
         pool_layout: m.map.layout.name(),
         prefetch_bytes_per_token: (after.issued_bytes - before.issued_bytes) as f64 / generated,
         prefetch_walked_bytes_per_token: (after.walked_bytes - before.walked_bytes) as f64 / generated,
+        bytes_per_round: round_bytes,
+        roofline_fraction,
     })
 }
 
@@ -147,7 +208,8 @@ impl BenchResult {
     pub const HEADER: &'static str = "model,backend,n_prompt,n_gen,prompts,reps,prefill_chunk,threads,\
 prefill_seconds_mean,prefill_tok_s,decode_seconds_mean,decode_tok_s,total_seconds_mean,\
 spec,draft_tokens,spec_rounds,spec_fallback_steps,spec_acceptance_rate,output_digest,\
-state_pool_bytes,prefetch,pool_layout,prefetch_bytes_per_token,prefetch_walked_bytes_per_token,seed";
+state_pool_bytes,prefetch,pool_layout,prefetch_bytes_per_token,prefetch_walked_bytes_per_token,seed,bytes_per_round,read_ceiling_gbs,\
+roofline_fraction";
 
     pub fn row(&self) -> String {
         let p = &self.plan;
@@ -178,6 +240,9 @@ state_pool_bytes,prefetch,pool_layout,prefetch_bytes_per_token,prefetch_walked_b
             format!("{:.1}", self.prefetch_bytes_per_token),
             format!("{:.1}", self.prefetch_walked_bytes_per_token),
             p.seed.to_string(),
+            format!("{:.0}", self.bytes_per_round),
+            p.read_ceiling_gbs.map(|c| format!("{c:.1}")).unwrap_or_default(),
+            self.roofline_fraction.map(|f| format!("{f:.4}")).unwrap_or_default(),
         ];
         fields.join(",")
     }

@@ -26,6 +26,19 @@ pub fn cpu_description() -> Vec<(String, String)> {
     out
 }
 
+/// The GPU as the driver describes it.
+pub fn gpu_description(d: &crate::cuda::DeviceInfo) -> Vec<(String, String)> {
+    vec![
+        ("gpu".into(), d.name.clone()),
+        ("compute capability".into(), format!("{}.{}", d.compute_capability.0, d.compute_capability.1)),
+        ("SMs".into(), d.sm_count.to_string()),
+        ("memory bytes".into(), d.total_mem_bytes.to_string()),
+        ("L2 bytes".into(), d.l2_bytes.to_string()),
+        ("persisting L2 max bytes".into(), d.persisting_l2_max_bytes.to_string()),
+        ("access-policy window max".into(), d.access_policy_max_window_bytes.to_string()),
+    ]
+}
+
 /// The report `engine info` prints.
 pub fn report(cfg: &ModelConfig, backend: &str, device: &[(String, String)]) -> String {
     let s = sizes(cfg);

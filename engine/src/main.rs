@@ -3,7 +3,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use engine::arms::{Arm, ENV_HELP};
 use engine::bench::{self, BenchPlan, BenchResult};
 use engine::config::{ModelConfig, MAX_DRAFT};
+use engine::backend::Backend;
 use engine::cpu::CpuBackend;
+use engine::cuda::CudaBackend;
 use engine::info;
 use engine::model::Model;
 use engine::weights::WeightSource;
@@ -75,6 +77,13 @@ struct BenchArgs {
     /// Worker threads (default: all cores).
     #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     threads: Option<u64>,
+    /// CUDA: run every decode round's kernels eagerly instead of replaying captured graphs.
+    #[arg(long)]
+    no_cuda_graph: bool,
+    /// The read bandwidth (GB/s) to quote the decode against; CUDA measures it at start
+    /// when omitted (a 4 GiB read), the CPU leaves the roofline columns empty.
+    #[arg(long, value_name = "GB/S", value_parser = parse_ceiling)]
+    read_ceiling_gbs: Option<f64>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -87,6 +96,19 @@ enum BackendChoice {
     Cpu,
     Cuda,
     Auto,
+}
+
+fn parse_ceiling(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number of GB/s, got `{s}`")),
+    }
+}
+
+/// A backend that was opened: the CPU, or the GPU with its start-up time.
+enum Opened {
+    Cpu,
+    Cuda(Box<CudaBackend>),
 }
 
 fn parse_pg(s: &str) -> Result<(usize, usize), String> {
@@ -108,8 +130,9 @@ impl ModelArgs {
         }
     }
 
-    /// The backend to run on; only the CPU backend is built into this engine so far.
-    fn backend(&self) -> Result<&'static str> {
+    /// Opens the backend to run on: `cuda` fails clearly without a device, `auto` falls
+    /// back to the CPU.
+    fn backend(&self, graphs: bool) -> Result<Opened> {
         let choice = match self.backend {
             Some(c) => c,
             None => match std::env::var("ENGINE_BACKEND").ok().as_deref() {
@@ -119,24 +142,28 @@ impl ModelArgs {
                 Some(other) => bail!("unknown value `{other}` for environment variable ENGINE_BACKEND; allowed: cpu, cuda, auto"),
             },
         };
-        // SAFETY: only probes whether the driver library can be loaded.
-        let device = unsafe { cudarc::driver::sys::is_culib_present() };
         match choice {
-            BackendChoice::Cpu => Ok("cpu"),
-            BackendChoice::Cuda if !device => bail!("--backend cuda: no CUDA device (libcuda could not be loaded); use --backend cpu"),
-            BackendChoice::Cuda => bail!("--backend cuda: the CUDA backend is not built into this engine yet; use --backend cpu"),
-            BackendChoice::Auto => {
-                eprintln!("backend auto: using cpu");
-                Ok("cpu")
+            BackendChoice::Cpu => Ok(Opened::Cpu),
+            BackendChoice::Cuda => {
+                let b = CudaBackend::new(0, graphs).map_err(|e| anyhow::anyhow!("--backend cuda: {e:#}; use --backend cpu or auto"))?;
+                Ok(Opened::Cuda(Box::new(b)))
             }
+            BackendChoice::Auto => match CudaBackend::new(0, graphs) {
+                Ok(b) => Ok(Opened::Cuda(Box::new(b))),
+                Err(e) => {
+                    eprintln!("backend auto: using cpu ({e:#})");
+                    Ok(Opened::Cpu)
+                }
+            },
         }
     }
 }
 
 fn bench(args: &BenchArgs) -> Result<()> {
+    let start = std::time::Instant::now();
     let cfg = args.model.config()?;
-    args.model.backend()?;
     let arm = Arm::from_env()?;
+    let opened = args.model.backend(!args.no_cuda_graph)?;
     // Everything runs on a pool worker, so the kernels' parallel splits use the worker's own
     // queue (the global injector allocates every 63 jobs).
     let pool = rayon::ThreadPoolBuilder::new()
@@ -156,14 +183,38 @@ fn bench(args: &BenchArgs) -> Result<()> {
         draft_tokens: args.spec.map(|Spec::Mtp| args.draft_tokens.unwrap_or(3) as usize),
         prompts: args.prompts as usize,
         seed: args.seed,
+        read_ceiling_gbs: args.read_ceiling_gbs,
     };
     eprintln!("building {} ({}) with prefetch={} pool_layout={}", cfg.name, source_name(&source), arm.prefetch.name(), arm.layout.name());
-    let mut model = Model::new(cfg, &source, arm, CpuBackend::new(), plan.prefill_chunk)?;
-    let result = pool.install(|| bench::run(&mut model, &plan))?;
+    let result = match opened {
+        Opened::Cpu => {
+            let mut model = build(cfg, &source, arm, CpuBackend::new(), &plan, start)?;
+            pool.install(|| bench::run(&mut model, &plan))?
+        }
+        Opened::Cuda(b) => {
+            eprintln!("device {} ({} SMs), kernels ready in {:.3} s", b.gpu.info.name, b.gpu.info.sm_count, b.startup_seconds);
+            let mut plan = plan;
+            if plan.read_ceiling_gbs.is_none() {
+                let gbs = b.gpu.measure_read_ceiling_gbs(4 << 30).context("measuring the read ceiling (pass --read-ceiling-gbs to skip)")?;
+                eprintln!("read ceiling {gbs:.1} GB/s (4 GiB float4 read, median of 10)");
+                plan.read_ceiling_gbs = Some(gbs);
+            }
+            let mut model = build(cfg, &source, arm, *b, &plan, start)?;
+            bench::run(&mut model, &plan)?
+        }
+    };
     // A closed pipe (`engine bench | head -1`) is an error to report, not a panic.
     writeln!(std::io::stdout().lock(), "{}\n{}", BenchResult::HEADER, result.row())
         .context("cannot write the result to stdout")?;
     Ok(())
+}
+
+/// Builds the model on `backend`; prints the start-up time to stderr.
+fn build<B: Backend>(cfg: ModelConfig, source: &WeightSource, arm: Arm, backend: B, plan: &BenchPlan, start: std::time::Instant) -> Result<Model<B>> {
+    let mut model = Model::new(cfg, source, arm, backend, plan.prefill_chunk)?;
+    model.backend.take_error()?;
+    eprintln!("start-up {:.3} s (arguments to a built model, weights included)", start.elapsed().as_secs_f64());
+    Ok(model)
 }
 
 fn source_name(s: &WeightSource) -> String {
@@ -191,8 +242,11 @@ fn run() -> Result<()> {
         Command::Bench(args) => bench(args),
         Command::Info(args) => {
             let cfg = args.config()?;
-            let backend = args.backend()?;
-            print!("{}", info::report(&cfg, backend, &info::cpu_description()));
+            let (name, device) = match args.backend(true)? {
+                Opened::Cpu => ("cpu", info::cpu_description()),
+                Opened::Cuda(b) => ("cuda", info::gpu_description(&b.gpu.info)),
+            };
+            print!("{}", info::report(&cfg, name, &device));
             Ok(())
         }
     }

@@ -42,7 +42,13 @@ pub struct SampleArm {
 impl SampleArm {
     /// An arm with 64 rounds and the base's output.
     pub fn new(name: &str, role: Role, effect_pct: f64) -> SampleArm {
-        SampleArm { name: name.into(), role, effect_pct, rounds: 64, same_output: true }
+        SampleArm {
+            name: name.into(),
+            role,
+            effect_pct,
+            rounds: 64,
+            same_output: true,
+        }
     }
 }
 
@@ -190,7 +196,9 @@ impl Sample {
                 cpus: 2,
                 extra: Default::default(),
             },
-            card: self.witness.then(|| json!({"name": "NVIDIA H200", "index": 0})),
+            card: self
+                .witness
+                .then(|| json!({"name": "NVIDIA H200", "index": 0})),
             extra: Default::default(),
         }
     }
@@ -218,7 +226,12 @@ impl Sample {
 
     /// The whole file, `\n`-terminated, exactly as the runner writes it.
     pub fn file_text(&self) -> String {
-        let order = Order::new(self.scheme, self.arms.iter().map(|a| a.name.clone()).collect(), self.passes, Some(self.seed));
+        let order = Order::new(
+            self.scheme,
+            self.arms.iter().map(|a| a.name.clone()).collect(),
+            self.passes,
+            Some(self.seed),
+        );
         let mut noise = Noise::new(self.seed);
         let mut text = self.start_record().to_line();
         text.push('\n');
@@ -259,13 +272,21 @@ impl Sample {
                 row.push(format!("{:.9}", per_round * arm.rounds as f64));
             }
             if self.digest {
-                let output = if arm.same_output { "base" } else { arm.name.as_str() };
+                let output = if arm.same_output {
+                    "base"
+                } else {
+                    arm.name.as_str()
+                };
                 row.push(blake3::hash(output.as_bytes()).to_hex()[..16].to_string());
             }
             text.push_str(&csv_line(&row));
             text.push('\n');
         }
-        let end = EndRecord { ended: timestamp(clock + Duration::microseconds(500)), cells: order.n_cells(), reason: None };
+        let end = EndRecord {
+            ended: timestamp(clock + Duration::microseconds(500)),
+            cells: order.n_cells(),
+            reason: None,
+        };
         text.push_str(DONE_TAG);
         text.push_str(&serde_json::to_string(&end).expect("end record serializes"));
         text.push('\n');
@@ -273,9 +294,17 @@ impl Sample {
     }
 
     fn witness_fields(&self, cell: usize) -> Vec<String> {
-        let foreign = if self.foreign_cells.contains(&cell) { "1" } else { "0" };
+        let foreign = if self.foreign_cells.contains(&cell) {
+            "1"
+        } else {
+            "0"
+        };
         let throttled = self.throttled_cells.contains(&cell);
-        let (sm_after, reason) = if throttled { ("1755", "sw_thermal") } else { ("1980", "none") };
+        let (sm_after, reason) = if throttled {
+            ("1755", "sw_thermal")
+        } else {
+            ("1980", "none")
+        };
         [
             [foreign, foreign],
             ["1980", sm_after],
@@ -292,8 +321,14 @@ impl Sample {
 }
 
 /// The witness quantities a GPU host records, each as `_before` and `_after`.
-const WITNESS_COLUMNS: [&str; 6] =
-    ["foreign_procs", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "power_w", "throttle"];
+const WITNESS_COLUMNS: [&str; 6] = [
+    "foreign_procs",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "temp_c",
+    "power_w",
+    "throttle",
+];
 
 /// A small seeded generator (splitmix64) so that a sample is the same on every machine.
 struct Noise {
@@ -302,7 +337,9 @@ struct Noise {
 
 impl Noise {
     fn new(seed: u64) -> Noise {
-        Noise { state: seed ^ 0x9e37_79b9_7f4a_7c15 }
+        Noise {
+            state: seed ^ 0x9e37_79b9_7f4a_7c15,
+        }
     }
 
     fn next(&mut self) -> u64 {

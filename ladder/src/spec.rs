@@ -189,7 +189,7 @@ impl Spec {
 
     /// Reads the spec from a start record's `spec` field.
     pub fn from_json(json: &serde_json::Value) -> Result<Spec, String> {
-        serde_json::from_value(json.clone()).map_err(|e| format!("the recorded spec is unusable: {e}"))
+        Spec::deserialize(json).map_err(|e| format!("the recorded spec is unusable: {e}"))
     }
 
     /// Reads and checks a spec file.

@@ -136,11 +136,6 @@ impl Backend for CpuBackend {
         Ok(host.to_vec())
     }
 
-    fn upload_mat(&mut self, rows: usize, cols: usize, host: &[f32]) -> Result<CpuMat> {
-        assert_eq!(rows * cols, host.len());
-        Ok(CpuMat { rows, cols, data: host.to_vec() })
-    }
-
     fn upload_weights(&mut self, host: &[f32]) -> Result<Vec<f32>> {
         Ok(host.to_vec())
     }

@@ -60,6 +60,13 @@ impl Gpu {
         let out = output("gdn conv output", out, t * c, &self.stream)?;
         let bytes = shape.conv_slot_bytes() as u64;
         let (from, to) = (pool + slot(read)? * bytes, pool + slot(write)? * bytes);
+        self.gdn_conv_at(x, w, from, to, out, t, c)
+    }
+
+    /// [`Gpu::gdn_conv`] with the conv state slots given as device addresses (any pool
+    /// layout): `from` and `to` each hold `[3][c]` bf16.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gdn_conv_at(&self, x: u64, w: u64, from: u64, to: u64, out: u64, t: usize, c: usize) -> Result<()> {
         let cfg = LaunchConfig { grid_dim: (c.div_ceil(256) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         launch!(self, "gdn_conv", cfg, &x, &w, &from, &to, &out, &dim("t", t)?, &dim("channels", c)?);
         Ok(())
@@ -82,6 +89,13 @@ impl Gpu {
         let base = pool + 2 * shape.conv_slot_bytes() as u64;
         let bytes = shape.rec_slot_bytes() as u64;
         let (from, to) = (base + slot(read)? * bytes, base + slot(write)? * bytes);
+        self.gdn_step_at([qkv, b, a, a_log, dt_bias], from, to, o, t, shape)
+    }
+
+    /// [`Gpu::gdn_step`] with device addresses: `inputs` are qkv, b, a, A_log, dt_bias;
+    /// `from` and `to` each hold one recurrent state slot `[hv][128][128]` fp32.
+    pub(crate) fn gdn_step_at(&self, inputs: [u64; 5], from: u64, to: u64, o: u64, t: usize, shape: GdnShape) -> Result<()> {
+        let [qkv, b, a, a_log, dt_bias] = inputs;
         let cfg = LaunchConfig { grid_dim: (shape.hv as u32, (HEAD_DIM / 32) as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         launch!(self, "gdn_step", cfg, &qkv, &b, &a, &a_log, &dt_bias, &from, &to, &o, &dim("t", t)?, &dim("hk", shape.hk)?, &dim("hv", shape.hv)?);
         Ok(())

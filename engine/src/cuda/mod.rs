@@ -23,18 +23,21 @@ macro_rules! launch {
 
 mod args;
 pub mod attention;
+pub mod backend;
 pub mod ceiling;
 pub mod device;
 pub mod embed;
 pub mod gdn;
 pub mod gemv;
 pub mod graph;
+pub mod l2;
 pub mod moe;
 pub mod nvrtc;
 pub mod rmsnorm;
 pub mod synthetic;
 
 pub use attention::AttnShape;
+pub use backend::{CudaBackend, CudaBuf, CudaMat, ProfileRow};
 pub use device::{driver_present, DeviceInfo, Gpu};
 pub use gdn::GdnShape;
 pub use gemv::GemvInput;

@@ -43,6 +43,7 @@ pub const KERNEL_FILES: &[KernelFile] = &[
     kernel_file!("moe.cu", true),
     kernel_file!("gdn.cu", false),
     kernel_file!("attention.cu", false),
+    kernel_file!("rows.cu", false),
 ];
 
 impl KernelFile {

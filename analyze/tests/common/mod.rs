@@ -1,0 +1,112 @@
+//! Ladder files with hand-chosen values, written as the runner writes them.
+#![allow(dead_code)]
+
+use analyze::analysis::{ExtrasConfig, LadderReport};
+use analyze::report::{self, Options, Reading};
+use ladder::ladder_file::csv_line;
+use ladder::sample::{Sample, SampleArm, SampleMetric};
+use ladder::spec::Better;
+use ladder::{Order, Role};
+use std::path::PathBuf;
+
+/// A ladder with rotate order whose engine columns hold `value(column, pass, arm)`.
+pub struct Hand {
+    pub sample: Sample,
+    /// Engine columns after the metrics (e.g. a rounds or digest column).
+    pub extra_columns: Vec<String>,
+}
+
+impl Hand {
+    pub fn new(arms: &[(&str, Role)], metrics: &[(&str, Better)], passes: usize) -> Hand {
+        let arms = arms
+            .iter()
+            .map(|(n, r)| SampleArm::new(n, *r, 0.0))
+            .collect();
+        let mut sample = Sample::new("hand", "t1", arms);
+        sample.passes = passes;
+        sample.metrics = metrics
+            .iter()
+            .map(|(c, b)| SampleMetric {
+                column: c.to_string(),
+                better: *b,
+                level: 1.0,
+            })
+            .collect();
+        Hand {
+            sample,
+            extra_columns: Vec::new(),
+        }
+    }
+
+    /// The file text; `value(column, pass, arm)` gives each engine field.
+    pub fn text(&self, value: impl Fn(&str, usize, usize) -> String) -> String {
+        let s = &self.sample;
+        let names: Vec<String> = s.arms.iter().map(|a| a.name.clone()).collect();
+        let order = Order::new(s.scheme, names.clone(), s.passes, Some(s.seed));
+        let mut columns: Vec<String> = ladder::ladder_file::HARNESS_COLUMNS
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        let engine: Vec<String> = s
+            .metrics
+            .iter()
+            .map(|m| m.column.clone())
+            .chain(self.extra_columns.iter().cloned())
+            .collect();
+        columns.extend(engine.iter().cloned());
+        let mut text = format!("{}\n{}\n", s.start_record().to_line(), csv_line(&columns));
+        for (k, cell) in order.cells().enumerate() {
+            let t = |us: usize| format!("2026-11-29T10:00:{:02}.{:06}Z", k, us);
+            let mut row = vec![
+                cell.pass.to_string(),
+                cell.slot.to_string(),
+                names[cell.arm].clone(),
+                t(0),
+                t(500_000),
+                "0".into(),
+            ];
+            row.extend(engine.iter().map(|c| value(c, cell.pass, cell.arm)));
+            text.push_str(&csv_line(&row));
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "#ladder-done {{\"ended\":\"2026-11-29T10:01:00.000000Z\",\"cells\":{}}}\n",
+            order.n_cells()
+        ));
+        text
+    }
+}
+
+/// Writes `texts` to fresh files and reads them as `analyze report` does (no bootstrap).
+pub fn read(name: &str, texts: &[String]) -> Reading {
+    let dir = std::env::temp_dir().join(format!("analyze_test_{}_{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let paths: Vec<PathBuf> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let path = dir.join(format!("{i}.csv"));
+            std::fs::write(&path, text).unwrap();
+            path
+        })
+        .collect();
+    let options = Options {
+        allow_defects: false,
+        extras: ExtrasConfig {
+            resamples: 200,
+            seed: 1,
+        },
+        compare: Vec::new(),
+    };
+    let reading = report::read(&paths, &options).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    reading
+}
+
+pub fn one(name: &str, text: String) -> LadderReport {
+    read(name, &[text]).reports.into_iter().next().unwrap()
+}
+
+pub fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1.0)
+}

@@ -1,0 +1,95 @@
+//! `analyze report` as a command: exit codes, defects, and errors that name the file.
+
+use ladder::sample::{Sample, SampleArm};
+use ladder::Role;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn sample_text() -> String {
+    let arms = vec![
+        SampleArm::new("off", Role::Base, 0.0),
+        SampleArm::new("on", Role::Arm, 1.0),
+    ];
+    Sample::new("cli", "t1", arms).file_text()
+}
+
+/// Writes a file into a directory of its own (removed by the test that made it).
+fn write(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("analyze_cli_{}_{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn report(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_analyze"))
+        .arg("report")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_connected_file_reports_with_exit_0() {
+    let path = write("good.csv", &sample_text());
+    let out = report(&[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("## 1. `cli` / `t1`: QUALIFIED"), "{text}");
+    assert!(text.contains("| `on` | arm | `off` |"));
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+/// A file with a cell cut out: defects and no statistics, exit 1; with --allow-defects the
+/// figures come back, marked on every table.
+#[test]
+fn a_file_with_a_gap_is_reported_with_its_defects() {
+    let text = sample_text();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.remove(7);
+    let path = write("gap.csv", &(lines.join("\n") + "\n"));
+    let json = path.with_extension("json");
+    let out = report(&[path.to_str().unwrap(), "--json", json.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-defects"));
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let ladder = &value["ladders"][0];
+    assert_eq!(ladder["connected"], false);
+    assert_eq!(ladder["metrics"].as_array().unwrap().len(), 0);
+    assert!(ladder["defects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["kind"] == "gap"));
+
+    let out = report(&[path.to_str().unwrap(), "--allow-defects"]);
+    assert_eq!(out.status.code(), Some(0));
+    let md = String::from_utf8(out.stdout).unwrap();
+    let marks = md
+        .matches("> **NOT CONNECTED, read with --allow-defects")
+        .count();
+    // The metric table, the contrasts and the extras.
+    assert_eq!(marks, 3, "{marks} marks in\n{md}");
+    assert!(md.contains("`gap`"));
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn unusable_input_exits_2_naming_the_file() {
+    let out = report(&["/nonexistent/x_t1.csv"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/x_t1.csv"));
+
+    let text = sample_text().replacen("decode_tok_s\n", "decode_tok_z\n", 1);
+    let path = write("renamed.csv", &text);
+    let out = report(&[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("renamed.csv") && err.contains("decode_tok_s") && err.contains("header lacks"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}

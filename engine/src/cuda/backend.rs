@@ -1,0 +1,592 @@
+//! The model's [`Backend`] on the GPU: every block as the kernels of `kernels/`, decode rounds
+//! captured once per shape as CUDA graphs and replayed.
+//!
+//! Operations enqueue on the one stream and never wait; the first failure is kept (with the
+//! operation's name) and returned by [`Backend::take_error`], after which nothing more is
+//! enqueued. Positions are read by the kernels from a device table written by
+//! [`Backend::set_positions`] before a round, so a replayed round sees the new position.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use anyhow::{bail, ensure, Context, Result};
+use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice, DevicePtr, LaunchConfig};
+use half::bf16;
+
+use super::args::{dim, MAX_T};
+use super::attention::{AttnShape, MAX_SPLITS};
+use super::gdn::{GdnShape, HEAD_DIM};
+use super::gemv::ArgmaxScratch;
+use super::moe::{MoeScratch, MoeShape, MoeWeights};
+use super::Gpu;
+use crate::arms::Prefetch;
+use crate::backend::{Backend, KvCache, PrefetchCounts, RoundKey, SlotPair};
+use crate::config::{Ffn, ModelConfig};
+use crate::synthetic::Init;
+use crate::weights::{AttnWeights, FfnWeights, GdnWeights};
+
+/// A bf16 weight matrix `[rows][cols]` on the device.
+pub struct CudaMat {
+    pub rows: usize,
+    pub cols: usize,
+    pub data: CudaSlice<bf16>,
+}
+
+/// A device buffer: fp32 activations, or bf16 weight vectors and KV caches.
+pub enum CudaBuf {
+    F32(CudaSlice<f32>),
+    Bf16(CudaSlice<bf16>),
+}
+
+impl CudaBuf {
+    fn f32(&self) -> Result<&CudaSlice<f32>> {
+        match self {
+            CudaBuf::F32(s) => Ok(s),
+            CudaBuf::Bf16(_) => bail!("an fp32 activation buffer was expected, got a bf16 one"),
+        }
+    }
+    fn f32_mut(&mut self) -> Result<&mut CudaSlice<f32>> {
+        match self {
+            CudaBuf::F32(s) => Ok(s),
+            CudaBuf::Bf16(_) => bail!("an fp32 activation buffer was expected, got a bf16 one"),
+        }
+    }
+    fn bf16(&self) -> Result<&CudaSlice<bf16>> {
+        match self {
+            CudaBuf::Bf16(s) => Ok(s),
+            CudaBuf::F32(_) => bail!("a bf16 weight buffer was expected, got an fp32 one"),
+        }
+    }
+    fn bf16_mut(&mut self) -> Result<&mut CudaSlice<bf16>> {
+        match self {
+            CudaBuf::Bf16(s) => Ok(s),
+            CudaBuf::F32(_) => bail!("a bf16 cache buffer was expected, got an fp32 one"),
+        }
+    }
+}
+
+/// Scratch sized by `prepare` for one model shape.
+struct Prepared {
+    cfg: ModelConfig,
+    max_rows: usize,
+    /// `positions[j] = base − max_rows + j`: what the attention kernels read as pos0.
+    positions: CudaSlice<i32>,
+    base: usize,
+    argmax: ArgmaxScratch,
+    moe: Option<MoeScratch>,
+    attn: AttnShape,
+    splits: usize,
+    attn_scratch: CudaSlice<f32>,
+    /// The query and gate taken apart, and the rotated query: `[max_rows][hq][D]`.
+    q: CudaSlice<f32>,
+    gate: CudaSlice<f32>,
+    q_rot: CudaSlice<f32>,
+    /// Dense FFN activations `[max_rows][size]` (gate, up).
+    ffn_gate: CudaSlice<f32>,
+    ffn_up: CudaSlice<f32>,
+}
+
+/// Per-operation GPU times of eager launches, from events around each operation.
+#[derive(Default)]
+struct Profile {
+    pending: Vec<(String, u64, CudaEvent, CudaEvent)>,
+    totals: HashMap<String, ProfileRow>,
+}
+
+/// One row of the per-operation profile.
+#[derive(Clone, Debug, Default)]
+pub struct ProfileRow {
+    pub label: String,
+    pub calls: u64,
+    pub ms: f64,
+    /// Bytes the operation must move (weights, state, cache), summed over the calls.
+    pub bytes: u64,
+}
+
+pub struct CudaBackend {
+    pub gpu: Gpu,
+    use_graphs: bool,
+    error: Option<anyhow::Error>,
+    prep: Option<Prepared>,
+    graphs: Vec<CudaGraph>,
+    graph_of: HashMap<RoundKey, usize>,
+    profile: Option<Profile>,
+    /// Device address and bytes of the state pool (the last one allocated).
+    pool: (u64, usize),
+    /// Seconds spent compiling or loading the kernels and opening the device.
+    pub startup_seconds: f64,
+}
+
+impl CudaBackend {
+    /// Opens device `ordinal`; `graphs` false runs every round eagerly (`--no-cuda-graph`).
+    pub fn new(ordinal: usize, graphs: bool) -> Result<Self> {
+        let t0 = Instant::now();
+        let gpu = Gpu::new(ordinal)?;
+        Ok(Self { gpu, use_graphs: graphs, error: None, prep: None, graphs: Vec::new(), graph_of: HashMap::new(), profile: None, pool: (0, 0), startup_seconds: t0.elapsed().as_secs_f64() })
+    }
+
+    /// The captured round graphs (their kernel nodes can be audited through `cu_graph()`).
+    pub fn graphs(&self) -> &[CudaGraph] {
+        &self.graphs
+    }
+
+    /// The state pool's device address and size in bytes: the region an L2 access-policy
+    /// window would cover.
+    pub fn state_pool(&self) -> (u64, usize) {
+        self.pool
+    }
+
+    /// Times every operation with events from now on (rounds then run eagerly).
+    pub fn start_profile(&mut self) {
+        self.profile = Some(Profile::default());
+        self.use_graphs = false;
+    }
+
+    /// The per-operation times since `start_profile`, longest first.
+    pub fn profile(&mut self) -> Result<Vec<ProfileRow>> {
+        self.collect_profile()?;
+        let mut rows: Vec<ProfileRow> = self.profile.as_ref().map(|p| p.totals.values().cloned().collect()).unwrap_or_default();
+        rows.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+        Ok(rows)
+    }
+
+    fn collect_profile(&mut self) -> Result<()> {
+        let Some(p) = self.profile.as_mut() else { return Ok(()) };
+        self.gpu.synchronize()?;
+        for (label, bytes, start, end) in p.pending.drain(..) {
+            let ms = start.elapsed_ms(&end).context("reading a profile event")? as f64;
+            let row = p.totals.entry(label.clone()).or_insert_with(|| ProfileRow { label, ..Default::default() });
+            row.calls += 1;
+            row.ms += ms;
+            row.bytes += bytes;
+        }
+        Ok(())
+    }
+
+    /// Runs one operation unless an earlier one failed, keeping its error; `label` names it
+    /// in the error and in the profile, `bytes` is what it must move.
+    fn op(&mut self, label: impl FnOnce() -> String, bytes: u64, f: impl FnOnce(&mut Self) -> Result<()>) {
+        if self.error.is_some() {
+            return;
+        }
+        let timed = self.profile.is_some();
+        let events = if timed { self.events() } else { Ok(None) };
+        let r = events.and_then(|ev| {
+            if let Some((start, _)) = &ev {
+                start.record(&self.gpu.stream)?;
+            }
+            f(self)?;
+            if let Some((start, end)) = ev {
+                end.record(&self.gpu.stream)?;
+                let p = self.profile.as_mut().expect("timed implies a profile");
+                p.pending.push((label(), bytes, start, end));
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            self.error = Some(e.context("CUDA backend operation failed"));
+        }
+    }
+
+    fn events(&self) -> Result<Option<(CudaEvent, CudaEvent)>> {
+        let new = || self.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).context("creating a profile event");
+        Ok(Some((new()?, new()?)))
+    }
+
+    /// Captures `body` as the graph of `key`, then launches it. All capturing happens here:
+    /// a stream attribute that must be baked into the kernel nodes (an L2 access-policy
+    /// window) is set just before `begin_capture` and cleared just after `end_capture`.
+    fn capture<M>(m: &mut M, backend: fn(&mut M) -> &mut Self, key: RoundKey, body: impl FnOnce(&mut M)) -> Result<()> {
+        let b = backend(m);
+        b.gpu.stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).context("beginning CUDA graph capture")?;
+        body(m);
+        let b = backend(m);
+        // End the capture even when the round failed, so that the stream stays usable.
+        let graph = b.gpu.stream.end_capture(CUgraphInstantiate_flags(0));
+        if let Some(e) = b.error.take() {
+            return Err(e.context(format!("recording round {key:?}")));
+        }
+        let graph = graph.context("ending CUDA graph capture")?.context("graph capture recorded no work")?;
+        graph.launch().with_context(|| format!("launching the graph of round {key:?}"))?;
+        b.graph_of.insert(key, b.graphs.len());
+        b.graphs.push(graph);
+        Ok(())
+    }
+
+    /// MoE over up to [`MAX_T`] rows at a time, added onto the residual stream.
+    fn moe_add(&mut self, w: &FfnWeights<Self>, x: &CudaBuf, t: usize, acc: &mut CudaBuf) -> Result<()> {
+        let FfnWeights::Moe { router, experts, shared, shared_gate, top_k } = w else { unreachable!("called for MoE only") };
+        let p = self.prep.as_mut().context("prepare() first")?;
+        let Ffn::Moe { experts: e, expert_size, shared_size, .. } = p.cfg.ffn else { unreachable!("MoE config") };
+        let h = p.cfg.hidden;
+        let shape = MoeShape { experts: e, top_k: *top_k, hidden: h, expert_dim: expert_size, shared_dim: shared_size };
+        let weights = MoeWeights {
+            router: &router.data,
+            gate: &experts.gate.data,
+            up: &experts.up.data,
+            down: &experts.down.data,
+            shared_gate: &shared.gate.data,
+            shared_up: &shared.up.data,
+            shared_down: &shared.down.data,
+            shared_expert_gate: &shared_gate.data,
+        };
+        let scratch = p.moe.as_mut().context("MoE scratch")?;
+        let (x, acc) = (x.f32()?, acc.f32_mut()?);
+        for r0 in (0..t).step_by(MAX_T) {
+            let n = (t - r0).min(MAX_T);
+            self.gpu.moe(&x.slice(r0 * h..(r0 + n) * h), &weights, scratch, &mut acc.slice_mut(r0 * h..(r0 + n) * h), n, shape, true)?;
+        }
+        Ok(())
+    }
+
+    fn dense_add(&mut self, w: &FfnWeights<Self>, x: &CudaBuf, t: usize, acc: &mut CudaBuf) -> Result<()> {
+        let FfnWeights::Dense(mlp) = w else { unreachable!("called for dense only") };
+        let p = self.prep.as_mut().context("prepare() first")?;
+        let (h, size) = (mlp.gate.cols, mlp.gate.rows);
+        let x = x.f32()?;
+        self.gpu.project(x, &mlp.gate.data, &mut p.ffn_gate, size, h, t, false)?;
+        self.gpu.project(x, &mlp.up.data, &mut p.ffn_up, size, h, t, false)?;
+        let n = dim("dense activations", t * size)?;
+        let (g, u) = (super::args::output("ffn gate", &mut p.ffn_gate, t * size, &self.gpu.stream)?, super::args::input("ffn up", &p.ffn_up, t * size, &self.gpu.stream)?);
+        let cfg = LaunchConfig { grid_dim: ((t * size).div_ceil(256).min(4096) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self.gpu, "swiglu_act", cfg, &g, &u, &n);
+        self.gpu.project(&p.ffn_gate, &mlp.down.data, acc.f32_mut()?, h, size, t, true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn attention_groups(&mut self, w: &AttnWeights<Self>, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) -> Result<()> {
+        let gpu = &self.gpu;
+        let p = self.prep.as_mut().context("prepare() first")?;
+        let (s, splits) = (p.attn, p.splits);
+        let (hq, d) = (s.hq, s.head_dim);
+        let (qw, kvw) = (hq * d, s.hkv * d);
+        ensure!(t <= p.max_rows, "attention over {t} positions, prepared for {}", p.max_rows);
+        let cfg = LaunchConfig { grid_dim: (qw.div_ceil(256) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let qgp = super::args::input("attention q projection", qg.f32()?, t * 2 * qw, &gpu.stream)?;
+        let qp = super::args::output("attention q", &mut p.q, t * qw, &gpu.stream)?;
+        let gp = super::args::output("attention gate", &mut p.gate, t * qw, &gpu.stream)?;
+        launch!(gpu, "split_query_gate", cfg, &qgp, &qp, &gp, &dim("heads", hq)?, &dim("head dim", d)?);
+        let (qn, kn) = (w.q_norm.bf16()?, w.k_norm.bf16()?);
+        let out = out.f32_mut()?;
+        for r0 in (0..t).step_by(MAX_T) {
+            let n = (t - r0).min(MAX_T);
+            let j = p.position_index(pos0 + r0)?;
+            let pos = p.positions.slice(j..j + 1);
+            let (k_rows, v_rows) = (k.f32()?.slice(r0 * kvw..(r0 + n) * kvw), v.f32()?.slice(r0 * kvw..(r0 + n) * kvw));
+            gpu.attn_prep(&p.q.slice(r0 * qw..(r0 + n) * qw), &k_rows, &v_rows, qn, kn, &pos, cache.k.bf16_mut()?, cache.v.bf16_mut()?, &mut p.q_rot.slice_mut(..n * qw), n, s)?;
+            let gate = p.gate.slice(r0 * qw..(r0 + n) * qw);
+            gpu.attn_decode(&p.q_rot.slice(..n * qw), cache.k.bf16()?, cache.v.bf16()?, &pos, &gate, &mut p.attn_scratch, &mut out.slice_mut(r0 * qw..(r0 + n) * qw), n, splits, s)?;
+        }
+        Ok(())
+    }
+}
+
+impl Prepared {
+    /// Where position `pos0` sits in the positions table.
+    fn position_index(&self, pos0: usize) -> Result<usize> {
+        let j = pos0 as i64 - self.base as i64 + self.max_rows as i64;
+        ensure!((0..=2 * self.max_rows as i64).contains(&j), "position {pos0} is outside the window set at {} (± {})", self.base, self.max_rows);
+        Ok(j as usize)
+    }
+}
+
+/// Checks the shapes the kernels are written for.
+fn check_shape(cfg: &ModelConfig) -> Result<()> {
+    let name = &cfg.name;
+    ensure!(cfg.gdn_key_dim == HEAD_DIM && cfg.gdn_value_dim == HEAD_DIM, "model {name}: the CUDA GDN kernels take key and value head dims of {HEAD_DIM}, not {}/{}", cfg.gdn_key_dim, cfg.gdn_value_dim);
+    ensure!(cfg.conv_kernel == 4, "model {name}: the CUDA conv kernel takes a kernel width of 4, not {}", cfg.conv_kernel);
+    ensure!(cfg.hidden.is_multiple_of(8), "model {name}: hidden size {} must be a multiple of 8 for the CUDA backend", cfg.hidden);
+    Ok(())
+}
+
+/// Host f32 values (bf16-exact) as bf16.
+fn to_bf16(host: &[f32]) -> Vec<bf16> {
+    host.iter().map(|v| bf16::from_f32(*v)).collect()
+}
+
+impl Backend for CudaBackend {
+    type Buf = CudaBuf;
+    type Mat = CudaMat;
+    type Tok = CudaSlice<i32>;
+    type Pool = CudaSlice<u8>;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn prepare(&mut self, cfg: &ModelConfig, max_rows: usize) -> Result<()> {
+        check_shape(cfg)?;
+        let s = &self.gpu.stream;
+        let attn = AttnShape {
+            hq: cfg.attn_heads,
+            hkv: cfg.attn_kv_heads,
+            head_dim: cfg.attn_head_dim,
+            max_ctx: cfg.max_context,
+            rot_dim: cfg.rotary_dim(),
+            rope_theta: cfg.rope_theta as f32,
+            eps: cfg.rms_eps as f32,
+        };
+        // One split count for every batch size, so that a position's attention sums in the
+        // same order in a plain step and in a verify pass (speculative = plain, bit for bit).
+        let splits = attn.splits(1, self.gpu.info.sm_count).min(MAX_SPLITS);
+        let qw = cfg.attn_heads * cfg.attn_head_dim;
+        let moe = match cfg.ffn {
+            Ffn::Moe { experts, top_k, expert_size, shared_size } => Some(MoeScratch::new(&self.gpu, MoeShape { experts, top_k, hidden: cfg.hidden, expert_dim: expert_size, shared_dim: shared_size })?),
+            Ffn::Dense { .. } => None,
+        };
+        let dense = match cfg.ffn {
+            Ffn::Dense { size } => size * max_rows,
+            Ffn::Moe { .. } => 1,
+        };
+        self.prep = Some(Prepared {
+            cfg: cfg.clone(),
+            max_rows,
+            positions: s.alloc_zeros(2 * max_rows + 1)?,
+            base: 0,
+            argmax: ArgmaxScratch::new(&self.gpu, cfg.vocab)?,
+            moe,
+            attn,
+            splits,
+            attn_scratch: s.alloc_zeros(attn.scratch_len(MAX_T, splits))?,
+            q: s.alloc_zeros(max_rows * qw)?,
+            gate: s.alloc_zeros(max_rows * qw)?,
+            q_rot: s.alloc_zeros(MAX_T * qw)?,
+            ffn_gate: s.alloc_zeros(dense)?,
+            ffn_up: s.alloc_zeros(dense)?,
+        });
+        self.set_positions(0);
+        self.take_error()
+    }
+
+    fn alloc(&mut self, len: usize) -> Result<CudaBuf> {
+        Ok(CudaBuf::F32(self.gpu.stream.alloc_zeros(len.max(1)).with_context(|| format!("allocating {len} fp32 values on the GPU"))?))
+    }
+
+    fn alloc_tokens(&mut self, len: usize) -> Result<CudaSlice<i32>> {
+        Ok(self.gpu.stream.alloc_zeros(len.max(1))?)
+    }
+
+    fn alloc_pool(&mut self, bytes: usize) -> Result<CudaSlice<u8>> {
+        let pool: CudaSlice<u8> = self.gpu.stream.alloc_zeros(bytes.max(1)).with_context(|| format!("allocating the {bytes} B state pool on the GPU"))?;
+        self.pool = (pool.device_ptr(&self.gpu.stream).0, bytes);
+        Ok(pool)
+    }
+
+    fn upload(&mut self, host: &[f32]) -> Result<CudaBuf> {
+        Ok(CudaBuf::F32(self.gpu.stream.clone_htod(host)?))
+    }
+
+    fn upload_weights(&mut self, host: &[f32]) -> Result<CudaBuf> {
+        Ok(CudaBuf::Bf16(self.gpu.stream.clone_htod(&to_bf16(host))?))
+    }
+
+    fn alloc_cache(&mut self, len: usize) -> Result<CudaBuf> {
+        Ok(CudaBuf::Bf16(self.gpu.stream.alloc_zeros(len.max(1)).with_context(|| format!("allocating a {len}-value KV cache on the GPU"))?))
+    }
+
+    fn alloc_mat(&mut self, rows: usize, cols: usize) -> Result<CudaMat> {
+        let data = self.gpu.stream.alloc_zeros(rows * cols).with_context(|| format!("allocating a {rows}×{cols} bf16 weight matrix on the GPU ({} B)", 2 * rows * cols))?;
+        Ok(CudaMat { rows, cols, data })
+    }
+
+    fn write_mat_rows(&mut self, m: &mut CudaMat, row0: usize, host: &[f32]) -> Result<()> {
+        let at = row0 * m.cols;
+        ensure!(at + host.len() <= m.data.len(), "writing {} values at row {row0} of a {}×{} matrix", host.len(), m.rows, m.cols);
+        self.gpu.stream.memcpy_htod(&to_bf16(host), &mut m.data.slice_mut(at..at + host.len()))?;
+        Ok(())
+    }
+
+    fn fill_mat_synthetic(&mut self, m: &mut CudaMat, row0: usize, rows: usize, seed: u64, key: u64, init: Init) -> Result<()> {
+        let cols = m.cols;
+        ensure!((row0 + rows) * cols <= m.data.len(), "filling rows {row0}..{} of a {}×{cols} matrix", row0 + rows, m.rows);
+        let mut part = m.data.slice_mut(row0 * cols..(row0 + rows) * cols);
+        self.gpu.fill_synthetic(&mut part, seed, key, init.offset, init.scale)?;
+        if init.identity != 0.0 {
+            let w = super::args::output("synthetic weights", &mut part, 0, &self.gpu.stream)?;
+            let cfg = LaunchConfig { grid_dim: (rows.min(cols).div_ceil(256).max(1) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            launch!(self.gpu, "synthetic_add_identity", cfg, &w, &dim("rows", rows)?, &dim("cols", cols)?, &init.identity);
+        }
+        Ok(())
+    }
+
+    fn read_buf(&mut self, src: &CudaBuf, len: usize) -> Vec<f32> {
+        let r = (|| -> Result<Vec<f32>> {
+            self.gpu.synchronize()?;
+            Ok(match src {
+                CudaBuf::F32(s) => self.gpu.stream.clone_dtoh(&s.slice(..len))?,
+                CudaBuf::Bf16(s) => self.gpu.stream.clone_dtoh(&s.slice(..len))?.iter().map(|v| v.to_f32()).collect(),
+            })
+        })();
+        r.unwrap_or_else(|e| {
+            self.error.get_or_insert(e.context("reading a buffer back"));
+            vec![f32::NAN; len]
+        })
+    }
+
+    fn take_error(&mut self) -> Result<()> {
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn set_positions(&mut self, base: usize) {
+        self.op(|| "set_positions".into(), 0, |b| {
+            let p = b.prep.as_mut().context("prepare() first")?;
+            let host: Vec<i32> = (0..=2 * p.max_rows).map(|j| base as i32 - p.max_rows as i32 + j as i32).collect();
+            b.gpu.stream.memcpy_htod(&host, &mut p.positions)?;
+            p.base = base;
+            Ok(())
+        });
+    }
+
+    fn round<M>(m: &mut M, backend: fn(&mut M) -> &mut Self, key: RoundKey, body: impl FnOnce(&mut M)) {
+        let b = backend(m);
+        if !b.use_graphs || b.error.is_some() {
+            return body(m);
+        }
+        if let Some(&i) = b.graph_of.get(&key) {
+            if let Err(e) = b.graphs[i].launch() {
+                b.error = Some(anyhow::Error::from(e).context(format!("launching the graph of round {key:?}")));
+            }
+            return;
+        }
+        if let Err(e) = Self::capture(m, backend, key, body) {
+            backend(m).error.get_or_insert(e);
+        }
+    }
+
+    fn clear_pool(&mut self, pool: &mut CudaSlice<u8>) {
+        self.op(|| "clear_pool".into(), 0, |b| Ok(b.gpu.stream.memset_zeros(pool)?));
+    }
+
+    fn write_tokens(&mut self, dst: &mut CudaSlice<i32>, at: usize, host: &[u32]) {
+        self.op(|| "write_tokens".into(), 0, |b| {
+            let ids: Vec<i32> = host.iter().map(|&v| v as i32).collect();
+            Ok(b.gpu.stream.memcpy_htod(&ids, &mut dst.slice_mut(at..at + host.len()))?)
+        });
+    }
+
+    fn read_tokens(&mut self, src: &CudaSlice<i32>, at: usize, host: &mut [u32]) {
+        let r = (|| -> Result<()> {
+            let mut ids = vec![0i32; host.len()];
+            self.gpu.stream.memcpy_dtoh(&src.slice(at..at + host.len()), &mut ids)?;
+            self.gpu.synchronize()?;
+            host.iter_mut().zip(ids).for_each(|(h, v)| *h = v as u32);
+            self.collect_profile()
+        })();
+        if let Err(e) = r {
+            self.error.get_or_insert(e.context("reading token ids back"));
+        }
+    }
+
+    fn copy_rows(&mut self, src: &CudaBuf, src_row: usize, dst: &mut CudaBuf, dst_row: usize, rows: usize, width: usize) {
+        self.op(|| "copy_rows".into(), 0, |b| {
+            let s = src.f32()?.slice(src_row * width..(src_row + rows) * width);
+            Ok(b.gpu.stream.memcpy_dtod(&s, &mut dst.f32_mut()?.slice_mut(dst_row * width..(dst_row + rows) * width))?)
+        });
+    }
+
+    fn embed(&mut self, table: &CudaMat, tok: &CudaSlice<i32>, at: usize, t: usize, out: &mut CudaBuf) {
+        self.op(|| "embed".into(), (t * table.cols * 2) as u64, |b| b.gpu.embed(&table.data, &tok.slice(at..at + t), out.f32_mut()?, t, table.rows, table.cols));
+    }
+
+    fn rms_norm(&mut self, x: &CudaBuf, w: &CudaBuf, t: usize, width: usize, eps: f32, out: &mut CudaBuf) {
+        self.op(|| "rms_norm".into(), 0, |b| b.gpu.rmsnorm(x.f32()?, w.bf16()?, out.f32_mut()?, t, width, eps));
+    }
+
+    fn matmul(&mut self, w: &CudaMat, x: &CudaBuf, t: usize, out: &mut CudaBuf) {
+        let label = || format!("{} {}x{}", if t <= MAX_T { "gemv" } else { "gemm" }, w.rows, w.cols);
+        self.op(label, (w.rows * w.cols * 2) as u64, |b| b.gpu.project(x.f32()?, &w.data, out.f32_mut()?, w.rows, w.cols, t, false));
+    }
+
+    fn matmul_add(&mut self, w: &CudaMat, x: &CudaBuf, t: usize, acc: &mut CudaBuf) {
+        let label = || format!("{} {}x{} +=", if t <= MAX_T { "gemv" } else { "gemm" }, w.rows, w.cols);
+        self.op(label, (w.rows * w.cols * 2) as u64, |b| b.gpu.project(x.f32()?, &w.data, acc.f32_mut()?, w.rows, w.cols, t, true));
+    }
+
+    fn concat(&mut self, a: &CudaBuf, bb: &CudaBuf, t: usize, wa: usize, wb: usize, out: &mut CudaBuf) {
+        self.op(|| "concat".into(), 0, |b| {
+            let s = &b.gpu.stream;
+            let (a, bp) = (super::args::input("concat a", a.f32()?, t * wa, s)?, super::args::input("concat b", bb.f32()?, t * wb, s)?);
+            let o = super::args::output("concat output", out.f32_mut()?, t * (wa + wb), s)?;
+            let cfg = LaunchConfig { grid_dim: ((wa + wb).div_ceil(256) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            launch!(b.gpu, "concat_rows", cfg, &a, &bp, &o, &dim("width a", wa)?, &dim("width b", wb)?);
+            Ok(())
+        });
+    }
+
+    fn gdn_conv(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, x: &CudaBuf, t: usize, out: &mut CudaBuf) {
+        let c = cfg.conv_channels();
+        self.op(|| "gdn_conv".into(), (2 * cfg.conv_slot_bytes()) as u64, |b| {
+            let s = &b.gpu.stream;
+            let base = super::args::output("state pool", pool, 0, s)?;
+            let xp = super::args::input("gdn conv input", x.f32()?, t * c, s)?;
+            let wp = super::args::input("gdn conv weight", w.conv.bf16()?, 4 * c, s)?;
+            let op = super::args::output("gdn conv output", out.f32_mut()?, t * c, s)?;
+            b.gpu.gdn_conv_at(xp, wp, base + slots.src as u64, base + slots.dst as u64, op, t, c)
+        });
+    }
+
+    fn gdn_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, qkv: &CudaBuf, bb: &CudaBuf, a: &CudaBuf, t: usize, out: &mut CudaBuf) {
+        let shape = GdnShape { hk: cfg.gdn_key_heads, hv: cfg.gdn_value_heads };
+        self.op(|| "gdn_recurrence".into(), (2 * cfg.rec_slot_bytes()) as u64, |b| {
+            let s = &b.gpu.stream;
+            let base = super::args::output("state pool", pool, 0, s)?;
+            let inputs = [
+                super::args::input("gdn qkv", qkv.f32()?, t * shape.conv_channels(), s)?,
+                super::args::input("gdn b", bb.f32()?, t * shape.hv, s)?,
+                super::args::input("gdn a", a.f32()?, t * shape.hv, s)?,
+                super::args::input("gdn A_log", w.a_log.bf16()?, shape.hv, s)?,
+                super::args::input("gdn dt_bias", w.dt_bias.bf16()?, shape.hv, s)?,
+            ];
+            let o = super::args::output("gdn output", out.f32_mut()?, t * shape.hv * HEAD_DIM, s)?;
+            b.gpu.gdn_step_at(inputs, base + slots.src as u64, base + slots.dst as u64, o, t, shape)
+        });
+    }
+
+    fn gated_norm(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, o: &CudaBuf, z: &CudaBuf, t: usize, out: &mut CudaBuf) {
+        let (hv, dv, eps) = (cfg.gdn_value_heads, cfg.gdn_value_dim, cfg.rms_eps as f32);
+        self.op(|| "gated_norm".into(), 0, |b| b.gpu.rmsnorm_gated(o.f32()?, z.f32()?, w.norm.bf16()?, out.f32_mut()?, t * hv, dv, eps));
+    }
+
+    fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, _rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) {
+        // Keys and values read: the live context at the last position, both caches.
+        let bytes = 2 * (pos0 + t) * cfg.attn_kv_heads * cfg.attn_head_dim * 2;
+        self.op(|| "attention".into(), bytes as u64, |b| b.attention_groups(w, qg, k, v, cache, pos0, t, out));
+    }
+
+    fn ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &CudaBuf, t: usize, acc: &mut CudaBuf) {
+        let h = cfg.hidden;
+        match w {
+            FfnWeights::Moe { top_k, .. } => {
+                let Ffn::Moe { experts, expert_size, shared_size, .. } = cfg.ffn else { return };
+                // Router, the routed experts of one position and the shared expert.
+                let bytes = 2 * h * (experts + 1 + 3 * (top_k * expert_size + shared_size));
+                self.op(|| "moe".into(), bytes as u64, |b| b.moe_add(w, x, t, acc));
+            }
+            FfnWeights::Dense(mlp) => {
+                let bytes = 3 * mlp.gate.rows * mlp.gate.cols * 2;
+                self.op(|| "dense ffn".into(), bytes as u64, |b| b.dense_add(w, x, t, acc));
+            }
+        }
+    }
+
+    fn lm_head_argmax(&mut self, head: &CudaMat, x: &CudaBuf, row0: usize, rows: usize, out: &mut CudaSlice<i32>, at: usize) {
+        let (v, h) = (head.rows, head.cols);
+        self.op(|| "lm_head_argmax".into(), (v * h * 2) as u64, |b| {
+            let p = b.prep.as_mut().context("prepare() first")?;
+            let x = x.f32()?.slice(row0 * h..(row0 + rows) * h);
+            b.gpu.lm_head_argmax(&head.data, &x, &mut p.argmax, &mut out.slice_mut(at..at + rows), v, h, rows)
+        });
+    }
+
+    /// The software prefetch arms are CPU arms: the GPU path has none and reports `off`.
+    fn prefetch_state(&mut self, _pool: &CudaSlice<u8>, _offset: usize, _bytes: usize, _mode: Prefetch) {}
+
+    fn prefetch_counts(&self) -> PrefetchCounts {
+        PrefetchCounts::default()
+    }
+}
+

@@ -1,0 +1,249 @@
+//! The CUDA backend against the CPU backend on the same synthetic weights (per block and end
+//! to end, several seeds), speculative = plain greedy on the GPU, graph replay = eager.
+//! Without a CUDA device every test prints one `skipped:` line.
+
+use engine::arms::Arm;
+use engine::backend::{Backend, KvCache, SlotPair};
+use engine::config::{Ffn, ModelConfig};
+use engine::cpu::CpuBackend;
+use engine::cuda::CudaBackend;
+use engine::model::Model;
+use engine::synthetic::{key, synthetic_value};
+use engine::weights::{Mixer, WeightSource, Weights};
+
+/// A small model in the shapes the CUDA kernels take (128-wide GDN heads).
+fn cfg() -> ModelConfig {
+    let mut c = ModelConfig::preset("small").unwrap();
+    c.name = "small-gpu".into();
+    c.vocab = 4096;
+    c.layers = 4;
+    (c.gdn_key_heads, c.gdn_value_heads, c.gdn_key_dim, c.gdn_value_dim) = (2, 4, 128, 128);
+    (c.attn_heads, c.attn_kv_heads, c.attn_head_dim) = (8, 2, 64);
+    c.ffn = Ffn::Moe { experts: 16, top_k: 4, expert_size: 64, shared_size: 64 };
+    c.max_context = 512;
+    c.validate().unwrap();
+    c
+}
+
+fn cuda(graphs: bool) -> Option<CudaBackend> {
+    match CudaBackend::new(0, graphs) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            println!("skipped: {e:#}");
+            None
+        }
+    }
+}
+
+fn rand(tag: &str, n: usize, scale: f32) -> Vec<f32> {
+    (0..n).map(|i| synthetic_value(7, key(tag), i as u64, scale, 0.0)).collect()
+}
+
+/// max |a − b| / max |b|, printed and returned.
+fn rel_err(what: &str, gpu: &[f32], cpu: &[f32]) -> f64 {
+    assert_eq!(gpu.len(), cpu.len());
+    let diff = gpu.iter().zip(cpu).map(|(a, b)| (*a as f64 - *b as f64).abs()).fold(0.0, f64::max);
+    let scale = cpu.iter().map(|b| (*b as f64).abs()).fold(0.0, f64::max);
+    assert!(gpu.iter().all(|v| v.is_finite()), "{what}: non-finite GPU output");
+    let e = diff / scale.max(1e-30);
+    println!("{what}: relative error {e:.3e} (max |ref| {scale:.3})");
+    e
+}
+
+/// Both backends with the same weights, an input buffer uploaded to each.
+struct Pair {
+    c: ModelConfig,
+    cpu: CpuBackend,
+    gpu: CudaBackend,
+    wc: Weights<CpuBackend>,
+    wg: Weights<CudaBackend>,
+}
+
+impl Pair {
+    fn new(seed: u64, gpu: CudaBackend) -> Self {
+        let c = cfg();
+        let (mut cpu, mut gpu) = (CpuBackend::new(), gpu);
+        cpu.prepare(&c, 8).unwrap();
+        gpu.prepare(&c, 8).unwrap();
+        let src = WeightSource::Synthetic { seed };
+        let wc = Weights::load(&c, &src, &mut cpu).unwrap();
+        let wg = Weights::load(&c, &src, &mut gpu).unwrap();
+        gpu.take_error().unwrap();
+        Pair { c, cpu, gpu, wc, wg }
+    }
+
+}
+
+/// A test input on the host and its copy on the GPU.
+fn input(gpu: &mut CudaBackend, tag: &str, n: usize, scale: f32) -> (Vec<f32>, engine::cuda::CudaBuf) {
+    let v = rand(tag, n, scale);
+    let g = gpu.upload(&v).unwrap();
+    (v, g)
+}
+
+#[test]
+fn every_block_matches_the_cpu_backend() {
+    for seed in [0, 1, 2] {
+        let Some(gpu) = cuda(false) else { return };
+        let mut p = Pair::new(seed, gpu);
+        let c = p.c.clone();
+        let (h, t) = (c.hidden, 3);
+        let tag = |s: &str| format!("seed {seed} {s}");
+        // Synthetic weights are generated on the device bit for bit as on the host.
+        let lm = p.gpu.read_buf(&engine::cuda::CudaBuf::Bf16(p.wg.lm_head.data.clone()), 64 * h);
+        assert_eq!(lm, p.wc.lm_head.data[..64 * h], "LM head weights differ");
+        let fc = p.gpu.read_buf(&engine::cuda::CudaBuf::Bf16(p.wg.mtp.fc.data.clone()), 8 * 2 * h);
+        assert_eq!(fc, p.wc.mtp.fc.data[..8 * 2 * h], "MTP fc (identity term) differs");
+
+        let (x, xg) = input(&mut p.gpu, "x", t * h, 2.0);
+        let mut out_c = vec![0.0; t * h];
+        let mut out_g = p.gpu.alloc(t * h).unwrap();
+        p.cpu.rms_norm(&x, &p.wc.norm, t, h, 1e-6, &mut out_c);
+        p.gpu.rms_norm(&xg, &p.wg.norm, t, h, 1e-6, &mut out_g);
+        assert!(rel_err(&tag("rms_norm"), &p.gpu.read_buf(&out_g, t * h), &out_c) < 1e-5);
+
+        // Layer 0 (GDN): projections, conv, recurrence over two calls, gated norm.
+        let (Mixer::Gdn(gc), Mixer::Gdn(gg)) = (&p.wc.layers[0].mixer, &p.wg.layers[0].mixer) else { panic!("layer 0 is GDN") };
+        let ch = c.conv_channels();
+        let (mut qkv_c, mut qkv_g) = (vec![0.0; t * ch], p.gpu.alloc(t * ch).unwrap());
+        p.cpu.matmul(&gc.qkv, &x, t, &mut qkv_c);
+        p.gpu.matmul(&gg.qkv, &xg, t, &mut qkv_g);
+        assert!(rel_err(&tag("matmul qkv"), &p.gpu.read_buf(&qkv_g, t * ch), &qkv_c) < 1e-5);
+        let hv = c.gdn_value_heads;
+        let (ba, bag) = input(&mut p.gpu, "ba", t * hv, 2.0);
+        let pool_bytes = 2 * (c.conv_slot_bytes() + c.rec_slot_bytes());
+        let (mut pool_c, mut pool_g) = (p.cpu.alloc_pool(pool_bytes).unwrap(), p.gpu.alloc_pool(pool_bytes).unwrap());
+        let conv = SlotPair { src: 0, dst: c.conv_slot_bytes() };
+        let rec = SlotPair { src: 2 * c.conv_slot_bytes(), dst: 2 * c.conv_slot_bytes() + c.rec_slot_bytes() };
+        let (mut cv_c, mut cv_g) = (vec![0.0; t * ch], p.gpu.alloc(t * ch).unwrap());
+        let (mut o_c, mut o_g) = (vec![0.0; t * hv * 128], p.gpu.alloc(t * hv * 128).unwrap());
+        for call in 0..2 {
+            // The second call reads the slots the first wrote.
+            let (cs, rs) = if call == 0 { (conv, rec) } else { (SlotPair { src: conv.dst, dst: conv.dst }, SlotPair { src: rec.dst, dst: rec.dst }) };
+            p.cpu.gdn_conv(&c, gc, &mut pool_c, cs, &qkv_c, t, &mut cv_c);
+            p.gpu.gdn_conv(&c, gg, &mut pool_g, cs, &qkv_g, t, &mut cv_g);
+            p.cpu.gdn_recurrence(&c, gc, &mut pool_c, rs, &cv_c, &ba, &ba, t, &mut o_c);
+            p.gpu.gdn_recurrence(&c, gg, &mut pool_g, rs, &cv_g, &bag, &bag, t, &mut o_g);
+        }
+        // The GPU conv rounds the newest input to bf16 as it enters the window, the CPU only
+        // when it becomes history: the two differ by bf16 rounding (~2^-9).
+        assert!(rel_err(&tag("gdn_conv"), &p.gpu.read_buf(&cv_g, t * ch), &cv_c) < 4e-3);
+        assert!(rel_err(&tag("gdn_recurrence"), &p.gpu.read_buf(&o_g, t * hv * 128), &o_c) < 1e-2);
+        let (z, zg) = input(&mut p.gpu, "z", t * hv * 128, 2.0);
+        let (mut n_c, mut n_g) = (vec![0.0; t * hv * 128], p.gpu.alloc(t * hv * 128).unwrap());
+        p.cpu.gated_norm(&c, gc, &o_c, &z, t, &mut n_c);
+        p.gpu.gated_norm(&c, gg, &o_g, &zg, t, &mut n_g);
+        assert!(rel_err(&tag("gated_norm"), &p.gpu.read_buf(&n_g, t * hv * 128), &n_c) < 1e-2);
+
+        // Layer 3 (attention): two calls, the second attending to the first's cache entries.
+        let (Mixer::Attn(ac), Mixer::Attn(ag)) = (&p.wc.layers[3].mixer, &p.wg.layers[3].mixer) else { panic!("layer 3 is attention") };
+        let (hq, d, kvw) = (c.attn_heads, c.attn_head_dim, c.attn_kv_heads * c.attn_head_dim);
+        let (qg, qgg) = input(&mut p.gpu, "qg", t * 2 * hq * d, 2.0);
+        let (k, kg) = input(&mut p.gpu, "k", t * kvw, 2.0);
+        let (v, vg) = input(&mut p.gpu, "v", t * kvw, 2.0);
+        let mut cache_c = KvCache { k: p.cpu.alloc_cache(c.max_context * kvw).unwrap(), v: p.cpu.alloc_cache(c.max_context * kvw).unwrap() };
+        let mut cache_g = KvCache { k: p.gpu.alloc_cache(c.max_context * kvw).unwrap(), v: p.gpu.alloc_cache(c.max_context * kvw).unwrap() };
+        let rope_c = rope_table(&c);
+        // The GPU kernels compute the rotary angles themselves.
+        let rope_g = p.gpu.upload(&[0.0]).unwrap();
+        let (mut at_c, mut at_g) = (vec![0.0; t * hq * d], p.gpu.alloc(t * hq * d).unwrap());
+        for pos0 in [0, t] {
+            p.gpu.set_positions(pos0);
+            p.cpu.attention(&c, ac, &rope_c, &qg, &k, &v, &mut cache_c, pos0, t, &mut at_c);
+            p.gpu.attention(&c, ag, &rope_g, &qgg, &kg, &vg, &mut cache_g, pos0, t, &mut at_g);
+        }
+        assert!(rel_err(&tag("attention"), &p.gpu.read_buf(&at_g, t * hq * d), &at_c) < 2e-2);
+
+        // MoE added onto a residual stream.
+        let (mut acc_c, mut acc_g) = (x.clone(), xg);
+        p.cpu.ffn_add(&c, &p.wc.layers[0].ffn, &out_c, t, &mut acc_c);
+        p.gpu.ffn_add(&c, &p.wg.layers[0].ffn, &out_g, t, &mut acc_g);
+        assert!(rel_err(&tag("moe"), &p.gpu.read_buf(&acc_g, t * h), &acc_c) < 1e-4);
+
+        // LM head argmax and the embedding.
+        let (mut tok_c, mut tok_g) = (p.cpu.alloc_tokens(t).unwrap(), p.gpu.alloc_tokens(t).unwrap());
+        p.cpu.lm_head_argmax(&p.wc.lm_head, &out_c, 0, t, &mut tok_c, 0);
+        p.gpu.lm_head_argmax(&p.wg.lm_head, &out_g, 0, t, &mut tok_g, 0);
+        let mut got = vec![0u32; t];
+        p.gpu.read_tokens(&tok_g, 0, &mut got);
+        assert_eq!(got, tok_c, "seed {seed}: LM head argmax");
+        let (mut e_c, mut e_g) = (vec![0.0; t * h], p.gpu.alloc(t * h).unwrap());
+        p.cpu.embed(&p.wc.embed, &tok_c, 0, t, &mut e_c);
+        p.gpu.embed(&p.wg.embed, &tok_g, 0, t, &mut e_g);
+        assert_eq!(p.gpu.read_buf(&e_g, t * h), e_c, "seed {seed}: embedding rows");
+        p.gpu.take_error().unwrap();
+    }
+}
+
+/// The CPU model's rotary table (cos then sin per position).
+fn rope_table(c: &ModelConfig) -> Vec<f32> {
+    let rd = c.rotary_dim();
+    let mut t = vec![0.0f32; c.max_context * rd];
+    for p in 0..c.max_context {
+        for j in 0..rd / 2 {
+            let ang = p as f64 * c.rope_theta.powf(-2.0 * j as f64 / rd as f64);
+            t[p * rd + j] = ang.cos() as f32;
+            t[p * rd + rd / 2 + j] = ang.sin() as f32;
+        }
+    }
+    t
+}
+
+fn generate<B: Backend>(m: &mut Model<B>, prompt: &[u32], n_gen: usize, k: Option<usize>) -> (Vec<u32>, engine::decode::SpecStats) {
+    let first = m.prefill(prompt, 16, k.is_some());
+    let mut out = vec![first];
+    let stats = match k {
+        Some(k) => m.decode_spec(first, n_gen, k, &mut out),
+        None => {
+            m.decode_plain(first, n_gen, &mut out);
+            Default::default()
+        }
+    };
+    m.backend.take_error().unwrap();
+    (out, stats)
+}
+
+#[test]
+fn end_to_end_hidden_states_and_tokens_match_the_cpu() {
+    for seed in [0, 3] {
+        let Some(gpu) = cuda(true) else { return };
+        let c = cfg();
+        let src = WeightSource::Synthetic { seed };
+        let mut mc = Model::new(c.clone(), &src, Arm::default(), CpuBackend::new(), 16).unwrap();
+        let mut mg = Model::new(c.clone(), &src, Arm::default(), gpu, 16).unwrap();
+        let prompt = engine::bench::prompts(seed, 1, 40, c.vocab).remove(0);
+        let (fc, fg) = (mc.prefill(&prompt, 16, false), mg.prefill(&prompt, 16, false));
+        let (hc, hg) = (mc.hidden(8), mg.hidden(8));
+        assert!(rel_err(&format!("seed {seed} final hidden after a 40-token prefill"), &hg, &hc) < 3e-2);
+        assert_eq!(fg, fc, "seed {seed}: first token");
+        let (tc, _) = generate(&mut mc, &prompt, 24, None);
+        let (tg, _) = generate(&mut mg, &prompt, 24, None);
+        let same = tc.iter().zip(&tg).take_while(|(a, b)| a == b).count();
+        println!("seed {seed}: GPU and CPU agree on the first {same} of {} tokens", tc.len());
+        assert!(same >= 8, "seed {seed}: cpu {tc:?}\ngpu {tg:?}");
+    }
+}
+
+#[test]
+fn speculative_equals_plain_and_graphs_equal_eager() {
+    for seed in [0, 1] {
+        let (Some(graphs), Some(eager)) = (cuda(true), cuda(false)) else { return };
+        let src = WeightSource::Synthetic { seed };
+        let mut mg = Model::new(cfg(), &src, Arm::default(), graphs, 16).unwrap();
+        let mut me = Model::new(cfg(), &src, Arm::default(), eager, 16).unwrap();
+        let prompt = engine::bench::prompts(seed, 1, 37, cfg().vocab).remove(0);
+        let (plain, _) = generate(&mut mg, &prompt, 48, None);
+        let distinct: std::collections::BTreeSet<_> = plain.iter().collect();
+        assert!(distinct.len() > 5, "seed {seed}: degenerate output {plain:?}");
+        assert_eq!(generate(&mut me, &prompt, 48, None).0, plain, "seed {seed}: eager plain decode differs from graph replay");
+        for k in [1, 3, 5] {
+            let (spec, st) = generate(&mut mg, &prompt, 48, Some(k));
+            assert_eq!(spec, plain, "seed {seed}, K = {k}: {st:?}");
+            let (spec_e, st_e) = generate(&mut me, &prompt, 48, Some(k));
+            assert_eq!((spec_e, st_e), (spec, st), "seed {seed}, K = {k}: eager speculative differs from graph replay");
+            println!("seed {seed} K={k}: {} rounds, acceptance {:.3}", st.rounds, st.acceptance_rate());
+        }
+        assert!(!mg.backend.graphs().is_empty(), "rounds were captured as graphs");
+        assert!(me.backend.graphs().is_empty(), "--no-cuda-graph captures nothing");
+    }
+}
