@@ -149,3 +149,156 @@ extern "C" __global__ void __launch_bounds__(256) moe_down(
         *dst = accumulate ? *dst + total : total;
     }
 }
+
+// ---- Prefill: a chunk of T positions with the experts' work grouped by expert ----
+// Each expert's weights are read once per chunk (instead of once per position) by tiles of 64
+// assignments x 64 output rows; an assignment a = t*k + j is position t's j-th expert.
+
+#define MAX_EXPERTS 512
+#define GT 64
+#define GK 32
+
+// One block of 1024 threads: list[offsets[e] .. offsets[e+1]) are the assignments routed to
+// expert e (in no particular order: each output is one thread's dot product either way).
+extern "C" __global__ void __launch_bounds__(1024) moe_group(const int* __restrict__ idx, int n, int E,
+                                                            int* __restrict__ offsets,
+                                                            int* __restrict__ list) {
+    __shared__ int count[MAX_EXPERTS];
+    __shared__ int cursor[MAX_EXPERTS];
+    for (int e = threadIdx.x; e < E; e += blockDim.x) count[e] = 0;
+    __syncthreads();
+    for (int a = threadIdx.x; a < n; a += blockDim.x) atomicAdd(&count[idx[a]], 1);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int s = 0;
+        for (int e = 0; e < E; ++e) {
+            cursor[e] = s;
+            offsets[e] = s;
+            s += count[e];
+        }
+        offsets[E] = s;
+    }
+    __syncthreads();
+    for (int a = threadIdx.x; a < n; a += blockDim.x) list[atomicAdd(&cursor[idx[a]], 1)] = a;
+}
+
+// acc[w][i][j] = sum_k X[xrow[ty + 16i]][k] * Ww[n0 + tx + 16j][k] for a 64x64 tile (256
+// threads, 4x4 outputs each); rows of the tile past m read zeros.
+template <int NW>
+__device__ __forceinline__ void group_tile(const float* __restrict__ X, const int* xrow, int m,
+                                           const bf16* __restrict__ W0, const bf16* __restrict__ W1,
+                                           int K, int n0, int N, float (&acc)[NW][4][4]) {
+    __shared__ float xs[GK][GT + 1];
+    __shared__ float ws[NW][GK][GT + 1];
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    for (int k0 = 0; k0 < K; k0 += GK) {
+        for (int e = threadIdx.x; e < GT * GK; e += 256) {
+            const int r = e / GK, c = e % GK, k = k0 + c;
+            const bool kin = k < K;
+            xs[c][r] = (r < m && kin) ? X[(size_t)xrow[r] * K + k] : 0.0f;
+            const bool nin = n0 + r < N && kin;
+            ws[0][c][r] = nin ? __bfloat162float(W0[(size_t)(n0 + r) * K + k]) : 0.0f;
+            if (NW == 2) ws[NW - 1][c][r] = nin ? __bfloat162float(W1[(size_t)(n0 + r) * K + k]) : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll 8
+        for (int c = 0; c < GK; ++c) {
+            float a[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) a[i] = xs[c][ty + 16 * i];
+#pragma unroll
+            for (int w = 0; w < NW; ++w)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const float b = ws[w][c][tx + 16 * j];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) acc[w][i][j] = fmaf(a[i], b, acc[w][i][j]);
+                }
+        }
+        __syncthreads();
+    }
+}
+
+// Loads the next tile's assignments (list[p0 ..], m of them) into `arow` and their rows of X.
+__device__ __forceinline__ void load_tile_rows(const int* __restrict__ list, int p0, int m, int xdiv,
+                                               int* arow, int* xrow) {
+    __syncthreads();
+    if (threadIdx.x < GT) {
+        const int a = threadIdx.x < m ? list[p0 + threadIdx.x] : 0;
+        arow[threadIdx.x] = a;
+        xrow[threadIdx.x] = a / xdiv;
+    }
+    __syncthreads();
+}
+
+// act[a][I] = silu(Wg[e] x[a/k]) * (Wu[e] x[a/k]) for every assignment a of expert e.
+// Grid (ceil(I/64), E), 256 threads.
+extern "C" __global__ void __launch_bounds__(256) moe_gate_up_grouped(
+    const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const int* __restrict__ offsets,
+    const int* __restrict__ list, const float* __restrict__ x, float* __restrict__ act, int k, int I,
+    int H) {
+    __shared__ int arow[GT], xrow[GT];
+    const int e = blockIdx.y, n0 = blockIdx.x * GT;
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    const int begin = offsets[e], end = offsets[e + 1];
+    const bf16* g = Wg + (size_t)e * I * H;
+    const bf16* u = Wu + (size_t)e * I * H;
+    for (int p0 = begin; p0 < end; p0 += GT) {
+        const int m = min(GT, end - p0);
+        load_tile_rows(list, p0, m, k, arow, xrow);
+        float acc[2][4][4] = {};
+        group_tile<2>(x, xrow, m, g, u, H, n0, I, acc);
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int r = ty + 16 * i, n = n0 + tx + 16 * j;
+                if (r < m && n < I) act[(size_t)arow[r] * I + n] = silu(acc[0][i][j]) * acc[1][i][j];
+            }
+    }
+}
+
+// out[a][H] = Wd[e] act[a] for every assignment a of expert e. Grid (ceil(H/64), E).
+extern "C" __global__ void __launch_bounds__(256) moe_down_grouped(
+    const bf16* __restrict__ Wd, const int* __restrict__ offsets, const int* __restrict__ list,
+    const float* __restrict__ act, float* __restrict__ out, int I, int H) {
+    __shared__ int arow[GT], xrow[GT];
+    const int e = blockIdx.y, n0 = blockIdx.x * GT;
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    const int begin = offsets[e], end = offsets[e + 1];
+    const bf16* d = Wd + (size_t)e * H * I;
+    for (int p0 = begin; p0 < end; p0 += GT) {
+        const int m = min(GT, end - p0);
+        load_tile_rows(list, p0, m, 1, arow, xrow);
+        float acc[1][4][4] = {};
+        group_tile<1>(act, xrow, m, d, d, I, n0, H, acc);
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int r = ty + 16 * i, n = n0 + tx + 16 * j;
+                if (r < m && n < H) out[(size_t)arow[r] * H + n] = acc[0][i][j];
+            }
+    }
+}
+
+// y[t] (+)= sum_j wts[t][j] out[t*k + j], the slots summed in order. Grid (ceil(H/256), T).
+extern "C" __global__ void moe_combine(const float* __restrict__ out, const float* __restrict__ wts,
+                                       float* __restrict__ y, int k, int H, int accumulate) {
+    const int t = blockIdx.y, h = blockIdx.x * blockDim.x + threadIdx.x;
+    if (h >= H) return;
+    float s = 0.0f;
+    for (int j = 0; j < k; ++j) s = fmaf(wts[(size_t)t * (k + 1) + j], out[((size_t)t * k + j) * H + h], s);
+    float* dst = y + (size_t)t * H + h;
+    *dst = accumulate ? *dst + s : s;
+}
+
+// The shared expert's activation with its sigmoid gate folded in, in place:
+// g[t][i] = wts[t][k] * silu(g[t][i]) * u[t][i]. Grid (ceil(Is/256), T).
+extern "C" __global__ void moe_shared_act(float* __restrict__ g, const float* __restrict__ u,
+                                          const float* __restrict__ wts, int k, int Is) {
+    const int t = blockIdx.y, i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= Is) return;
+    const size_t at = (size_t)t * Is + i;
+    g[at] = wts[(size_t)t * (k + 1) + k] * silu(g[at]) * u[at];
+}

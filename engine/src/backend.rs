@@ -98,6 +98,13 @@ pub trait Backend: Sized {
     fn rms_norm(&mut self, x: &Self::Buf, w: &Self::Buf, t: usize, width: usize, eps: f32, out: &mut Self::Buf);
     /// `out[i] = W · x[i]` for `t` rows (`x` rows of `cols`, `out` rows of `rows`).
     fn matmul(&mut self, w: &Self::Mat, x: &Self::Buf, t: usize, out: &mut Self::Buf);
+    /// `out[i] = W · x[i]` for each `(W, out)` of `outs`: projections of one input, which a
+    /// backend may run as one pass over the concatenated rows.
+    fn matmul_many(&mut self, x: &Self::Buf, t: usize, outs: &mut [(&Self::Mat, &mut Self::Buf)]) {
+        for (w, out) in outs.iter_mut() {
+            self.matmul(w, x, t, out);
+        }
+    }
     /// `acc[i] += W · x[i]` for `t` rows: a projection into the residual stream.
     fn matmul_add(&mut self, w: &Self::Mat, x: &Self::Buf, t: usize, acc: &mut Self::Buf);
     /// `out[i] = a[i] ‖ b[i]` (the MTP fc input), rows of `wa` and `wb`.

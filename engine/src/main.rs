@@ -57,7 +57,7 @@ struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 1)]
     warmup: usize,
     /// Prompt positions per prefill pass.
-    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=8192))]
     prefill_chunk: u64,
     /// Speculative decoding with the MTP draft layer (omit for plain greedy decode).
     #[arg(long, value_enum)]

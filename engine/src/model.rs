@@ -290,18 +290,13 @@ fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: Mi
                 Some(st) => (&mut st.x, &mut st.b, &mut st.a),
                 None => (&mut s.qkv, &mut s.b, &mut s.a),
             };
-            b.matmul(&w.qkv, &s.xn, t, x);
-            b.matmul(&w.z, &s.xn, t, &mut s.z);
-            b.matmul(&w.b, &s.xn, t, bb);
-            b.matmul(&w.a, &s.xn, t, aa);
+            b.matmul_many(&s.xn, t, &mut [(&w.qkv, &mut *x), (&w.z, &mut s.z), (&w.b, &mut *bb), (&w.a, &mut *aa)]);
             gdn_core(b, cfg, pool, w, (conv, rec), (x, bb, aa), t, (&mut s.conv, &mut s.o));
             b.gated_norm(cfg, w, &s.o, &s.z, t, &mut s.on);
             b.matmul_add(&w.out, &s.on, t, &mut s.x);
         }
         (Mixer::Attn(w), MixerIo::Attn { cache }) => {
-            b.matmul(&w.q, &s.xn, t, &mut s.qg);
-            b.matmul(&w.k, &s.xn, t, &mut s.k);
-            b.matmul(&w.v, &s.xn, t, &mut s.v);
+            b.matmul_many(&s.xn, t, &mut [(&w.q, &mut s.qg), (&w.k, &mut s.k), (&w.v, &mut s.v)]);
             b.attention(cfg, w, rope, &s.qg, &s.k, &s.v, cache, pos0, t, &mut s.att);
             b.matmul_add(&w.o, &s.att, t, &mut s.x);
         }

@@ -18,7 +18,7 @@ use super::args::{dim, MAX_T};
 use super::attention::{AttnShape, MAX_SPLITS};
 use super::gdn::{GdnShape, HEAD_DIM};
 use super::gemv::ArgmaxScratch;
-use super::moe::{MoeScratch, MoeShape, MoeWeights};
+use super::moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
 use super::Gpu;
 use crate::arms::Prefetch;
 use crate::backend::{Backend, KvCache, PrefetchCounts, RoundKey, SlotPair};
@@ -75,6 +75,8 @@ struct Prepared {
     base: usize,
     argmax: ArgmaxScratch,
     moe: Option<MoeScratch>,
+    /// The grouped MoE of prefill chunks of more than [`MAX_T`] positions.
+    moe_prefill: Option<MoePrefillScratch>,
     attn: AttnShape,
     splits: usize,
     attn_scratch: CudaSlice<f32>,
@@ -231,8 +233,12 @@ impl CudaBackend {
             shared_down: &shared.down.data,
             shared_expert_gate: &shared_gate.data,
         };
-        let scratch = p.moe.as_mut().context("MoE scratch")?;
         let (x, acc) = (x.f32()?, acc.f32_mut()?);
+        if t > MAX_T {
+            let scratch = p.moe_prefill.as_mut().context("MoE prefill scratch")?;
+            return self.gpu.moe_prefill(x, &weights, scratch, acc, t, shape, true);
+        }
+        let scratch = p.moe.as_mut().context("MoE scratch")?;
         for r0 in (0..t).step_by(MAX_T) {
             let n = (t - r0).min(MAX_T);
             self.gpu.moe(&x.slice(r0 * h..(r0 + n) * h), &weights, scratch, &mut acc.slice_mut(r0 * h..(r0 + n) * h), n, shape, true)?;
@@ -331,10 +337,12 @@ impl Backend for CudaBackend {
         // same order in a plain step and in a verify pass (speculative = plain, bit for bit).
         let splits = attn.splits(1, self.gpu.info.sm_count).min(MAX_SPLITS);
         let qw = cfg.attn_heads * cfg.attn_head_dim;
-        let moe = match cfg.ffn {
-            Ffn::Moe { experts, top_k, expert_size, shared_size } => Some(MoeScratch::new(&self.gpu, MoeShape { experts, top_k, hidden: cfg.hidden, expert_dim: expert_size, shared_dim: shared_size })?),
+        let moe_shape = match cfg.ffn {
+            Ffn::Moe { experts, top_k, expert_size, shared_size } => Some(MoeShape { experts, top_k, hidden: cfg.hidden, expert_dim: expert_size, shared_dim: shared_size }),
             Ffn::Dense { .. } => None,
         };
+        let moe = moe_shape.map(|shape| MoeScratch::new(&self.gpu, shape)).transpose()?;
+        let moe_prefill = moe_shape.filter(|_| max_rows > MAX_T).map(|shape| MoePrefillScratch::new(&self.gpu, shape, max_rows)).transpose()?;
         let dense = match cfg.ffn {
             Ffn::Dense { size } => size * max_rows,
             Ffn::Moe { .. } => 1,
@@ -346,6 +354,7 @@ impl Backend for CudaBackend {
             base: 0,
             argmax: ArgmaxScratch::new(&self.gpu, cfg.vocab)?,
             moe,
+            moe_prefill,
             attn,
             splits,
             attn_scratch: s.alloc_zeros(attn.scratch_len(MAX_T, splits))?,
@@ -504,6 +513,19 @@ impl Backend for CudaBackend {
     fn matmul_add(&mut self, w: &CudaMat, x: &CudaBuf, t: usize, acc: &mut CudaBuf) {
         let label = || format!("{} {}x{} +=", if t <= MAX_T { "gemv" } else { "gemm" }, w.rows, w.cols);
         self.op(label, (w.rows * w.cols * 2) as u64, |b| b.gpu.project(x.f32()?, &w.data, acc.f32_mut()?, w.rows, w.cols, t, true));
+    }
+
+    fn matmul_many(&mut self, x: &CudaBuf, t: usize, outs: &mut [(&CudaMat, &mut CudaBuf)]) {
+        let Some(cols) = outs.first().map(|(w, _)| w.cols) else { return };
+        if outs.iter().any(|(w, _)| w.cols != cols) {
+            return outs.iter_mut().for_each(|(w, out)| self.matmul(w, x, t, out));
+        }
+        let rows: usize = outs.iter().map(|(w, _)| w.rows).sum();
+        let label = || format!("{} {}x{} fused", if t <= MAX_T { "gemv" } else { "gemm" }, rows, cols);
+        self.op(label, (rows * cols * 2) as u64, |b| {
+            let mut parts = outs.iter_mut().map(|(w, out)| Ok((&w.data, w.rows, out.f32_mut()?))).collect::<Result<Vec<_>>>()?;
+            b.gpu.project_many(x.f32()?, cols, t, &mut parts)
+        });
     }
 
     fn concat(&mut self, a: &CudaBuf, bb: &CudaBuf, t: usize, wa: usize, wb: usize, out: &mut CudaBuf) {

@@ -1,7 +1,7 @@
 //! The GPU: probe, context, stream, device facts and the loaded kernels.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
@@ -34,6 +34,9 @@ pub struct Gpu {
     pub stream: Arc<CudaStream>,
     pub info: DeviceInfo,
     functions: HashMap<String, CudaFunction>,
+    /// cuBLAS and the split activations of the prefill GEMMs, made on first use (decode never
+    /// needs them, and a graph capture never makes them).
+    pub(crate) blas: Mutex<super::gemv::Blas>,
 }
 
 impl Gpu {
@@ -55,7 +58,7 @@ impl Gpu {
             );
         }
         let functions = load_kernels(&ctx)?;
-        Ok(Self { ctx, stream, info, functions })
+        Ok(Self { ctx, stream, info, functions, blas: Mutex::default() })
     }
 
     /// A loaded kernel by its `extern "C"` name.

@@ -1,7 +1,8 @@
-//! Projections (kernels/gemv.cu, kernels/gemm.cu) and the LM head with argmax
-//! (kernels/argmax.cu).
+//! Projections (kernels/gemv.cu; prefill GEMMs through cuBLAS with kernels/gemm.cu) and the
+//! LM head with argmax (kernels/argmax.cu).
 
-use anyhow::{ensure, Result};
+use anyhow::{anyhow, ensure, Context, Result};
+use cudarc::cublas::{result::gemm_ex, sys as blas_sys, CudaBlas};
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig};
 use half::bf16;
 
@@ -34,6 +35,17 @@ fn check_cols(what: &str, cols: usize) -> Result<()> {
     ensure!(cols % 8 == 0 && cols > 0, "{what}: input size {cols} must be a positive multiple of 8 (16-byte weight rows)");
     Ok(())
 }
+
+/// The cuBLAS handle and the bf16 split of the activations of the prefill GEMMs, made on the
+/// first GEMM and grown to the largest chunk.
+#[derive(Default)]
+pub(crate) struct Blas {
+    handle: Option<CudaBlas>,
+    split: Option<CudaSlice<bf16>>,
+}
+
+/// Most projections one fused GEMV launch takes (`gemv_multi_t*`).
+pub const MAX_FUSED: usize = 4;
 
 /// Scratch of the two-pass LM head argmax, sized for a vocabulary and up to [`MAX_T`] positions.
 pub struct ArgmaxScratch {
@@ -69,15 +81,90 @@ impl Gpu {
     }
 
     /// Y = X W^T (+ Y when `accumulate`) for a prefill chunk of any `t`: X [t][cols] fp32,
-    /// W [rows][cols] bf16, Y [t][rows] fp32. Tiled, fp32 accumulate.
+    /// W [rows][cols] bf16, Y [t][rows] fp32. On the tensor cores through cuBLAS: X split into
+    /// three bf16 terms (kernels/gemm.cu), three bf16 GEMMs accumulated in fp32, smallest first.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm(&self, x: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, rows: usize, cols: usize, t: usize, accumulate: bool) -> Result<()> {
         ensure!(t > 0 && rows > 0 && cols > 0, "gemm with an empty dimension (t {t}, rows {rows}, cols {cols})");
-        let x = input("gemm input", x, t * cols, &self.stream)?;
-        let w = input("gemm weight", w, rows * cols, &self.stream)?;
-        let y = output("gemm output", y, t * rows, &self.stream)?;
-        let cfg = LaunchConfig { grid_dim: (rows.div_ceil(64) as u32, t.div_ceil(64) as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "gemm_bf16", cfg, &x, &w, &y, &dim("t", t)?, &dim("rows", rows)?, &dim("cols", cols)?, &i32::from(accumulate));
+        let n = t * cols;
+        let xp = input("gemm input", x, n, &self.stream)?;
+        let wp = input("gemm weight", w, rows * cols, &self.stream)?;
+        let yp = output("gemm output", y, t * rows, &self.stream)?;
+        let mut blas = self.blas.lock().map_err(|_| anyhow!("the cuBLAS state was poisoned by a panic"))?;
+        if blas.handle.is_none() {
+            ensure!(unsafe { blas_sys::is_culib_present() }, "cuBLAS (libcublas.so.13) was not found: add the CUDA toolkit's lib64 (e.g. /usr/local/cuda/lib64) to LD_LIBRARY_PATH");
+            blas.handle = Some(CudaBlas::new(self.stream.clone()).map_err(|e| anyhow!("creating a cuBLAS handle: {e:?}"))?);
+        }
+        if blas.split.as_ref().is_none_or(|s| s.len() < 3 * n) {
+            blas.split = Some(self.stream.alloc_zeros(3 * n).with_context(|| format!("allocating the {t}×{cols} bf16 split of a prefill GEMM input"))?);
+        }
+        let split = output("gemm split input", blas.split.as_mut().expect("allocated above"), 3 * n, &self.stream)?;
+        let cfg = LaunchConfig { grid_dim: (n.div_ceil(256).min(8192) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "split_bf16x3", cfg, &xp, &split, &(n as i64));
+        let handle = *blas.handle.as_ref().expect("created above").handle();
+        let (m, nn, k) = (dim("rows", rows)?, dim("t", t)?, dim("cols", cols)?);
+        let one = 1.0f32;
+        // Column-major view: Y^T [rows][t] = W^T' (W stored [rows][cols]) x X^T [cols][t].
+        for (i, term) in [2u64, 1, 0].into_iter().enumerate() {
+            let beta: f32 = if i == 0 && !accumulate { 0.0 } else { 1.0 };
+            let xs = split + term * (n as u64) * 2;
+            unsafe {
+                gemm_ex(
+                    handle,
+                    blas_sys::cublasOperation_t::CUBLAS_OP_T,
+                    blas_sys::cublasOperation_t::CUBLAS_OP_N,
+                    m,
+                    nn,
+                    k,
+                    (&one as *const f32).cast(),
+                    wp as *const _,
+                    blas_sys::cudaDataType::CUDA_R_16BF,
+                    k,
+                    xs as *const _,
+                    blas_sys::cudaDataType::CUDA_R_16BF,
+                    k,
+                    (&beta as *const f32).cast(),
+                    yp as *mut _,
+                    blas_sys::cudaDataType::CUDA_R_32F,
+                    m,
+                    blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                    blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                )
+            }
+            .map_err(|e| anyhow!("cuBLAS GemmEx {rows}×{cols} over {t} positions: {e:?}"))?;
+        }
+        Ok(())
+    }
+
+    /// Several projections of one input, `ys[i][t] = Ws[i] x[t]`, as one GEMV launch for
+    /// t <= 8 (each weight `[rows_i][cols]`, rows a multiple of 4, at most [`MAX_FUSED`]);
+    /// one projection after another otherwise.
+    pub fn project_many(&self, x: &impl DevicePtr<f32>, cols: usize, t: usize, parts: &mut [(&CudaSlice<bf16>, usize, &mut CudaSlice<f32>)]) -> Result<()> {
+        let fused = t <= MAX_T && cols.is_multiple_of(8) && (1..=MAX_FUSED).contains(&parts.len()) && parts.iter().all(|(_, rows, _)| rows.is_multiple_of(GEMV_ROWS));
+        if !fused {
+            for (w, rows, y) in parts.iter_mut() {
+                self.project(x, *w, *y, *rows, cols, t, false)?;
+            }
+            return Ok(());
+        }
+        positions(t)?;
+        let xp = input("fused gemv input", x, t * cols, &self.stream)?;
+        let (mut ws, mut ys, mut ends) = ([0u64; MAX_FUSED], [0u64; MAX_FUSED], [0i32; MAX_FUSED]);
+        let mut end = 0;
+        for (i, (w, rows, y)) in parts.iter_mut().enumerate() {
+            ws[i] = input("fused gemv weight", *w, *rows * cols, &self.stream)?;
+            ys[i] = output("fused gemv output", *y, t * *rows, &self.stream)?;
+            end += *rows;
+            ends[i] = dim("fused gemv rows", end)?;
+        }
+        for i in parts.len()..MAX_FUSED {
+            (ws[i], ys[i], ends[i]) = (ws[i - 1], ys[i - 1], ends[i - 1]);
+        }
+        let cfg = LaunchConfig { grid_dim: (end.div_ceil(GEMV_ROWS) as u32, 1, 1), block_dim: (threads_for(cols), 1, 1), shared_mem_bytes: 0 };
+        let [w0, w1, w2, w3] = ws;
+        let [y0, y1, y2, y3] = ys;
+        let [e0, e1, e2, e3] = ends;
+        launch!(self, format!("gemv_multi_t{t}"), cfg, &w0, &w1, &w2, &w3, &y0, &y1, &y2, &y3, &e0, &e1, &e2, &e3, &xp, &dim("cols", cols)?);
         Ok(())
     }
 

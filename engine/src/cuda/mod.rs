@@ -41,5 +41,5 @@ pub use backend::{CudaBackend, CudaBuf, CudaMat, ProfileRow};
 pub use device::{driver_present, DeviceInfo, Gpu};
 pub use gdn::GdnShape;
 pub use gemv::GemvInput;
-pub use moe::{MoeScratch, MoeShape, MoeWeights};
+pub use moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
 pub use synthetic::synthetic_key;

@@ -108,3 +108,85 @@ impl Gpu {
         Ok(())
     }
 }
+
+/// Device buffers of a prefill chunk's MoE, grouped by expert, for up to `rows` positions.
+pub struct MoePrefillScratch {
+    rows: usize,
+    logits: CudaSlice<f32>,
+    idx: CudaSlice<i32>,
+    weights: CudaSlice<f32>,
+    /// Per expert: where its assignments start in `list` (E + 1 values).
+    offsets: CudaSlice<i32>,
+    /// Assignment ids `t * top_k + j`, grouped by expert.
+    list: CudaSlice<i32>,
+    /// Routed activations `[t * top_k + j][I]` and outputs `[t * top_k + j][H]`.
+    act: CudaSlice<f32>,
+    out: CudaSlice<f32>,
+    /// The shared expert's gate and up projections `[t][Is]`.
+    shared_gate: CudaSlice<f32>,
+    shared_up: CudaSlice<f32>,
+}
+
+impl MoePrefillScratch {
+    pub fn new(gpu: &Gpu, shape: MoeShape, rows: usize) -> Result<Self> {
+        let (e, k, h, i, is) = (shape.experts, shape.top_k, shape.hidden, shape.expert_dim, shape.shared_dim);
+        let alloc_f = |n: usize| gpu.stream.alloc_zeros::<f32>(n.max(1));
+        let alloc_i = |n: usize| gpu.stream.alloc_zeros::<i32>(n.max(1));
+        Ok(Self {
+            rows,
+            logits: alloc_f(rows * e)?,
+            idx: alloc_i(rows * k)?,
+            weights: alloc_f(rows * (k + 1))?,
+            offsets: alloc_i(e + 1)?,
+            list: alloc_i(rows * k)?,
+            act: alloc_f(rows * k * i)?,
+            out: alloc_f(rows * k * h)?,
+            shared_gate: alloc_f(rows * is)?,
+            shared_up: alloc_f(rows * is)?,
+        })
+    }
+}
+
+impl Gpu {
+    /// The MoE of [`Gpu::moe`] over a prefill chunk of any `t`, each expert's weights read once
+    /// per chunk: router GEMM, routing, assignments grouped by expert, tiled gate‖up and down
+    /// per expert, a weighted sum in slot order, and the shared expert as three GEMMs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_prefill<W: DevicePtr<bf16>>(&self, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoePrefillScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape, accumulate: bool) -> Result<()> {
+        s.check()?;
+        ensure!(t >= 1 && t <= scratch.rows, "MoE prefill over {t} positions, its scratch holds {}", scratch.rows);
+        let (e, k, h, i, is) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim);
+        self.gemm(x, w.router, &mut scratch.logits, e, h, t, false)?;
+        let xp = input("moe input", x, t * h, &self.stream)?;
+        let sg = input("shared expert gate", w.shared_expert_gate, h, &self.stream)?;
+        let gate = input("expert gate", w.gate, e * i * h, &self.stream)?;
+        let up = input("expert up", w.up, e * i * h, &self.stream)?;
+        let down = input("expert down", w.down, e * h * i, &self.stream)?;
+        let logits = input("router logits", &scratch.logits, t * e, &self.stream)?;
+        let idx = output("expert ids", &mut scratch.idx, t * k, &self.stream)?;
+        let wts = output("expert weights", &mut scratch.weights, t * (k + 1), &self.stream)?;
+        let offsets = output("expert offsets", &mut scratch.offsets, e + 1, &self.stream)?;
+        let list = output("expert assignments", &mut scratch.list, t * k, &self.stream)?;
+        let act = output("expert activations", &mut scratch.act, t * k * i, &self.stream)?;
+        let out = output("expert outputs", &mut scratch.out, t * k * h, &self.stream)?;
+        let (ed, kd, hd, id, isd, nd) = (dim("experts", e)?, dim("top_k", k)?, dim("hidden", h)?, dim("expert", i)?, dim("shared expert", is)?, dim("assignments", t * k)?);
+
+        let cfg = LaunchConfig { grid_dim: (t as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "moe_route", cfg, &logits, &ed, &kd, &xp, &sg, &hd, &idx, &wts);
+        let one_block = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "moe_group", one_block, &idx, &nd, &ed, &offsets, &list);
+        let tiles = |n: usize| LaunchConfig { grid_dim: (n.div_ceil(64) as u32, e as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "moe_gate_up_grouped", tiles(i), &gate, &up, &offsets, &list, &xp, &act, &kd, &id, &hd);
+        launch!(self, "moe_down_grouped", tiles(h), &down, &offsets, &list, &act, &out, &id, &hd);
+        let yp = output("moe output", y, t * h, &self.stream)?;
+        let rows = |n: usize| LaunchConfig { grid_dim: (n.div_ceil(256) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "moe_combine", rows(h), &out, &wts, &yp, &kd, &hd, &i32::from(accumulate));
+
+        self.gemm(x, w.shared_gate, &mut scratch.shared_gate, is, h, t, false)?;
+        self.gemm(x, w.shared_up, &mut scratch.shared_up, is, h, t, false)?;
+        let g = output("shared expert activations", &mut scratch.shared_gate, t * is, &self.stream)?;
+        let u = input("shared expert up", &scratch.shared_up, t * is, &self.stream)?;
+        launch!(self, "moe_shared_act", rows(is), &g, &u, &wts, &kd, &isd);
+        self.gemm(&scratch.shared_gate, w.shared_down, y, h, is, t, true)
+    }
+}

@@ -43,7 +43,30 @@ fn gemm_matches_host_on_ragged_tiles() {
     let x = Rng::new(2).vec(t * cols, 1.0);
     let mut y = gpu.stream.alloc_zeros::<f32>(t * rows).unwrap();
     gpu.project(&upload(gpu, &x), &w, &mut y, rows, cols, t, false).unwrap();
-    assert_close("gemm t=70", &download(gpu, &y), &matvec(&wh, &x, rows, cols, t), 1e-5);
+    let want = matvec(&wh, &x, rows, cols, t);
+    assert_close("gemm t=70", &download(gpu, &y), &want, 1e-5);
+    // Accumulating onto Y adds exactly what the plain product wrote.
+    gpu.project(&upload(gpu, &x), &w, &mut y, rows, cols, t, true).unwrap();
+    assert_close("gemm t=70 accumulate", &download(gpu, &y), &want.iter().map(|v| 2.0 * v).collect::<Vec<_>>(), 1e-5);
+}
+
+/// A GDN layer's projections (q‖k‖v, z, b, a) as one launch equal four GEMVs.
+#[test]
+fn fused_projections_match_host() {
+    let Some(gpu) = gpu() else { return };
+    let cols = 264;
+    let shapes = [512usize, 256, 4, 8];
+    let ws: Vec<_> = shapes.iter().enumerate().map(|(i, &r)| weights(gpu, &format!("fused.weight{i}"), r * cols, 0.0, 0.05)).collect();
+    let mut rng = Rng::new(4);
+    for t in [1, 5, 8] {
+        let x = rng.vec(t * cols, 1.0);
+        let mut ys: Vec<_> = shapes.iter().map(|&r| upload(gpu, &rng.vec(t * r, 1.0))).collect();
+        let mut parts: Vec<_> = ws.iter().zip(&shapes).zip(ys.iter_mut()).map(|(((w, _), &r), y)| (w, r, y)).collect();
+        gpu.project_many(&upload(gpu, &x), cols, t, &mut parts).unwrap();
+        for (i, ((_, wh), &r)) in ws.iter().zip(&shapes).enumerate() {
+            assert_close(&format!("fused gemv part {i} t={t}"), &download(gpu, &ys[i]), &matvec(wh, &x, r, cols, t), 1e-5);
+        }
+    }
 }
 
 #[test]
