@@ -20,7 +20,7 @@ fn main() -> Result<()> {
     let n_prompt: usize = args.get(1).map_or(Ok(2048), |s| s.parse()).context("PROMPT must be an integer")?;
     let n_gen: usize = args.get(2).map_or(Ok(64), |s| s.parse()).context("GEN must be an integer")?;
     let cfg = ModelConfig::preset(preset)?;
-    let backend = CudaBackend::new(0, false)?;
+    let backend = CudaBackend::new(0, false, Default::default())?;
     let ceiling = match args.get(3) {
         Some(s) => s.parse().context("CEILING_GBS must be a number")?,
         None => backend.gpu.measure_read_ceiling_gbs(4 << 30)?,

@@ -2,6 +2,7 @@
 
 use crate::backend::Backend;
 use crate::config::{Ffn, ModelConfig};
+use crate::cuda::l2::L2Audit;
 use crate::decode::SpecStats;
 use crate::model::Model;
 use crate::synthetic::prompt_token;
@@ -52,6 +53,8 @@ pub struct BenchResult {
     pub bytes_per_round: f64,
     /// Share of the read ceiling the decode reached: bytes moved per second / ceiling.
     pub roofline_fraction: Option<f64>,
+    /// The L2 arm as the decode graphs and the device hold it, read back after the run.
+    pub l2: L2Audit,
 }
 
 /// Bytes one decode round must move at a context of `ctx` positions, at bf16 weights and KV
@@ -192,6 +195,8 @@ pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult
         prefetch_walked_bytes_per_token: (after.walked_bytes - before.walked_bytes) as f64 / generated,
         bytes_per_round: round_bytes,
         roofline_fraction,
+        // The caller reads the device back for a GPU run; on the CPU there is none.
+        l2: L2Audit::no_device(),
     })
 }
 
@@ -205,11 +210,16 @@ fn csv_field(s: &str) -> String {
 }
 
 impl BenchResult {
-    pub const HEADER: &'static str = "model,backend,n_prompt,n_gen,prompts,reps,prefill_chunk,threads,\
+    const BASE_HEADER: &'static str = "model,backend,n_prompt,n_gen,prompts,reps,prefill_chunk,threads,\
 prefill_seconds_mean,prefill_tok_s,decode_seconds_mean,decode_tok_s,total_seconds_mean,\
 spec,draft_tokens,spec_rounds,spec_fallback_steps,spec_acceptance_rate,output_digest,\
 state_pool_bytes,prefetch,pool_layout,prefetch_bytes_per_token,prefetch_walked_bytes_per_token,seed,bytes_per_round,read_ceiling_gbs,\
 roofline_fraction";
+
+    /// The CSV header: the run's columns, then the L2 audit's.
+    pub fn header() -> String {
+        format!("{},{}", Self::BASE_HEADER, L2Audit::COLUMNS.join(","))
+    }
 
     pub fn row(&self) -> String {
         let p = &self.plan;
@@ -244,6 +254,6 @@ roofline_fraction";
             p.read_ceiling_gbs.map(|c| format!("{c:.1}")).unwrap_or_default(),
             self.roofline_fraction.map(|f| format!("{f:.4}")).unwrap_or_default(),
         ];
-        fields.join(",")
+        format!("{},{}", fields.join(","), self.l2.values().join(","))
     }
 }

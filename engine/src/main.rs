@@ -1,10 +1,11 @@
 use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use engine::arms::{Arm, ENV_HELP};
 use engine::bench::{self, BenchPlan, BenchResult};
 use engine::config::{ModelConfig, MAX_DRAFT};
 use engine::backend::Backend;
 use engine::cpu::CpuBackend;
+use engine::cuda::l2::{L2Arm, L2Mode, L2_ENV_HELP};
 use engine::cuda::CudaBackend;
 use engine::info;
 use engine::model::Model;
@@ -23,10 +24,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Time prefill and decode; print a CSV header and one row on stdout.
-    #[command(after_help = ENV_HELP)]
     Bench(BenchArgs),
     /// Print the backend, the device and the model's sizes.
-    #[command(after_help = ENV_HELP)]
     Info(ModelArgs),
 }
 
@@ -132,7 +131,7 @@ impl ModelArgs {
 
     /// Opens the backend to run on: `cuda` fails clearly without a device, `auto` falls
     /// back to the CPU.
-    fn backend(&self, graphs: bool) -> Result<Opened> {
+    fn backend(&self, graphs: bool, l2_arm: L2Arm) -> Result<Opened> {
         let choice = match self.backend {
             Some(c) => c,
             None => match std::env::var("ENGINE_BACKEND").ok().as_deref() {
@@ -145,10 +144,10 @@ impl ModelArgs {
         match choice {
             BackendChoice::Cpu => Ok(Opened::Cpu),
             BackendChoice::Cuda => {
-                let b = CudaBackend::new(0, graphs).map_err(|e| anyhow::anyhow!("--backend cuda: {e:#}; use --backend cpu or auto"))?;
+                let b = CudaBackend::new(0, graphs, l2_arm).map_err(|e| anyhow::anyhow!("--backend cuda: {e:#}; use --backend cpu or auto"))?;
                 Ok(Opened::Cuda(Box::new(b)))
             }
-            BackendChoice::Auto => match CudaBackend::new(0, graphs) {
+            BackendChoice::Auto => match CudaBackend::new(0, graphs, l2_arm) {
                 Ok(b) => Ok(Opened::Cuda(Box::new(b))),
                 Err(e) => {
                     eprintln!("backend auto: using cpu ({e:#})");
@@ -163,7 +162,8 @@ fn bench(args: &BenchArgs) -> Result<()> {
     let start = std::time::Instant::now();
     let cfg = args.model.config()?;
     let arm = Arm::from_env()?;
-    let opened = args.model.backend(!args.no_cuda_graph)?;
+    let l2_arm = L2Arm::from_env()?;
+    let opened = args.model.backend(!args.no_cuda_graph, l2_arm)?;
     // Everything runs on a pool worker, so the kernels' parallel splits use the worker's own
     // queue (the global injector allocates every 63 jobs).
     let pool = rayon::ThreadPoolBuilder::new()
@@ -188,6 +188,9 @@ fn bench(args: &BenchArgs) -> Result<()> {
     eprintln!("building {} ({}) with prefetch={} pool_layout={}", cfg.name, source_name(&source), arm.prefetch.name(), arm.layout.name());
     let result = match opened {
         Opened::Cpu => {
+            if l2_arm.mode != L2Mode::Off {
+                bail!("ENGINE_L2={} needs the CUDA backend (--backend cuda or ENGINE_BACKEND=cuda)", l2_arm.mode.name());
+            }
             let mut model = build(cfg, &source, arm, CpuBackend::new(), &plan, start)?;
             pool.install(|| bench::run(&mut model, &plan))?
         }
@@ -200,11 +203,13 @@ fn bench(args: &BenchArgs) -> Result<()> {
                 plan.read_ceiling_gbs = Some(gbs);
             }
             let mut model = build(cfg, &source, arm, *b, &plan, start)?;
-            bench::run(&mut model, &plan)?
+            let mut result = bench::run(&mut model, &plan)?;
+            result.l2 = model.backend.l2_audit().context("reading the L2 state back from the graphs and the device")?;
+            result
         }
     };
     // A closed pipe (`engine bench | head -1`) is an error to report, not a panic.
-    writeln!(std::io::stdout().lock(), "{}\n{}", BenchResult::HEADER, result.row())
+    writeln!(std::io::stdout().lock(), "{}\n{}", BenchResult::header(), result.row())
         .context("cannot write the result to stdout")?;
     Ok(())
 }
@@ -236,13 +241,23 @@ fn args() -> Vec<std::ffi::OsString> {
         .collect()
 }
 
+/// Both subcommands list the arms' variables: the CPU's and the GPU's L2 ones.
+fn parse() -> Cli {
+    let help = format!("{ENV_HELP}\n{L2_ENV_HELP}");
+    let command = Cli::command()
+        .mut_subcommand("bench", |c| c.after_help(help.clone()))
+        .mut_subcommand("info", |c| c.after_help(help.clone()));
+    let matches = command.get_matches_from(args());
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn run() -> Result<()> {
-    let cli = Cli::parse_from(args());
+    let cli = parse();
     match &cli.command {
         Command::Bench(args) => bench(args),
         Command::Info(args) => {
             let cfg = args.config()?;
-            let (name, device) = match args.backend(true)? {
+            let (name, device) = match args.backend(true, L2Arm::default())? {
                 Opened::Cpu => ("cpu", info::cpu_description()),
                 Opened::Cuda(b) => ("cuda", info::gpu_description(&b.gpu.info)),
             };

@@ -5,7 +5,8 @@ use engine::cuda::nvrtc::{nvrtc_present, Compiler, KernelFile, KERNEL_FILES};
 
 fn compiler(cache: Option<std::path::PathBuf>) -> Option<Compiler> {
     if !nvrtc_present() {
-        println!("skipped: libnvrtc not found on LD_LIBRARY_PATH (run `source .ci/nvrtc.sh` first)");
+        // Straight to stderr: libtest captures println!, and a skip must be seen.
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), b"skipped: libnvrtc not found on LD_LIBRARY_PATH (run `source .ci/nvrtc.sh` first)\n");
         return None;
     }
     Some(Compiler::new(cache).expect("NVRTC found but not usable"))

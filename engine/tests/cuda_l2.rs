@@ -22,7 +22,8 @@ fn gpu() -> Option<&'static Gpu> {
     GPU.get_or_init(|| match Gpu::new(0) {
         Ok(gpu) => Some(gpu),
         Err(e) if format!("{e:#}").contains("no CUDA device") => {
-            println!("skipped: {e:#}");
+            // Straight to stderr: libtest captures println!, and a skip must be seen.
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("skipped: {e:#}\n").as_bytes());
             None
         }
         Err(e) => panic!("CUDA device present but unusable: {e:#}"),

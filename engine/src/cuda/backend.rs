@@ -18,6 +18,7 @@ use super::args::{dim, MAX_T};
 use super::attention::{AttnShape, MAX_SPLITS};
 use super::gdn::{GdnShape, HEAD_DIM};
 use super::gemv::ArgmaxScratch;
+use super::l2::{L2Arm, L2Audit, L2Session};
 use super::moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
 use super::Gpu;
 use crate::arms::Prefetch;
@@ -116,16 +117,42 @@ pub struct CudaBackend {
     profile: Option<Profile>,
     /// Device address and bytes of the state pool (the last one allocated).
     pool: (u64, usize),
+    /// The L2 arm (`ENGINE_L2*`) and, once the pool exists, the session applying it to
+    /// every captured graph.
+    l2_arm: L2Arm,
+    l2: Option<L2Session>,
     /// Seconds spent compiling or loading the kernels and opening the device.
     pub startup_seconds: f64,
 }
 
 impl CudaBackend {
-    /// Opens device `ordinal`; `graphs` false runs every round eagerly (`--no-cuda-graph`).
-    pub fn new(ordinal: usize, graphs: bool) -> Result<Self> {
+    /// Opens device `ordinal`; `graphs` false runs every round eagerly (`--no-cuda-graph`);
+    /// `l2_arm` is applied to the state pool once it is allocated.
+    pub fn new(ordinal: usize, graphs: bool, l2_arm: L2Arm) -> Result<Self> {
         let t0 = Instant::now();
         let gpu = Gpu::new(ordinal)?;
-        Ok(Self { gpu, use_graphs: graphs, error: None, prep: None, graphs: Vec::new(), graph_of: HashMap::new(), profile: None, pool: (0, 0), startup_seconds: t0.elapsed().as_secs_f64() })
+        Ok(Self {
+            gpu,
+            use_graphs: graphs,
+            error: None,
+            prep: None,
+            graphs: Vec::new(),
+            graph_of: HashMap::new(),
+            profile: None,
+            pool: (0, 0),
+            l2_arm,
+            l2: None,
+            startup_seconds: t0.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// What the captured graphs and the device hold under the L2 arm, read back.
+    pub fn l2_audit(&self) -> Result<L2Audit> {
+        let graphs: Vec<&CudaGraph> = self.graphs.iter().collect();
+        match &self.l2 {
+            Some(l2) => l2.audit(&graphs),
+            None => Ok(L2Audit::no_device()),
+        }
     }
 
     /// The captured round graphs (their kernel nodes can be audited through `cu_graph()`).
@@ -201,11 +228,20 @@ impl CudaBackend {
     /// window) is set just before `begin_capture` and cleared just after `end_capture`.
     fn capture<M>(m: &mut M, backend: fn(&mut M) -> &mut Self, key: RoundKey, body: impl FnOnce(&mut M)) -> Result<()> {
         let b = backend(m);
+        // The L2 window goes on the stream right before capture, so that it is baked into
+        // every kernel node of the graph, and comes off right after, so that nothing eager
+        // runs under it.
+        if let Some(l2) = &b.l2 {
+            l2.install_on_stream(&b.gpu).context("installing the L2 window before capture")?;
+        }
         b.gpu.stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).context("beginning CUDA graph capture")?;
         body(m);
         let b = backend(m);
         // End the capture even when the round failed, so that the stream stays usable.
         let graph = b.gpu.stream.end_capture(CUgraphInstantiate_flags(0));
+        if let Some(l2) = &b.l2 {
+            l2.remove_from_stream(&b.gpu).context("removing the L2 window after capture")?;
+        }
         if let Some(e) = b.error.take() {
             return Err(e.context(format!("recording round {key:?}")));
         }
@@ -379,6 +415,8 @@ impl Backend for CudaBackend {
     fn alloc_pool(&mut self, bytes: usize) -> Result<CudaSlice<u8>> {
         let pool: CudaSlice<u8> = self.gpu.stream.alloc_zeros(bytes.max(1)).with_context(|| format!("allocating the {bytes} B state pool on the GPU"))?;
         self.pool = (pool.device_ptr(&self.gpu.stream).0, bytes);
+        self.l2 = None; // a session over an earlier pool releases its reserve first
+        self.l2 = Some(L2Session::begin(&self.gpu, &self.l2_arm, self.pool.0, bytes)?);
         Ok(pool)
     }
 

@@ -31,8 +31,7 @@ use cudarc::driver::{CudaContext, CudaGraph, CudaSlice, DevicePtr};
 use super::{DeviceInfo, Gpu};
 
 /// Help text for the variables (for `engine bench --help`).
-pub const L2_ENV_HELP: &str = "\
-  ENGINE_L2=off|window|reserve-only|structural-zero|null   [default: off]
+pub const L2_ENV_HELP: &str = "  ENGINE_L2=off|window|reserve-only|structural-zero|null   [default: off]
       window:          access-policy window over the whole GDN state pool (hitProp persisting,
                        missProp normal) on every kernel node of the decode graph, plus the
                        persisting reserve min(persistingL2CacheMaxSize, pool)
@@ -559,6 +558,11 @@ pub struct L2Audit {
 }
 
 impl L2Audit {
+    /// The reading where no GPU ran: no graph, no window, no reserve.
+    pub fn no_device() -> L2Audit {
+        L2Audit { arm: L2Mode::Off.name(), window: None, reserve_bytes: 0, kernel_nodes: 0, windowed_nodes: 0, guard_fired: false }
+    }
+
     /// The CSV columns, in the order of [`L2Audit::values`].
     pub const COLUMNS: [&'static str; 7] = [
         "l2_arm",
