@@ -12,7 +12,8 @@ pub struct Witness {
     pub quantities: Vec<String>,
     /// Cells that ran beside another compute process on the card.
     pub foreign_cells: Vec<WitnessCell>,
-    /// Cells whose SM or memory clock moved during the cell or differs from the first cell's.
+    /// Cells whose SM or memory clock, before or after, differs from the ladder's usual
+    /// (commonest end-of-cell) clock.
     pub clock_changes: Vec<WitnessCell>,
     /// Cells with a throttle reason other than `none`.
     pub throttle_cells: Vec<WitnessCell>,
@@ -59,9 +60,9 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
     let number = |row: &Row, column| value(row, column).and_then(|v| v.parse::<f64>().ok());
     for pair in &pairs {
         let mut range: Option<(f64, f64)> = None;
-        let first = cells
-            .first()
-            .and_then(|r| number(r, pair.before.or(pair.after)));
+        // The clock the ladder ran at: the commonest reading at the end of a cell, when the
+        // card is still loaded (a reading before a cell can catch the card idle).
+        let usual = mode(cells.iter().filter_map(|r| number(r, pair.after.or(pair.before))));
         for row in &cells {
             let (b, a) = (number(row, pair.before), number(row, pair.after));
             for v in [b, a].into_iter().flatten() {
@@ -83,15 +84,13 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
                     )))
                 }
                 "sm_clock_mhz" | "mem_clock_mhz" => {
-                    let moved = b.is_some() && a.is_some() && b != a;
-                    let drifted = [b, a].into_iter().flatten().any(|v| Some(v) != first);
-                    if moved || drifted {
+                    if [b, a].into_iter().flatten().any(|v| Some(v) != usual) {
                         let detail = format!(
-                            "{} {} → {} MHz (first cell {})",
+                            "{} {} → {} MHz (the ladder's usual {})",
                             pair.name,
                             show(b),
                             show(a),
-                            show(first)
+                            show(usual)
                         );
                         witness.clock_changes.push(note(detail));
                     }
@@ -123,6 +122,16 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
         }
     }
     Some(witness)
+}
+
+/// The most frequent value (the smallest among equally frequent ones).
+fn mode(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.collect();
+    sorted.sort_by(f64::total_cmp);
+    sorted
+        .chunk_by(|x, y| x == y)
+        .max_by(|x, y| x.len().cmp(&y.len()).then(y[0].total_cmp(&x[0])))
+        .map(|run| run[0])
 }
 
 fn value(row: &Row, column: Option<usize>) -> Option<&str> {
