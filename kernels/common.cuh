@@ -67,12 +67,12 @@ __device__ __forceinline__ void load_x8(const bf16* x, int chunk, float* f) {
 // `nlanes` threads splitting the chunks (a warp, or a whole block); the caller reduces over
 // them. Each activation chunk is loaded once for the R rows (the L1 traffic of small-T
 // verify), and UNROLL x R 16-byte weight loads are issued before the first use so that
-// enough bytes are in flight.
-template <int R, int T, typename XT>
-__device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
-                                              const XT* __restrict__ x, int nchunks, int lane, int nlanes,
-                                              float (&acc)[R][T]) {
-    constexpr int UNROLL = R >= 4 ? 2 : 8 / R;
+// enough bytes are in flight. Each acc[r][t] sums its chunks in the same order whatever T is,
+// so a position's result does not depend on how many positions share the launch.
+template <int UNROLL, int R, int T, typename XT>
+__device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
+                                                const XT* __restrict__ x, int nchunks, int lane, int nlanes,
+                                                float (&acc)[R][T]) {
     for (int c0 = lane; c0 < nchunks; c0 += nlanes * UNROLL) {
         uint4 wv[UNROLL][R];
 #pragma unroll
@@ -103,23 +103,10 @@ __device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, ptr
     }
 }
 
-// Sums acc[R][T] over the block (warp shuffles, then shared memory); afterwards thread
-// r*T + t (for r < R, t < T) holds the total of acc[r][t] in `out`.
-template <int R, int T>
-__device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out) {
-    __shared__ float red[32][R * T];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int t = 0; t < T; ++t) {
-            const float s = warp_sum(acc[r][t]);
-            if (lane == 0) red[warp][r * T + t] = s;
-        }
-    __syncthreads();
-    if (threadIdx.x < R * T) {
-        float s = 0.0f;
-        for (int w = 0; w < nwarps; ++w) s += red[w][threadIdx.x];
-        *out = s;
-    }
+// rows_dot_lane_u with 8 loads in flight per lane (R >= 4: 2R).
+template <int R, int T, typename XT>
+__device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
+                                              const XT* __restrict__ x, int nchunks, int lane, int nlanes,
+                                              float (&acc)[R][T]) {
+    rows_dot_lane_u<(R >= 4 ? 2 : 8 / R), R, T>(wrow, stride, nrows, x, nchunks, lane, nlanes, acc);
 }

@@ -1,85 +1,131 @@
-// Sparse MoE for T positions in three launches after the router GEMV, with no host round trip
-// (a decode round stays capturable as a CUDA graph):
-//   moe_route:   softmax over the router logits, top-k, renormalise; the shared expert's
+// Sparse MoE for T positions in three launches, with no host round trip (a decode round stays
+// capturable as a CUDA graph):
+//   moe_router:  router GEMV (a warp per expert row); the last block to finish does the
+//                routing: softmax over the logits, top-k, renormalise; the shared expert's
 //                sigmoid gate goes to slot k.
 //   moe_gate_up: act[t][slot] = silu(Wg[e] x[t]) * (Wu[e] x[t]) for the k routed experts and
 //                the shared expert (slot k).
 //   moe_down:    y[t] (+)= sum_j w[t][j] Wd[e_j] act[t][j] + w[t][k] Wsd act[t][k].
 // Expert weights are stacked: Wg, Wu [E][I][H], Wd [E][H][I]; the shared expert's are
-// Wsg, Wsu [Is][H], Wsd [H][Is].
+// Wsg, Wsu [Is][H], Wsd [H][Is]. Every kernel gives each warp whole rows and reduces with
+// shuffles, with 8 (router) or 16 (gate||up, down) 16-byte loads in flight per lane; a
+// position's sums run in the same order for every T (speculative verify equals plain decode).
 
 #define MAX_TOPK 16
 
 #define MAX_EXPERTS_PER_LANE 16
+#define MOE_WARPS 4
+#define MOE_UNROLL 8
 
-// One block per position. idx [T][k], wts [T][k+1]. Warp 0 picks the top k with the logits
-// in registers (up to 512 experts, no block barriers); the other warps compute the shared
-// expert's gate meanwhile.
-extern "C" __global__ void moe_route(const float* __restrict__ logits, int E, int k,
-                                     const float* __restrict__ x, const bf16* __restrict__ shared_gate_w,
-                                     int H, int* __restrict__ idx, float* __restrict__ wts) {
-    __shared__ float partial[32];
-    const int t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int nwarps = blockDim.x >> 5;
-    if (warp == 0) {
-        const float* l = logits + (size_t)t * E;
-        float v[MAX_EXPERTS_PER_LANE];
+// Routing of position t by one warp. idx [T][k], wts [T][k+1]. The top k with the logits in
+// registers (up to 512 experts; ties to the lower expert index), then the shared expert's
+// gate. Logits are read past L1: in moe_router other blocks wrote them during this launch.
+__device__ __forceinline__ void route_warp(const float* __restrict__ logits, int E, int k,
+                                           const float* __restrict__ x, const bf16* __restrict__ shared_gate_w,
+                                           int H, int t, int* __restrict__ idx, float* __restrict__ wts) {
+    const int lane = threadIdx.x & 31;
+    const float* l = logits + (size_t)t * E;
+    float v[MAX_EXPERTS_PER_LANE];
 #pragma unroll
-        for (int i = 0; i < MAX_EXPERTS_PER_LANE; ++i) v[i] = lane + 32 * i < E ? l[lane + 32 * i] : -INFINITY;
-        float first = 0.0f, sum = 0.0f, mine = 0.0f;
-        int my_expert = 0;
-        for (int j = 0; j < k; ++j) {
-            // This lane's best, then the warp's (ties to the lower expert index).
-            float bv = -INFINITY;
-            int bi = 0x7fffffff;
+    for (int i = 0; i < MAX_EXPERTS_PER_LANE; ++i) v[i] = lane + 32 * i < E ? __ldcg(l + lane + 32 * i) : -INFINITY;
+    float first = 0.0f, sum = 0.0f, mine = 0.0f;
+    int my_expert = 0;
+    for (int j = 0; j < k; ++j) {
+        // This lane's best, then the warp's.
+        float bv = -INFINITY;
+        int bi = 0x7fffffff;
+#pragma unroll
+        for (int i = 0; i < MAX_EXPERTS_PER_LANE; ++i)
+            if (v[i] > bv) { bv = v[i]; bi = lane + 32 * i; }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ov = __shfl_xor_sync(FULL_MASK, bv, o);
+            const int oi = __shfl_xor_sync(FULL_MASK, bi, o);
+            if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+        }
+        if ((bi & 31) == lane) {
 #pragma unroll
             for (int i = 0; i < MAX_EXPERTS_PER_LANE; ++i)
-                if (v[i] > bv) { bv = v[i]; bi = lane + 32 * i; }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) {
-                const float ov = __shfl_xor_sync(FULL_MASK, bv, o);
-                const int oi = __shfl_xor_sync(FULL_MASK, bi, o);
-                if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
-            }
-            if ((bi & 31) == lane) {
-#pragma unroll
-                for (int i = 0; i < MAX_EXPERTS_PER_LANE; ++i)
-                    if (lane + 32 * i == bi) v[i] = -INFINITY;
-            }
-            if (j == 0) first = bv;
-            // softmax then renormalising over the top k equals a softmax over the chosen logits.
-            const float p = expf(bv - first);
-            sum += p;
-            if (lane == j) { mine = p; my_expert = bi; }
+                if (lane + 32 * i == bi) v[i] = -INFINITY;
         }
-        if (lane < k) {
-            idx[(size_t)t * k + lane] = my_expert;
-            wts[(size_t)t * (k + 1) + lane] = mine / sum;
-        }
-    } else {
-        const float* xt = x + (size_t)t * H;
-        float dot = 0.0f;
-        for (int i = threadIdx.x - 32; i < H; i += blockDim.x - 32) dot += xt[i] * __bfloat162float(shared_gate_w[i]);
-        dot = warp_sum(dot);
-        if (lane == 0) partial[warp] = dot;
+        if (j == 0) first = bv;
+        // softmax then renormalising over the top k equals a softmax over the chosen logits.
+        const float p = expf(bv - first);
+        sum += p;
+        if (lane == j) { mine = p; my_expert = bi; }
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float dot = 0.0f;
-        for (int w = 1; w < nwarps; ++w) dot += partial[w];
-        wts[(size_t)t * (k + 1) + k] = sigmoid(dot);
+    if (lane < k) {
+        idx[(size_t)t * k + lane] = my_expert;
+        wts[(size_t)t * (k + 1) + lane] = mine / sum;
     }
+    const float* xt = x + (size_t)t * H;
+    float dot = 0.0f;
+    for (int i = lane; i < H; i += 32) dot = fmaf(xt[i], __bfloat162float(shared_gate_w[i]), dot);
+    dot = warp_sum(dot);
+    if (lane == 0) wts[(size_t)t * (k + 1) + k] = sigmoid(dot);
 }
 
-// One block per activation row r of position t (grid T rows x T): routed rows 0..k*I-1, then
-// the Is shared rows; act [T][k*I + Is]. The gate and up rows are read as two rows of one
-// pass (`up - gate` apart), the block's threads splitting the hidden dim.
-extern "C" __global__ void __launch_bounds__(256) moe_gate_up(
+// Routing from router logits computed elsewhere (the prefill's GEMM): a warp per position.
+extern "C" __global__ void moe_route(const float* __restrict__ logits, int E, int k,
+                                     const float* __restrict__ x, const bf16* __restrict__ shared_gate_w,
+                                     int H, int T, int* __restrict__ idx, float* __restrict__ wts) {
+    const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (t < T) route_warp(logits, E, k, x, shared_gate_w, H, t, idx, wts);
+}
+
+// Router GEMV and routing in one launch: logits [T][E] = Wr x, a warp per expert row; the
+// last block to finish (counted in `done`, which it resets for the next launch) routes the
+// T positions, its warps taking them in turn. Grid ceil(E / MOE_WARPS), MOE_WARPS warps.
+template <int T>
+__device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, const float* __restrict__ x,
+                                                float* __restrict__ logits, int E, int k, int H,
+                                                const bf16* __restrict__ shared_gate_w,
+                                                unsigned int* __restrict__ done, int* __restrict__ idx,
+                                                float* __restrict__ wts) {
+    __shared__ bool last;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const int e = blockIdx.x * nwarps + warp;
+    if (e < E) {
+        float acc[1][T];
+#pragma unroll
+        for (int t = 0; t < T; ++t) acc[0][t] = 0.0f;
+        rows_dot_lane_u<MOE_UNROLL, 1, T>(Wr + (size_t)e * H, H, 1, x, H >> 3, lane, 32, acc);
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+            const float s = warp_sum(acc[0][t]);
+            if (lane == 0) logits[(size_t)t * E + e] = s;
+        }
+    }
+    // Publish this block's logits before counting it done.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int t = warp; t < T; t += nwarps) route_warp(logits, E, k, x, shared_gate_w, H, t, idx, wts);
+    if (threadIdx.x == 0) *done = 0;
+}
+
+#define MOE_ROUTER(T)                                                                               \
+    extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_router_t##T(                   \
+        const bf16* __restrict__ Wr, const float* __restrict__ x, float* __restrict__ logits, int E, \
+        int k, int H, const bf16* __restrict__ shared_gate_w, unsigned int* __restrict__ done,      \
+        int* __restrict__ idx, float* __restrict__ wts) {                                           \
+        moe_router_body<T>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts);                  \
+    }
+MOE_ROUTER(1) MOE_ROUTER(2) MOE_ROUTER(3) MOE_ROUTER(4) MOE_ROUTER(5) MOE_ROUTER(6) MOE_ROUTER(7) MOE_ROUTER(8)
+
+// A warp per activation row r of position t (grid ceil(rows / MOE_WARPS) x T): routed rows
+// 0..k*I-1, then the Is shared rows; act [T][k*I + Is]. The gate and up rows are read as two
+// rows of one pass (`up - gate` apart), the warp's lanes splitting the hidden dim.
+extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
     const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
     float* __restrict__ act, int k, int I, int Is, int H) {
-    const int t = blockIdx.y, r = blockIdx.x;
+    const int t = blockIdx.y, r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int rows = k * I + Is;
+    if (r >= rows) return;
     const bf16 *g, *u;
     if (r < k * I) {
         const size_t off = ((size_t)idx[(size_t)t * k + r / I] * I + r % I) * H;
@@ -91,62 +137,76 @@ extern "C" __global__ void __launch_bounds__(256) moe_gate_up(
         u = Wsu + off;
     }
     float acc[2][1] = {{0.0f}, {0.0f}};
-    rows_dot_lane<2, 1>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x, blockDim.x, acc);
-    float s;
-    block_sum_rows(acc, &s);
-    // Thread 0 holds gate . x, thread 1 up . x.
-    const float up = __shfl_down_sync(FULL_MASK, s, 1);
-    if (threadIdx.x == 0) act[(size_t)t * rows + r] = silu(s) * up;
+    rows_dot_lane_u<MOE_UNROLL, 2, 1>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc);
+    const float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
+    if ((threadIdx.x & 31) == 0) act[(size_t)t * rows + r] = silu(gate) * up;
 }
 
-// One block per hidden row h of position t (grid H x T). The k routed rows and the shared
-// row are walked as one virtual row over act[t] (k*I + Is values), split over the block's
-// threads, eight 16-byte loads in flight per thread.
-extern "C" __global__ void __launch_bounds__(256) moe_down(
+// A warp per two hidden rows h, h+1 of position t (grid ceil(H / (2 MOE_WARPS)) x T). The k
+// routed rows and the shared row are walked as one virtual row over act[t] (k*I + Is values),
+// split over the lanes; each chunk's dot product is scaled by its slot's routing weight.
+extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
     const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const int* __restrict__ idx,
     const float* __restrict__ wts, const float* __restrict__ act, float* __restrict__ y, int k,
     int I, int Is, int H, int accumulate) {
-    constexpr int UNROLL = 8;
-    __shared__ const bf16* rowbase[MAX_TOPK + 1];
+    constexpr int R = 2;
+    // Per slot: where its weights start, shifted so that virtual chunk c indexes them, and
+    // the distance between its rows.
+    __shared__ const bf16* base[MAX_TOPK + 1];
+    __shared__ int stride[MAX_TOPK + 1];
     __shared__ float weight[MAX_TOPK + 1];
-    __shared__ float scratch[32];
-    const int t = blockIdx.y, h = blockIdx.x;
+    const int t = blockIdx.y, lane = threadIdx.x & 31;
     const int rows = k * I + Is;
-    // Per slot: where row h of that expert starts, shifted so that virtual chunk c indexes it.
     if (threadIdx.x <= k) {
         const int j = threadIdx.x;
         weight[j] = wts[(size_t)t * (k + 1) + j];
-        rowbase[j] = j < k ? Wd + ((size_t)idx[(size_t)t * k + j] * H + h) * I - (size_t)j * I
-                           : Wsd + (size_t)h * Is - (size_t)k * I;
+        base[j] = j < k ? Wd + (size_t)idx[(size_t)t * k + j] * H * I - (size_t)j * I : Wsd - (size_t)k * I;
+        stride[j] = j < k ? I : Is;
     }
     __syncthreads();
+    const int h0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * R;
+    if (h0 >= H) return;
     const float* a = act + (size_t)t * rows;
     const int nchunks = rows >> 3, per_slot = I >> 3;
-    float total = 0.0f;
-    for (int c0 = threadIdx.x; c0 < nchunks; c0 += blockDim.x * UNROLL) {
-        uint4 wv[UNROLL];
+    float total[R] = {0.0f, 0.0f};
+    for (int c0 = lane; c0 < nchunks; c0 += 32 * MOE_UNROLL) {
+        uint4 wv[MOE_UNROLL][R];
 #pragma unroll
-        for (int q = 0; q < UNROLL; ++q) {
-            const int c = c0 + blockDim.x * q;
-            if (c < nchunks) wv[q] = load_weights16(reinterpret_cast<const uint4*>(rowbase[min(c / per_slot, k)] + (size_t)c * 8));
+        for (int q = 0; q < MOE_UNROLL; ++q) {
+            const int c = c0 + 32 * q;
+            if (c < nchunks) {
+                const int slot = min(c / per_slot, k);
+                const bf16* p = base[slot] + (size_t)h0 * stride[slot] + (size_t)c * 8;
+#pragma unroll
+                for (int r = 0; r < R; ++r)
+                    if (h0 + r < H) wv[q][r] = load_weights16(reinterpret_cast<const uint4*>(p + (size_t)r * stride[slot]));
+            }
         }
 #pragma unroll
-        for (int q = 0; q < UNROLL; ++q) {
-            const int c = c0 + blockDim.x * q;
+        for (int q = 0; q < MOE_UNROLL; ++q) {
+            const int c = c0 + 32 * q;
             if (c >= nchunks) break;
-            float wf[8], af[8];
-            unpack8(wv[q], wf);
+            float af[8];
             load_x8(a, c, af);
-            float d = 0.0f;
+            const float w = weight[min(c / per_slot, k)];
 #pragma unroll
-            for (int i = 0; i < 8; ++i) d = fmaf(wf[i], af[i], d);
-            total = fmaf(weight[min(c / per_slot, k)], d, total);
+            for (int r = 0; r < R; ++r) {
+                float wf[8];
+                unpack8(wv[q][r], wf);
+                float d = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 8; ++i) d = fmaf(wf[i], af[i], d);
+                total[r] = fmaf(w, d, total[r]);
+            }
         }
     }
-    total = block_sum(total, scratch);
-    if (threadIdx.x == 0) {
-        float* dst = y + (size_t)t * H + h;
-        *dst = accumulate ? *dst + total : total;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const float s = warp_sum(total[r]);
+        if (lane == 0 && h0 + r < H) {
+            float* dst = y + (size_t)t * H + h0 + r;
+            *dst = accumulate ? *dst + s : s;
+        }
     }
 }
 

@@ -1,18 +1,26 @@
-//! Sparse MoE with a sigmoid-gated shared expert (kernels/moe.cu): four launches per call,
-//! none waiting on the host.
+//! Sparse MoE with a sigmoid-gated shared expert (kernels/moe.cu): three launches per decode
+//! call (router with routing, gate‖up, down), none waiting on the host.
 
 use anyhow::{ensure, Result};
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig};
 use half::bf16;
 
 use super::args::{dim, input, output, positions, MAX_T};
-use super::gemv::threads_for;
 use super::Gpu;
 
 /// Most experts per token the routing kernel selects.
 const MAX_TOP_K: usize = 16;
 /// Most experts the routing kernel holds in one warp's registers.
 const MAX_EXPERTS: usize = 512;
+/// Warps per block of the decode kernels (kernels/moe.cu `MOE_WARPS`).
+const MOE_WARPS: usize = 4;
+/// Hidden rows per warp of `moe_down`.
+const DOWN_WARP_ROWS: usize = 2;
+
+/// A grid of `blocks` x `t` blocks of [`MOE_WARPS`] warps.
+fn warps_config(blocks: usize, t: usize) -> LaunchConfig {
+    LaunchConfig { grid_dim: (blocks as u32, t as u32, 1), block_dim: (MOE_WARPS as u32 * 32, 1, 1), shared_mem_bytes: 0 }
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct MoeShape {
@@ -61,6 +69,8 @@ pub struct MoeScratch {
     /// Renormalised routing weights [t][top_k], then the shared expert's gate: [t][top_k + 1].
     pub weights: CudaSlice<f32>,
     act: CudaSlice<f32>,
+    /// Router blocks finished in the running launch (the last one routes, then resets it to 0).
+    done: CudaSlice<u32>,
 }
 
 impl MoeScratch {
@@ -70,6 +80,7 @@ impl MoeScratch {
             idx: gpu.stream.alloc_zeros(MAX_T * shape.top_k)?,
             weights: gpu.stream.alloc_zeros(MAX_T * (shape.top_k + 1))?,
             act: gpu.stream.alloc_zeros(MAX_T * shape.act_len())?,
+            done: gpu.stream.alloc_zeros(1)?,
         })
     }
 }
@@ -83,8 +94,8 @@ impl Gpu {
         s.check()?;
         positions(t)?;
         let (e, k, h, i, is) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim);
-        self.gemv(w.router, x, &mut scratch.logits, e, h, t, false)?;
         let xp = input("moe input", x, t * h, &self.stream)?;
+        let router = input("router", w.router, e * h, &self.stream)?;
         let sg = input("shared expert gate", w.shared_expert_gate, h, &self.stream)?;
         let gate = input("expert gate", w.gate, e * i * h, &self.stream)?;
         let up = input("expert up", w.up, e * i * h, &self.stream)?;
@@ -92,19 +103,17 @@ impl Gpu {
         let s_gate = input("shared expert gate proj", w.shared_gate, is * h, &self.stream)?;
         let s_up = input("shared expert up proj", w.shared_up, is * h, &self.stream)?;
         let s_down = input("shared expert down proj", w.shared_down, h * is, &self.stream)?;
-        let logits = input("router logits", &scratch.logits, t * e, &self.stream)?;
+        let logits = output("router logits", &mut scratch.logits, t * e, &self.stream)?;
+        let done = output("router counter", &mut scratch.done, 1, &self.stream)?;
         let idx = output("expert ids", &mut scratch.idx, t * k, &self.stream)?;
         let wts = output("expert weights", &mut scratch.weights, t * (k + 1), &self.stream)?;
         let act = output("expert activations", &mut scratch.act, t * s.act_len(), &self.stream)?;
         let y = output("moe output", y, t * h, &self.stream)?;
         let (ed, kd, hd, id, isd) = (dim("experts", e)?, dim("top_k", k)?, dim("hidden", h)?, dim("expert", i)?, dim("shared expert", is)?);
 
-        let cfg = LaunchConfig { grid_dim: (t as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "moe_route", cfg, &logits, &ed, &kd, &xp, &sg, &hd, &idx, &wts);
-        let cfg = LaunchConfig { grid_dim: (s.act_len() as u32, t as u32, 1), block_dim: (threads_for(h), 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "moe_gate_up", cfg, &gate, &up, &s_gate, &s_up, &idx, &xp, &act, &kd, &id, &isd, &hd);
-        let cfg = LaunchConfig { grid_dim: (h as u32, t as u32, 1), block_dim: (threads_for(s.act_len()), 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "moe_down", cfg, &down, &s_down, &idx, &wts, &act, &y, &kd, &id, &isd, &hd, &i32::from(accumulate));
+        launch!(self, format!("moe_router_t{t}"), warps_config(e.div_ceil(MOE_WARPS), 1), &router, &xp, &logits, &ed, &kd, &hd, &sg, &done, &idx, &wts);
+        launch!(self, "moe_gate_up", warps_config(s.act_len().div_ceil(MOE_WARPS), t), &gate, &up, &s_gate, &s_up, &idx, &xp, &act, &kd, &id, &isd, &hd);
+        launch!(self, "moe_down", warps_config(h.div_ceil(MOE_WARPS * DOWN_WARP_ROWS), t), &down, &s_down, &idx, &wts, &act, &y, &kd, &id, &isd, &hd, &i32::from(accumulate));
         Ok(())
     }
 }
@@ -171,8 +180,9 @@ impl Gpu {
         let out = output("expert outputs", &mut scratch.out, t * k * h, &self.stream)?;
         let (ed, kd, hd, id, isd, nd) = (dim("experts", e)?, dim("top_k", k)?, dim("hidden", h)?, dim("expert", i)?, dim("shared expert", is)?, dim("assignments", t * k)?);
 
-        let cfg = LaunchConfig { grid_dim: (t as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "moe_route", cfg, &logits, &ed, &kd, &xp, &sg, &hd, &idx, &wts);
+        let per_block = 8;
+        let cfg = LaunchConfig { grid_dim: (t.div_ceil(per_block) as u32, 1, 1), block_dim: (per_block as u32 * 32, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "moe_route", cfg, &logits, &ed, &kd, &xp, &sg, &hd, &dim("positions", t)?, &idx, &wts);
         let one_block = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
         launch!(self, "moe_group", one_block, &idx, &nd, &ed, &offsets, &list);
         let tiles = |n: usize| LaunchConfig { grid_dim: (n.div_ceil(64) as u32, e as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };

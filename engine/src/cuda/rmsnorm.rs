@@ -26,7 +26,9 @@ impl Gpu {
         let w = input("rmsnorm weight", w, n, &self.stream)?;
         let y = output("rmsnorm output", y, rows * n, &self.stream)?;
         let z = z.unwrap_or(0);
-        let threads = if n >= 1024 { 256 } else { (n.div_ceil(32) * 32).clamp(32, 256) as u32 };
+        // A thread per 16-byte chunk (n a multiple of 4) or per value, up to 256.
+        let lanes = if n % 4 == 0 { n / 4 } else { n };
+        let threads = (lanes.div_ceil(32) * 32).clamp(32, 256) as u32;
         let cfg = LaunchConfig { grid_dim: (dim("rows", rows)? as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
         launch!(self, "rmsnorm", cfg, &x, &w, &z, &y, &dim("n", n)?, &eps, &w_offset);
         Ok(())

@@ -27,6 +27,13 @@ fn gemv_matches_host_for_each_position_count() {
         gpu.gemv(&w, &upload(gpu, &x), &mut y, rows, cols, t, true).unwrap();
         let want: Vec<f64> = matvec(&wh, &x, rows, cols, t).iter().zip(&y0).map(|(a, b)| a + *b as f64).collect();
         assert_close(&format!("gemv f32 t={t} accumulate"), &download(gpu, &y), &want, 1e-5);
+        // Each position alone gives the same bits as all t together (verify equals decode).
+        let together = download(gpu, &y);
+        for p in 0..t {
+            let mut alone = upload(gpu, &y0[p * rows..][..rows]);
+            gpu.gemv(&w, &upload(gpu, &x[p * cols..][..cols]), &mut alone, rows, cols, 1, true).unwrap();
+            assert_eq!(download(gpu, &alone), together[p * rows..][..rows], "gemv position {p} alone differs from {t} positions together");
+        }
 
         let xb: Vec<bf16> = x.iter().map(|v| bf16::from_f32(*v)).collect();
         let xr: Vec<f32> = xb.iter().map(|v| v.to_f32()).collect();
@@ -72,20 +79,23 @@ fn fused_projections_match_host() {
 #[test]
 fn rmsnorm_both_kinds_match_host() {
     let Some(gpu) = gpu() else { return };
-    let (rows, n, eps) = (5, 2048, 1e-6);
-    let mut rng = Rng::new(3);
-    let x = rng.vec(rows * n, 2.0);
-    let z = rng.vec(rows * n, 2.0);
-    let (w, wh) = weights(gpu, "norm.weight", n, 0.0, 0.5);
-    let inv: Vec<f64> = (0..rows).map(|r| 1.0 / ((x[r * n..][..n].iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / n as f64) + eps).sqrt()).collect();
-    let mut y = gpu.stream.alloc_zeros::<f32>(rows * n).unwrap();
-    gpu.rmsnorm(&upload(gpu, &x), &w, &mut y, rows, n, eps as f32).unwrap();
-    let want: Vec<f64> = (0..rows * n).map(|i| x[i] as f64 * inv[i / n] * (1.0 + wh[i % n])).collect();
-    assert_close("rmsnorm (1+w)", &download(gpu, &y), &want, 1e-5);
+    // The hidden width and a head width (16-byte loads), and a width that is not a multiple of 4.
+    for (rows, n) in [(5, 2048), (16, 128), (3, 130)] {
+        let eps = 1e-6;
+        let mut rng = Rng::new(3);
+        let x = rng.vec(rows * n, 2.0);
+        let z = rng.vec(rows * n, 2.0);
+        let (w, wh) = weights(gpu, &format!("norm.weight.{n}"), n, 0.0, 0.5);
+        let inv: Vec<f64> = (0..rows).map(|r| 1.0 / ((x[r * n..][..n].iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / n as f64) + eps).sqrt()).collect();
+        let mut y = gpu.stream.alloc_zeros::<f32>(rows * n).unwrap();
+        gpu.rmsnorm(&upload(gpu, &x), &w, &mut y, rows, n, eps as f32).unwrap();
+        let want: Vec<f64> = (0..rows * n).map(|i| x[i] as f64 * inv[i / n] * (1.0 + wh[i % n])).collect();
+        assert_close(&format!("rmsnorm (1+w) n={n}"), &download(gpu, &y), &want, 1e-5);
 
-    gpu.rmsnorm_gated(&upload(gpu, &x), &upload(gpu, &z), &w, &mut y, rows, n, eps as f32).unwrap();
-    let want: Vec<f64> = (0..rows * n).map(|i| x[i] as f64 * inv[i / n] * wh[i % n] * silu(z[i] as f64)).collect();
-    assert_close("rmsnorm gated", &download(gpu, &y), &want, 1e-5);
+        gpu.rmsnorm_gated(&upload(gpu, &x), &upload(gpu, &z), &w, &mut y, rows, n, eps as f32).unwrap();
+        let want: Vec<f64> = (0..rows * n).map(|i| x[i] as f64 * inv[i / n] * wh[i % n] * silu(z[i] as f64)).collect();
+        assert_close(&format!("rmsnorm gated n={n}"), &download(gpu, &y), &want, 1e-5);
+    }
 }
 
 #[test]
