@@ -5,7 +5,9 @@
 //!
 //! `cargo run --release -p analyze --example report_bench -- [FILES] [BOOTSTRAP] [DIR]`
 //! (defaults: 10000 files, 0 bootstrap resamples: the METHOD.md figures, Wilcoxon and order
-//! checks; pass 2000 to include the report's default bootstrap).
+//! checks; pass 2000 to include the report's default bootstrap). When `python3` is on PATH,
+//! the plain single-threaded Python computation `bench/report_reference.py` runs on the same
+//! files in the same run and the ratio is printed.
 
 use analyze::analysis::ExtrasConfig;
 use analyze::report::{self, Options};
@@ -58,6 +60,12 @@ fn main() -> anyhow::Result<()> {
         (files * 48) as f64 / seconds / 1e6
     );
     println!("  peak RSS {}", peak_rss());
+    if let Some(python_s) = python_reference(&dir, &dir.with_extension("python.json")) {
+        println!(
+            "  python reference (bench/report_reference.py, 1 thread, METHOD.md figures only): {python_s:.3} s; this report is {:.1}x faster",
+            python_s / seconds
+        );
+    }
     Ok(())
 }
 
@@ -85,6 +93,14 @@ fn generate(dir: &std::path::Path, count: usize) -> anyhow::Result<Vec<PathBuf>>
             Ok(path)
         })
         .collect()
+}
+
+/// Seconds the plain Python computation took on the same folder, if it ran.
+fn python_reference(dir: &std::path::Path, out: &std::path::Path) -> Option<f64> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/report_reference.py");
+    let run = std::process::Command::new("python3").arg(script).arg(dir).arg(out).output().ok()?;
+    let text = String::from_utf8_lossy(&run.stdout);
+    text.split(" in ").nth(1)?.split_whitespace().next()?.parse().ok()
 }
 
 fn peak_rss() -> String {
