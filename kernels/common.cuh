@@ -110,3 +110,24 @@ __device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, ptr
                                               float (&acc)[R][T]) {
     rows_dot_lane_u<(R >= 4 ? 2 : 8 / R), R, T>(wrow, stride, nrows, x, nchunks, lane, nlanes, acc);
 }
+
+// Sums acc[R][T] over the block (warp shuffles, then shared memory); afterwards thread
+// r*T + t (for r < R, t < T) holds the total of acc[r][t] in `out`.
+template <int R, int T>
+__device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out) {
+    __shared__ float red[32][R * T];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+            const float s = warp_sum(acc[r][t]);
+            if (lane == 0) red[warp][r * T + t] = s;
+        }
+    __syncthreads();
+    if (threadIdx.x < R * T) {
+        float s = 0.0f;
+        for (int w = 0; w < nwarps; ++w) s += red[w][threadIdx.x];
+        *out = s;
+    }
+}

@@ -22,15 +22,13 @@ impl GemvInput for bf16 {
 
 /// Rows per block of the LM head kernel: eight warps of four rows.
 const ROWS_PER_BLOCK: usize = 32;
-/// Rows per warp of the GEMV (kernels/gemv.cu `GEMV_WARP_ROWS`): a fused projection's row
-/// counts must be multiples of it.
-const GEMV_WARP_ROWS: usize = 2;
-/// Warps per GEMV block (`GEMV_WARPS`).
-const GEMV_WARPS: usize = 4;
+/// Rows per block of the GEMV, whose threads split the columns.
+const GEMV_ROWS: usize = 4;
 
-/// Launch shape of a GEMV over `rows` rows: a warp per [`GEMV_WARP_ROWS`] rows.
-fn gemv_config(rows: usize) -> LaunchConfig {
-    LaunchConfig { grid_dim: (rows.div_ceil(GEMV_WARPS * GEMV_WARP_ROWS) as u32, 1, 1), block_dim: (GEMV_WARPS as u32 * 32, 1, 1), shared_mem_bytes: 0 }
+/// Threads of a block that splits `cols` columns in 16-byte chunks: a chunk per thread up
+/// to 256 threads.
+fn threads_for(cols: usize) -> u32 {
+    (cols / 8).div_ceil(32).clamp(1, 8) as u32 * 32
 }
 
 fn check_cols(what: &str, cols: usize) -> Result<()> {
@@ -77,7 +75,8 @@ impl Gpu {
         let w = input("gemv weight", w, rows * cols, &self.stream)?;
         let x = input("gemv input", x, t * cols, &self.stream)?;
         let y = output("gemv output", y, t * rows, &self.stream)?;
-        launch!(self, format!("{}_t{t}", X::KERNEL), gemv_config(rows), &w, &x, &y, &dim("rows", rows)?, &dim("cols", cols)?, &i32::from(accumulate));
+        let cfg = LaunchConfig { grid_dim: (rows.div_ceil(GEMV_ROWS) as u32, 1, 1), block_dim: (threads_for(cols), 1, 1), shared_mem_bytes: 0 };
+        launch!(self, format!("{}_t{t}", X::KERNEL), cfg, &w, &x, &y, &dim("rows", rows)?, &dim("cols", cols)?, &i32::from(accumulate));
         Ok(())
     }
 
@@ -138,10 +137,10 @@ impl Gpu {
     }
 
     /// Several projections of one input, `ys[i][t] = Ws[i] x[t]`, as one GEMV launch for
-    /// t <= 8 (each weight `[rows_i][cols]`, rows a multiple of 2, at most [`MAX_FUSED`]);
+    /// t <= 8 (each weight `[rows_i][cols]`, rows a multiple of 4, at most [`MAX_FUSED`]);
     /// one projection after another otherwise.
     pub fn project_many(&self, x: &impl DevicePtr<f32>, cols: usize, t: usize, parts: &mut [(&CudaSlice<bf16>, usize, &mut CudaSlice<f32>)]) -> Result<()> {
-        let fused = t <= MAX_T && cols.is_multiple_of(8) && (1..=MAX_FUSED).contains(&parts.len()) && parts.iter().all(|(_, rows, _)| rows.is_multiple_of(GEMV_WARP_ROWS));
+        let fused = t <= MAX_T && cols.is_multiple_of(8) && (1..=MAX_FUSED).contains(&parts.len()) && parts.iter().all(|(_, rows, _)| rows.is_multiple_of(GEMV_ROWS));
         if !fused {
             for (w, rows, y) in parts.iter_mut() {
                 self.project(x, *w, *y, *rows, cols, t, false)?;
@@ -161,7 +160,7 @@ impl Gpu {
         for i in parts.len()..MAX_FUSED {
             (ws[i], ys[i], ends[i]) = (ws[i - 1], ys[i - 1], ends[i - 1]);
         }
-        let cfg = gemv_config(end);
+        let cfg = LaunchConfig { grid_dim: (end.div_ceil(GEMV_ROWS) as u32, 1, 1), block_dim: (threads_for(cols), 1, 1), shared_mem_bytes: 0 };
         let [w0, w1, w2, w3] = ws;
         let [y0, y1, y2, y3] = ys;
         let [e0, e1, e2, e3] = ends;
