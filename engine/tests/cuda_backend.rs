@@ -2,13 +2,15 @@
 //! to end, several seeds), speculative = plain greedy on the GPU, graph replay = eager.
 //! Without a CUDA device every test prints one `skipped:` line.
 
+mod common;
+
+use common::{generate, rand_vec, skip};
 use engine::arms::Arm;
 use engine::backend::{Backend, KvCache, SlotPair};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::CpuBackend;
 use engine::cuda::CudaBackend;
 use engine::model::Model;
-use engine::synthetic::{key, synthetic_value};
 use engine::weights::{Mixer, WeightSource, Weights};
 
 /// A small model in the shapes the CUDA kernels take (128-wide GDN heads).
@@ -29,16 +31,12 @@ fn cuda(graphs: bool) -> Option<CudaBackend> {
     match CudaBackend::new(0, graphs, Default::default()) {
         Ok(b) => Some(b),
         Err(e) => {
-            // Straight to stderr: libtest captures println!, and a skip must be seen.
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("skipped: {e:#}\n").as_bytes());
+            skip(&format!("{e:#}"));
             None
         }
     }
 }
 
-fn rand(tag: &str, n: usize, scale: f32) -> Vec<f32> {
-    (0..n).map(|i| synthetic_value(7, key(tag), i as u64, scale, 0.0)).collect()
-}
 
 /// max |a − b| / max |b|, printed and returned.
 fn rel_err(what: &str, gpu: &[f32], cpu: &[f32]) -> f64 {
@@ -77,7 +75,7 @@ impl Pair {
 
 /// A test input on the host and its copy on the GPU.
 fn input(gpu: &mut CudaBackend, tag: &str, n: usize, scale: f32) -> (Vec<f32>, engine::cuda::CudaBuf) {
-    let v = rand(tag, n, scale);
+    let v = rand_vec(tag, n, scale);
     let g = gpu.upload(&v).unwrap();
     (v, g)
 }
@@ -190,19 +188,6 @@ fn rope_table(c: &ModelConfig) -> Vec<f32> {
     t
 }
 
-fn generate<B: Backend>(m: &mut Model<B>, prompt: &[u32], n_gen: usize, k: Option<usize>) -> (Vec<u32>, engine::decode::SpecStats) {
-    let first = m.prefill(prompt, 16, k.is_some());
-    let mut out = vec![first];
-    let stats = match k {
-        Some(k) => m.decode_spec(first, n_gen, k, &mut out),
-        None => {
-            m.decode_plain(first, n_gen, &mut out);
-            Default::default()
-        }
-    };
-    m.backend.take_error().unwrap();
-    (out, stats)
-}
 
 #[test]
 fn end_to_end_hidden_states_and_tokens_match_the_cpu() {
@@ -217,8 +202,8 @@ fn end_to_end_hidden_states_and_tokens_match_the_cpu() {
         let (hc, hg) = (mc.hidden(8), mg.hidden(8));
         assert!(rel_err(&format!("seed {seed} final hidden after a 40-token prefill"), &hg, &hc) < 3e-2);
         assert_eq!(fg, fc, "seed {seed}: first token");
-        let (tc, _) = generate(&mut mc, &prompt, 24, None);
-        let (tg, _) = generate(&mut mg, &prompt, 24, None);
+        let (tc, _) = generate(&mut mc, &prompt, 16, 24, None);
+        let (tg, _) = generate(&mut mg, &prompt, 16, 24, None);
         let same = tc.iter().zip(&tg).take_while(|(a, b)| a == b).count();
         println!("seed {seed}: GPU and CPU agree on the first {same} of {} tokens", tc.len());
         assert!(same >= 8, "seed {seed}: cpu {tc:?}\ngpu {tg:?}");
@@ -233,14 +218,14 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
         let mut mg = Model::new(cfg(), &src, Arm::default(), graphs, 16).unwrap();
         let mut me = Model::new(cfg(), &src, Arm::default(), eager, 16).unwrap();
         let prompt = engine::bench::prompts(seed, 1, 37, cfg().vocab).remove(0);
-        let (plain, _) = generate(&mut mg, &prompt, 48, None);
+        let (plain, _) = generate(&mut mg, &prompt, 16, 48, None);
         let distinct: std::collections::BTreeSet<_> = plain.iter().collect();
         assert!(distinct.len() > 5, "seed {seed}: degenerate output {plain:?}");
-        assert_eq!(generate(&mut me, &prompt, 48, None).0, plain, "seed {seed}: eager plain decode differs from graph replay");
+        assert_eq!(generate(&mut me, &prompt, 16, 48, None).0, plain, "seed {seed}: eager plain decode differs from graph replay");
         for k in [1, 3, 5] {
-            let (spec, st) = generate(&mut mg, &prompt, 48, Some(k));
+            let (spec, st) = generate(&mut mg, &prompt, 16, 48, Some(k));
             assert_eq!(spec, plain, "seed {seed}, K = {k}: {st:?}");
-            let (spec_e, st_e) = generate(&mut me, &prompt, 48, Some(k));
+            let (spec_e, st_e) = generate(&mut me, &prompt, 16, 48, Some(k));
             assert_eq!((spec_e, st_e), (spec, st), "seed {seed}, K = {k}: eager speculative differs from graph replay");
             println!("seed {seed} K={k}: {} rounds, acceptance {:.3}", st.rounds, st.acceptance_rate());
         }

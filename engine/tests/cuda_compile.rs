@@ -1,12 +1,13 @@
 //! Compiles every kernel in kernels/ with NVRTC for sm_90: needs libnvrtc and the CUDA
 //! headers (`source .ci/nvrtc.sh` installs both), no GPU.
 
+mod common;
+
 use engine::cuda::nvrtc::{nvrtc_present, Compiler, KernelFile, KERNEL_FILES};
 
 fn compiler(cache: Option<std::path::PathBuf>) -> Option<Compiler> {
     if !nvrtc_present() {
-        // Straight to stderr: libtest captures println!, and a skip must be seen.
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), b"skipped: libnvrtc not found on LD_LIBRARY_PATH (run `source .ci/nvrtc.sh` first)\n");
+        common::skip("libnvrtc not found on LD_LIBRARY_PATH (run `source .ci/nvrtc.sh` first)");
         return None;
     }
     Some(Compiler::new(cache).expect("NVRTC found but not usable"))

@@ -4,7 +4,11 @@
 //! the decoy of structural-zero, null, off, reserve-only, the guard and its unguarded
 //! contrast), read back from the graph and the device. Skips with one line without a device.
 
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+mod common;
+
+use common::gpu;
+
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{CudaGraph, CudaSlice, DevicePtr};
 use engine::cuda::l2::{graph_windows, persisting_limit, stream_window, HitRatio, L2Arm, L2Mode, L2Reserve, L2Session};
@@ -17,19 +21,6 @@ const LAYERS: usize = 30;
 /// The dense-27B shape's pool, 2.29 times the H200's widest window.
 const POOL_27B: usize = 307_888_128;
 
-fn gpu() -> Option<&'static Gpu> {
-    static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
-    GPU.get_or_init(|| match Gpu::new(0) {
-        Ok(gpu) => Some(gpu),
-        Err(e) if format!("{e:#}").contains("no CUDA device") => {
-            // Straight to stderr: libtest captures println!, and a skip must be seen.
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("skipped: {e:#}\n").as_bytes());
-            None
-        }
-        Err(e) => panic!("CUDA device present but unusable: {e:#}"),
-    })
-    .as_ref()
-}
 
 /// The persisting limit and the stream are shared by the whole process: one test at a time.
 fn serial() -> MutexGuard<'static, ()> {

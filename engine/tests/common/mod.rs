@@ -2,9 +2,12 @@
 #![allow(dead_code)]
 
 use engine::arms::Arm;
+use engine::backend::Backend;
 use engine::config::ModelConfig;
 use engine::cpu::{CpuBackend, CpuMat};
+use engine::cuda::Gpu;
 use engine::model::Model;
+use std::sync::OnceLock;
 use engine::synthetic::{key, synthetic_value};
 use engine::weights::WeightSource;
 
@@ -27,8 +30,28 @@ pub fn prompt(seed: u64, len: usize) -> Vec<u32> {
     engine::bench::prompts(seed, 1, len, 512).remove(0)
 }
 
+/// Says why a device test does not run. Straight to stderr: libtest captures println!, and
+/// a skip must be seen.
+pub fn skip(reason: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("skipped: {reason}\n").as_bytes());
+}
+
+/// The CUDA device shared by a test binary's tests, or None (after one skip line) without one.
+pub fn gpu() -> Option<&'static Gpu> {
+    static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
+    GPU.get_or_init(|| match Gpu::new(0) {
+        Ok(gpu) => Some(gpu),
+        Err(e) if format!("{e:#}").contains("no CUDA device") => {
+            skip(&format!("{e:#}"));
+            None
+        }
+        Err(e) => panic!("CUDA device present but unusable: {e:#}"),
+    })
+    .as_ref()
+}
+
 /// Prefill then plain or speculative greedy decode; returns all generated tokens.
-pub fn generate(m: &mut Model<CpuBackend>, prompt: &[u32], chunk: usize, n_gen: usize, k: Option<usize>) -> (Vec<u32>, engine::decode::SpecStats) {
+pub fn generate<B: Backend>(m: &mut Model<B>, prompt: &[u32], chunk: usize, n_gen: usize, k: Option<usize>) -> (Vec<u32>, engine::decode::SpecStats) {
     let first = m.prefill(prompt, chunk, k.is_some());
     let mut out = vec![first];
     let stats = match k {
@@ -38,6 +61,7 @@ pub fn generate(m: &mut Model<CpuBackend>, prompt: &[u32], chunk: usize, n_gen: 
             Default::default()
         }
     };
+    m.backend.take_error().expect("the backend reported an error");
     (out, stats)
 }
 

@@ -1,6 +1,11 @@
 //! Every CUDA kernel against a plain f64 host reference on random non-zero inputs. Skips
 //! with one line when no CUDA device is present.
 
+#[path = "../common/mod.rs"]
+mod common;
+
+pub use common::gpu;
+
 mod attention;
 mod gdn;
 mod graph;
@@ -8,26 +13,11 @@ mod linear;
 mod moe;
 mod synthetic;
 
-use std::sync::OnceLock;
 
 use cudarc::driver::CudaSlice;
 use engine::cuda::{synthetic_key, Gpu};
 use half::bf16;
 
-/// The device shared by the tests, or None (after one "skipped" line) without one.
-pub fn gpu() -> Option<&'static Gpu> {
-    static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
-    GPU.get_or_init(|| match Gpu::new(0) {
-        Ok(gpu) => Some(gpu),
-        Err(e) if format!("{e:#}").contains("no CUDA device") => {
-            // Straight to stderr: libtest captures println!, and a skip must be seen.
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("skipped: {e:#}\n").as_bytes());
-            None
-        }
-        Err(e) => panic!("CUDA device present but unusable: {e:#}"),
-    })
-    .as_ref()
-}
 
 /// Deterministic random numbers (SplitMix64) for inputs.
 pub struct Rng(u64);
