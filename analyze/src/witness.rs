@@ -83,17 +83,17 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
                         show(a)
                     )))
                 }
-                "sm_clock_mhz" | "mem_clock_mhz" => {
-                    if [b, a].into_iter().flatten().any(|v| Some(v) != usual) {
-                        let detail = format!(
-                            "{} {} → {} MHz (the ladder's usual {})",
-                            pair.name,
-                            show(b),
-                            show(a),
-                            show(usual)
-                        );
-                        witness.clock_changes.push(note(detail));
-                    }
+                "sm_clock_mhz" | "mem_clock_mhz"
+                    if [b, a].into_iter().flatten().any(|v| Some(v) != usual) =>
+                {
+                    let detail = format!(
+                        "{} {} → {} MHz (the ladder's usual {})",
+                        pair.name,
+                        show(b),
+                        show(a),
+                        show(usual)
+                    );
+                    witness.clock_changes.push(note(detail));
                 }
                 "throttle" => {
                     let reasons: Vec<&str> = [value(row, pair.before), value(row, pair.after)]

@@ -30,8 +30,8 @@ pub const MAX_SPLITS: usize = 256;
 impl AttnShape {
     fn check(&self) -> Result<()> {
         ensure!(matches!(self.head_dim, 64 | 128 | 256), "attention head dim {}: the kernels take 64, 128 or 256", self.head_dim);
-        ensure!(self.hkv > 0 && self.hq % self.hkv == 0 && GROUPS.contains(&(self.hq / self.hkv)), "attention heads {}/{}: q heads must be {GROUPS:?} times the kv heads", self.hq, self.hkv);
-        ensure!(self.rot_dim % 2 == 0 && self.rot_dim <= self.head_dim, "rotary dims {} must be even and at most the head dim {}", self.rot_dim, self.head_dim);
+        ensure!(self.hkv > 0 && self.hq.is_multiple_of(self.hkv) && GROUPS.contains(&(self.hq / self.hkv)), "attention heads {}/{}: q heads must be {GROUPS:?} times the kv heads", self.hq, self.hkv);
+        ensure!(self.rot_dim.is_multiple_of(2) && self.rot_dim <= self.head_dim, "rotary dims {} must be even and at most the head dim {}", self.rot_dim, self.head_dim);
         Ok(())
     }
     /// Elements of one cache (keys or values).

@@ -13,7 +13,7 @@ impl Gpu {
     /// data: the median of 10 timed launches after 2 warm-up launches. Use several times the
     /// L2 size (GPU.md measured with 4 GiB).
     pub fn measure_read_ceiling_gbs(&self, bytes: usize) -> Result<f64> {
-        ensure!(bytes >= 16 && bytes % 16 == 0, "read ceiling buffer of {bytes} B: give a positive multiple of 16");
+        ensure!(bytes >= 16 && bytes.is_multiple_of(16), "read ceiling buffer of {bytes} B: give a positive multiple of 16");
         let mut data = self.stream.alloc_zeros::<bf16>(bytes / 2).with_context(|| format!("allocating {bytes} B for the read ceiling"))?;
         // Non-zero data: zeros can be compressed and read faster than weights.
         self.fill_synthetic(&mut data, 1, synthetic_key("read_ceiling"), 1.0, 0.5)?;

@@ -11,7 +11,7 @@ impl Gpu {
     /// out[t] = table[ids[t]] as fp32 for t < `t`. table [vocab][hidden]; the ids are read on
     /// the device and must be < vocab.
     pub fn embed(&self, table: &impl DevicePtr<bf16>, ids: &impl DevicePtr<i32>, out: &mut impl DevicePtrMut<f32>, t: usize, vocab: usize, hidden: usize) -> Result<()> {
-        ensure!(hidden % 8 == 0, "embedding hidden size {hidden} must be a multiple of 8");
+        ensure!(hidden.is_multiple_of(8), "embedding hidden size {hidden} must be a multiple of 8");
         let table = input("embedding table", table, vocab * hidden, &self.stream)?;
         let ids = input("token ids", ids, t, &self.stream)?;
         let out = output("embedding output", out, t * hidden, &self.stream)?;

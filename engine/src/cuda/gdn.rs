@@ -36,7 +36,7 @@ impl GdnShape {
         2 * (self.conv_slot_bytes() + self.rec_slot_bytes())
     }
     fn check(&self) -> Result<()> {
-        ensure!(self.hk > 0 && self.hv % self.hk == 0, "GDN heads: {} value heads are not a multiple of {} key heads", self.hv, self.hk);
+        ensure!(self.hk > 0 && self.hv.is_multiple_of(self.hk), "GDN heads: {} value heads are not a multiple of {} key heads", self.hv, self.hk);
         Ok(())
     }
 }

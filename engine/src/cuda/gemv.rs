@@ -32,7 +32,7 @@ fn threads_for(cols: usize) -> u32 {
 }
 
 fn check_cols(what: &str, cols: usize) -> Result<()> {
-    ensure!(cols % 8 == 0 && cols > 0, "{what}: input size {cols} must be a positive multiple of 8 (16-byte weight rows)");
+    ensure!(cols.is_multiple_of(8) && cols > 0, "{what}: input size {cols} must be a positive multiple of 8 (16-byte weight rows)");
     Ok(())
 }
 
@@ -172,7 +172,7 @@ impl Gpu {
     /// (prefill chunks).
     #[allow(clippy::too_many_arguments)]
     pub fn project(&self, x: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, rows: usize, cols: usize, t: usize, accumulate: bool) -> Result<()> {
-        if t <= MAX_T && cols % 8 == 0 {
+        if t <= MAX_T && cols.is_multiple_of(8) {
             self.gemv(w, x, y, rows, cols, t, accumulate)
         } else {
             self.gemm(x, w, y, rows, cols, t, accumulate)
