@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub const FORMAT: &str = "ladder/1";
 pub const START_TAG: &str = "#ladder-start ";
@@ -298,7 +298,6 @@ pub fn csv_line<S: AsRef<str>>(fields: &[S]) -> String {
 /// Appends a ladder file one durable line at a time.
 pub struct LadderWriter {
     file: File,
-    path: PathBuf,
 }
 
 impl LadderWriter {
@@ -318,13 +317,9 @@ impl LadderWriter {
                 io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
             }
         })?;
-        let mut writer = LadderWriter { file, path: path.to_path_buf() };
+        let mut writer = LadderWriter { file };
         writer.append(&[start.to_line()])?;
         Ok(writer)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Writes the column header (line 2).
@@ -336,10 +331,6 @@ impl LadderWriter {
     pub fn write_cell(&mut self, rows: &[Vec<String>]) -> io::Result<()> {
         let lines: Vec<String> = rows.iter().map(|r| csv_line(r)).collect();
         self.append(&lines)
-    }
-
-    pub fn write_comment(&mut self, text: &str) -> io::Result<()> {
-        self.append(&[format!("# {}", text.replace('\n', " "))])
     }
 
     /// Ends the file with a done record.
