@@ -2,7 +2,7 @@
 //! reading across ladders. Every number is one of the JSON report's, rounded for reading.
 
 use crate::across::{ArmPair, Replication};
-use crate::analysis::{ExtrasConfig, Figures, LadderReport, MetricReport};
+use crate::analysis::{Contrast, ExtrasConfig, Figures, LadderReport, MetricReport};
 use crate::identity::Identity;
 use crate::witness::Witness;
 use std::fmt::Write;
@@ -313,33 +313,23 @@ fn metric_section(
         }
         for c in m.controls.iter().filter(|c| !c.gains.is_empty()) {
             let _ = writeln!(out, "\nEach real arm against the structural zero `{}` (the gain from where the mechanism points):\n", c.arm);
-            out.push_str("| arm | against | estimate | sem | 95 % interval | n | verdict |\n|---|---|---:|---:|---|---:|---|\n");
-            for g in &c.gains {
-                let _ = writeln!(
-                    out,
-                    "| `{}` | `{}` | {} |",
-                    g.arm,
-                    g.against,
-                    figures_cells(&g.figures)
-                );
-            }
+            contrast_table(&c.gains, out);
         }
     }
     out.push_str(
         "\nAll arm-to-arm contrasts (each later-declared arm against each earlier one):\n\n",
     );
     mark(r, out);
-    out.push_str("| arm | against | estimate | sem | 95 % interval | n | verdict |\n|---|---|---:|---:|---|---:|---|\n");
-    for c in &m.contrasts {
-        let _ = writeln!(
-            out,
-            "| `{}` | `{}` | {} |",
-            c.arm,
-            c.against,
-            figures_cells(&c.figures)
-        );
-    }
+    contrast_table(&m.contrasts, out);
     extras_section(doc, r, m, out);
+}
+
+/// One row per pair: arm, the arm it is read against, and its figures.
+fn contrast_table(pairs: &[Contrast], out: &mut String) {
+    out.push_str("| arm | against | estimate | sem | 95 % interval | n | verdict |\n|---|---|---:|---:|---|---:|---|\n");
+    for c in pairs {
+        let _ = writeln!(out, "| `{}` | `{}` | {} |", c.arm, c.against, figures_cells(&c.figures));
+    }
 }
 
 fn extras_section(doc: &Doc, r: &LadderReport, m: &MetricReport, out: &mut String) {
