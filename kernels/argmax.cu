@@ -61,6 +61,7 @@ __device__ __forceinline__ void lm_head_body(const bf16* __restrict__ W, const f
     extern "C" __global__ void __launch_bounds__(256) lm_head_argmax_t##T(                          \
         const bf16* __restrict__ W, const float* __restrict__ x, int rows, int cols,                \
         float* __restrict__ part_val, int* __restrict__ part_idx) {                                 \
+        pdl_begin();                                                                                \
         lm_head_body<T>(W, x, rows, cols, part_val, part_idx);                                      \
     }
 LM_HEAD(1) LM_HEAD(2) LM_HEAD(3) LM_HEAD(4) LM_HEAD(5) LM_HEAD(6) LM_HEAD(7) LM_HEAD(8)
@@ -69,6 +70,7 @@ LM_HEAD(1) LM_HEAD(2) LM_HEAD(3) LM_HEAD(4) LM_HEAD(5) LM_HEAD(6) LM_HEAD(7) LM_
 // the position in the row is the index (a plain argmax over logits).
 extern "C" __global__ void argmax_reduce(const float* __restrict__ vals, const int* __restrict__ idx,
                                          int n, int* __restrict__ out) {
+    pdl_begin();
     __shared__ float sv[32];
     __shared__ int si[32];
     const float* v_row = vals + (size_t)blockIdx.x * n;

@@ -18,6 +18,7 @@ extern "C" __global__ void attn_prep(const float* __restrict__ q_in, const float
                                      bf16* __restrict__ k_cache, bf16* __restrict__ v_cache,
                                      float* __restrict__ q_out, int Hq, int Hkv, int max_ctx,
                                      int rot_dim, float theta, float eps) {
+    pdl_begin();
     __shared__ float scratch[32];
     __shared__ float buf[512];
     const int head = blockIdx.x, t = blockIdx.y, d = threadIdx.x, D = blockDim.x;
@@ -160,6 +161,7 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
         const bf16* __restrict__ v_cache, const int* __restrict__ pos0,                             \
         float* __restrict__ part_acc, float* __restrict__ part_ml, int Hq, int max_ctx,             \
         float scale) {                                                                              \
+        pdl_begin();                                                                                \
         attn_decode_body<D, G>(q, k_cache, v_cache, pos0, part_acc, part_ml, Hq, max_ctx, scale);   \
     }
 #define ATTN_DECODE_GROUPS(D) ATTN_DECODE(D, 1) ATTN_DECODE(D, 2) ATTN_DECODE(D, 4) ATTN_DECODE(D, 6) ATTN_DECODE(D, 8)
@@ -170,6 +172,7 @@ ATTN_DECODE_GROUPS(64) ATTN_DECODE_GROUPS(128) ATTN_DECODE_GROUPS(256)
 extern "C" __global__ void __launch_bounds__(256) attn_combine(
     const float* __restrict__ part_acc, const float* __restrict__ part_ml, const float* __restrict__ gate,
     float* __restrict__ out, int Hq, int D, int nsplit) {
+    pdl_begin();
     __shared__ float weight[256];
     __shared__ float scratch[32];
     __shared__ float partial[8][32];

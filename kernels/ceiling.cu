@@ -2,6 +2,7 @@
 // written per block so that the compiler cannot drop the loads.
 
 extern "C" __global__ void read_ceiling(const float4* __restrict__ data, u64 n, float* __restrict__ sink) {
+    pdl_begin();
     float s = 0.0f;
     const u64 stride = (u64)gridDim.x * blockDim.x;
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;

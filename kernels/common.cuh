@@ -48,6 +48,26 @@ __device__ __forceinline__ void unpack8(uint4 v, float* f) {
     f[6] = bf16_lo(v.w); f[7] = bf16_hi(v.w);
 }
 
+// Programmatic dependent launch (sm_90). The engine launches every kernel so that it may start
+// while the previous kernel of the stream is still running. `pdl_begin` waits until that kernel
+// has finished and its writes are visible, then lets the next kernel start: every kernel calls
+// it before touching memory that another kernel writes or reads, and nothing but L2 prefetches
+// comes before it (the L2 is where the device's memory is coherent, so a prefetch cannot return
+// stale data). Launched without the attribute, both instructions do nothing.
+__device__ __forceinline__ void pdl_begin() {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+// Prefetches `bytes` from `p` into the L2 in 128-byte lines, split over `nlanes` threads: a
+// kernel issues this for its weights before `pdl_begin`, so that they stream from memory while
+// the previous kernel finishes.
+__device__ __forceinline__ void prefetch_l2(const void* p, size_t bytes, int lane, int nlanes) {
+    const char* c = static_cast<const char*>(p);
+    for (size_t off = (size_t)lane * 128; off < bytes; off += (size_t)nlanes * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
+}
+
 // Weights are read once per token: stream them past L1 and mark them evict-first in L2 so
 // that the recurrent state and the KV cache keep the L2.
 __device__ __forceinline__ uint4 load_weights16(const uint4* p) { return __ldcs(p); }
@@ -62,17 +82,29 @@ __device__ __forceinline__ void load_x8(const bf16* x, int chunk, float* f) {
     unpack8(__ldg(reinterpret_cast<const uint4*>(x) + chunk), f);
 }
 
+// An input RMSNorm folded into the projections that read it: W·(x/rms·(1+w)) equals
+// (W·(x·(1+w)))/rms, so the dot products take x·(1+w) and each lane also sums x² over its
+// chunks; the caller reduces `ss` and scales by 1/rms = rsqrt(Σx²/n + eps). This spares the
+// decode chain a kernel per norm. `w` null: no norm.
+template <int T>
+struct FoldedNorm {
+    const bf16* w;
+    float ss[T];
+};
+
 // Partial dot products of R bf16 weight rows (`nchunks` chunks of 8, rows `stride` elements
 // apart, rows >= `nrows` skipped) with T activation rows of length 8*nchunks, for one of
 // `nlanes` threads splitting the chunks (a warp, or a whole block); the caller reduces over
 // them. Each activation chunk is loaded once for the R rows (the L1 traffic of small-T
 // verify), and UNROLL x R 16-byte weight loads are issued before the first use so that
 // enough bytes are in flight. Each acc[r][t] sums its chunks in the same order whatever T is,
-// so a position's result does not depend on how many positions share the launch.
+// so a position's result does not depend on how many positions share the launch. With a
+// `norm` whose weights are set, x is taken as x·(1+w) and norm->ss[t] sums x[t]².
 template <int UNROLL, int R, int T, typename XT>
 __device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
                                                 const XT* __restrict__ x, int nchunks, int lane, int nlanes,
-                                                float (&acc)[R][T]) {
+                                                float (&acc)[R][T], FoldedNorm<T>* norm = nullptr) {
+    const bf16* nw = norm != nullptr ? norm->w : nullptr;
     for (int c0 = lane; c0 < nchunks; c0 += nlanes * UNROLL) {
         uint4 wv[UNROLL][R];
 #pragma unroll
@@ -87,10 +119,19 @@ __device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, p
         for (int u = 0; u < UNROLL; ++u) {
             const int c = c0 + nlanes * u;
             if (c >= nchunks) break;
+            float nf[8];
+            if (nw != nullptr) load_x8(nw, c, nf);
 #pragma unroll
             for (int t = 0; t < T; ++t) {
                 float xf[8];
                 load_x8(x + (size_t)t * nchunks * 8, c, xf);
+                if (nw != nullptr) {
+#pragma unroll
+                    for (int i = 0; i < 8; ++i) {
+                        norm->ss[t] = fmaf(xf[i], xf[i], norm->ss[t]);
+                        xf[i] *= 1.0f + nf[i];
+                    }
+                }
 #pragma unroll
                 for (int r = 0; r < R; ++r) {
                     float wf[8];
@@ -107,8 +148,8 @@ __device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, p
 template <int R, int T, typename XT>
 __device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
                                               const XT* __restrict__ x, int nchunks, int lane, int nlanes,
-                                              float (&acc)[R][T]) {
-    rows_dot_lane_u<(R >= 4 ? 2 : 8 / R), R, T>(wrow, stride, nrows, x, nchunks, lane, nlanes, acc);
+                                              float (&acc)[R][T], FoldedNorm<T>* norm = nullptr) {
+    rows_dot_lane_u<(R >= 4 ? 2 : 8 / R), R, T>(wrow, stride, nrows, x, nchunks, lane, nlanes, acc, norm);
 }
 
 // Sums acc[R][T] over the block (warp shuffles, then shared memory); afterwards thread

@@ -3,6 +3,7 @@
 
 extern "C" __global__ void embed_gather(const bf16* __restrict__ table, const int* __restrict__ ids,
                                         float* __restrict__ out, int hidden) {
+    pdl_begin();
     const int t = blockIdx.y;
     const uint4* row = reinterpret_cast<const uint4*>(table + (size_t)ids[t] * hidden);
     float4* dst = reinterpret_cast<float4*>(out + (size_t)t * hidden);

@@ -13,6 +13,7 @@
 extern "C" __global__ void gdn_conv(const float* __restrict__ x, const bf16* __restrict__ w,
                                     const bf16* state_in, bf16* state_out,
                                     float* __restrict__ out, int T, int C) {
+    pdl_begin();
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     const float w0 = __bfloat162float(w[4 * c]), w1 = __bfloat162float(w[4 * c + 1]);
@@ -39,6 +40,11 @@ extern "C" __global__ void __launch_bounds__(256) gdn_step(
     const float* __restrict__ qkv, const float* __restrict__ b, const float* __restrict__ a,
     const bf16* __restrict__ A_log, const bf16* __restrict__ dt_bias, const float* rec_in,
     float* rec_out, float* __restrict__ o, int T, int HK, int HV) {
+    // The block's slice of the state (128 rows of 32 columns) into the L2 while the previous
+    // kernel finishes: it was written a round ago.
+    if (threadIdx.x < DK)
+        prefetch_l2(rec_in + (size_t)blockIdx.x * DK * DV + (size_t)threadIdx.x * DV + blockIdx.y * 32, 32 * sizeof(float), 0, 1);
+    pdl_begin();
     constexpr int ROWS = DK / 8;
     __shared__ float qs[DK], ks[DK];
     __shared__ float sums[8];

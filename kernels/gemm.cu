@@ -6,6 +6,7 @@
 
 // out[0..n) = hi, out[n..2n) = mid, out[2n..3n) = lo. Grid-stride over n values.
 extern "C" __global__ void split_bf16x3(const float* __restrict__ x, bf16* __restrict__ out, long long n) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
         const float v = x[i];

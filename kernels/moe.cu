@@ -1,5 +1,6 @@
 // Sparse MoE for T positions in three launches, with no host round trip (a decode round stays
-// capturable as a CUDA graph):
+// capturable as a CUDA graph). With `nw` set, the decode kernels read x RMS-normalised,
+// x/rms·(1+nw) (the layer's post-attention norm, folded in: see FoldedNorm):
 //   moe_router:  router GEMV (a warp per expert row); the last block to finish does the
 //                routing: softmax over the logits, top-k, renormalise; the shared expert's
 //                sigmoid gate goes to slot k.
@@ -20,9 +21,11 @@
 // Routing of position t by one warp. idx [T][k], wts [T][k+1]. The top k with the logits in
 // registers (up to 512 experts; ties to the lower expert index), then the shared expert's
 // gate. Logits are read past L1: in moe_router other blocks wrote them during this launch.
+// With `nw` set, x is normalised on the fly for the shared gate.
 __device__ __forceinline__ void route_warp(const float* __restrict__ logits, int E, int k,
                                            const float* __restrict__ x, const bf16* __restrict__ shared_gate_w,
-                                           int H, int t, int* __restrict__ idx, float* __restrict__ wts) {
+                                           int H, int t, int* __restrict__ idx, float* __restrict__ wts,
+                                           const bf16* __restrict__ nw, float eps) {
     const int lane = threadIdx.x & 31;
     const float* l = logits + (size_t)t * E;
     float v[MAX_EXPERTS_PER_LANE];
@@ -59,9 +62,17 @@ __device__ __forceinline__ void route_warp(const float* __restrict__ logits, int
         wts[(size_t)t * (k + 1) + lane] = mine / sum;
     }
     const float* xt = x + (size_t)t * H;
-    float dot = 0.0f;
-    for (int i = lane; i < H; i += 32) dot = fmaf(xt[i], __bfloat162float(shared_gate_w[i]), dot);
+    float dot = 0.0f, ss = 0.0f;
+    for (int i = lane; i < H; i += 32) {
+        float xv = xt[i];
+        if (nw != nullptr) {
+            ss = fmaf(xv, xv, ss);
+            xv *= 1.0f + __bfloat162float(nw[i]);
+        }
+        dot = fmaf(xv, __bfloat162float(shared_gate_w[i]), dot);
+    }
     dot = warp_sum(dot);
+    if (nw != nullptr) dot *= rsqrtf(warp_sum(ss) / (float)H + eps);
     if (lane == 0) wts[(size_t)t * (k + 1) + k] = sigmoid(dot);
 }
 
@@ -69,8 +80,9 @@ __device__ __forceinline__ void route_warp(const float* __restrict__ logits, int
 extern "C" __global__ void moe_route(const float* __restrict__ logits, int E, int k,
                                      const float* __restrict__ x, const bf16* __restrict__ shared_gate_w,
                                      int H, int T, int* __restrict__ idx, float* __restrict__ wts) {
+    pdl_begin();
     const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (t < T) route_warp(logits, E, k, x, shared_gate_w, H, t, idx, wts);
+    if (t < T) route_warp(logits, E, k, x, shared_gate_w, H, t, idx, wts, nullptr, 0.0f);
 }
 
 // Router GEMV and routing in one launch: logits [T][E] = Wr x, a warp per expert row; the
@@ -81,18 +93,21 @@ __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, con
                                                 float* __restrict__ logits, int E, int k, int H,
                                                 const bf16* __restrict__ shared_gate_w,
                                                 unsigned int* __restrict__ done, int* __restrict__ idx,
-                                                float* __restrict__ wts) {
+                                                float* __restrict__ wts, const bf16* __restrict__ nw, float eps) {
     __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     const int e = blockIdx.x * nwarps + warp;
     if (e < E) {
         float acc[1][T];
+        FoldedNorm<T> norm;
+        norm.w = nw;
 #pragma unroll
-        for (int t = 0; t < T; ++t) acc[0][t] = 0.0f;
-        rows_dot_lane_u<MOE_UNROLL, 1, T>(Wr + (size_t)e * H, H, 1, x, H >> 3, lane, 32, acc);
+        for (int t = 0; t < T; ++t) acc[0][t] = norm.ss[t] = 0.0f;
+        rows_dot_lane_u<MOE_UNROLL, 1, T>(Wr + (size_t)e * H, H, 1, x, H >> 3, lane, 32, acc, &norm);
 #pragma unroll
         for (int t = 0; t < T; ++t) {
-            const float s = warp_sum(acc[0][t]);
+            float s = warp_sum(acc[0][t]);
+            if (nw != nullptr) s *= rsqrtf(warp_sum(norm.ss[t]) / (float)H + eps);
             if (lane == 0) logits[(size_t)t * E + e] = s;
         }
     }
@@ -103,16 +118,24 @@ __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, con
     __syncthreads();
     if (!last) return;
     __threadfence();
-    for (int t = warp; t < T; t += nwarps) route_warp(logits, E, k, x, shared_gate_w, H, t, idx, wts);
+    for (int t = warp; t < T; t += nwarps) route_warp(logits, E, k, x, shared_gate_w, H, t, idx, wts, nw, eps);
     if (threadIdx.x == 0) *done = 0;
+}
+
+// Each warp's router row into the L2, then the wait for the previous kernel.
+__device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr, int E, int H) {
+    const int e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (e < E) prefetch_l2(Wr + (size_t)e * H, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
+    pdl_begin();
 }
 
 #define MOE_ROUTER(T)                                                                               \
     extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_router_t##T(                   \
         const bf16* __restrict__ Wr, const float* __restrict__ x, float* __restrict__ logits, int E, \
         int k, int H, const bf16* __restrict__ shared_gate_w, unsigned int* __restrict__ done,      \
-        int* __restrict__ idx, float* __restrict__ wts) {                                           \
-        moe_router_body<T>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts);                  \
+        int* __restrict__ idx, float* __restrict__ wts, const bf16* __restrict__ nw, float eps) {   \
+        moe_router_prologue(Wr, E, H);                                                              \
+        moe_router_body<T>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts, nw, eps);         \
     }
 MOE_ROUTER(1) MOE_ROUTER(2) MOE_ROUTER(3) MOE_ROUTER(4) MOE_ROUTER(5) MOE_ROUTER(6) MOE_ROUTER(7) MOE_ROUTER(8)
 
@@ -122,9 +145,17 @@ MOE_ROUTER(1) MOE_ROUTER(2) MOE_ROUTER(3) MOE_ROUTER(4) MOE_ROUTER(5) MOE_ROUTER
 extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
     const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
-    float* __restrict__ act, int k, int I, int Is, int H) {
+    float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw, float eps) {
     const int t = blockIdx.y, r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int rows = k * I + Is;
+    // The shared expert's rows are known before the routing is: they stream into the L2
+    // while the router finishes.
+    if (t == 0 && r >= k * I && r < rows) {
+        const size_t off = (size_t)(r - k * I) * H;
+        prefetch_l2(Wsg + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
+        prefetch_l2(Wsu + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
+    }
+    pdl_begin();
     if (r >= rows) return;
     const bf16 *g, *u;
     if (r < k * I) {
@@ -137,8 +168,14 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
         u = Wsu + off;
     }
     float acc[2][1] = {{0.0f}, {0.0f}};
-    rows_dot_lane_u<MOE_UNROLL, 2, 1>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc);
-    const float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
+    FoldedNorm<1> norm = {nw, {0.0f}};
+    rows_dot_lane_u<MOE_UNROLL, 2, 1>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, &norm);
+    float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
+    if (nw != nullptr) {
+        const float inv = rsqrtf(warp_sum(norm.ss[0]) / (float)H + eps);
+        gate *= inv;
+        up *= inv;
+    }
     if ((threadIdx.x & 31) == 0) act[(size_t)t * rows + r] = silu(gate) * up;
 }
 
@@ -149,6 +186,7 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
     const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const int* __restrict__ idx,
     const float* __restrict__ wts, const float* __restrict__ act, float* __restrict__ y, int k,
     int I, int Is, int H, int accumulate) {
+    pdl_begin();
     constexpr int R = 2;
     // Per slot: where its weights start, shifted so that virtual chunk c indexes them, and
     // the distance between its rows.
@@ -223,6 +261,7 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
 extern "C" __global__ void __launch_bounds__(1024) moe_group(const int* __restrict__ idx, int n, int E,
                                                             int* __restrict__ offsets,
                                                             int* __restrict__ list) {
+    pdl_begin();
     __shared__ int count[MAX_EXPERTS];
     __shared__ int cursor[MAX_EXPERTS];
     for (int e = threadIdx.x; e < E; e += blockDim.x) count[e] = 0;
@@ -297,6 +336,7 @@ extern "C" __global__ void __launch_bounds__(256) moe_gate_up_grouped(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const int* __restrict__ offsets,
     const int* __restrict__ list, const float* __restrict__ x, float* __restrict__ act, int k, int I,
     int H) {
+    pdl_begin();
     __shared__ int arow[GT], xrow[GT];
     const int e = blockIdx.y, n0 = blockIdx.x * GT;
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
@@ -322,6 +362,7 @@ extern "C" __global__ void __launch_bounds__(256) moe_gate_up_grouped(
 extern "C" __global__ void __launch_bounds__(256) moe_down_grouped(
     const bf16* __restrict__ Wd, const int* __restrict__ offsets, const int* __restrict__ list,
     const float* __restrict__ act, float* __restrict__ out, int I, int H) {
+    pdl_begin();
     __shared__ int arow[GT], xrow[GT];
     const int e = blockIdx.y, n0 = blockIdx.x * GT;
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
@@ -345,6 +386,7 @@ extern "C" __global__ void __launch_bounds__(256) moe_down_grouped(
 // y[t] (+)= sum_j wts[t][j] out[t*k + j], the slots summed in order. Grid (ceil(H/256), T).
 extern "C" __global__ void moe_combine(const float* __restrict__ out, const float* __restrict__ wts,
                                        float* __restrict__ y, int k, int H, int accumulate) {
+    pdl_begin();
     const int t = blockIdx.y, h = blockIdx.x * blockDim.x + threadIdx.x;
     if (h >= H) return;
     float s = 0.0f;
@@ -357,6 +399,7 @@ extern "C" __global__ void moe_combine(const float* __restrict__ out, const floa
 // g[t][i] = wts[t][k] * silu(g[t][i]) * u[t][i]. Grid (ceil(Is/256), T).
 extern "C" __global__ void moe_shared_act(float* __restrict__ g, const float* __restrict__ u,
                                           const float* __restrict__ wts, int k, int Is) {
+    pdl_begin();
     const int t = blockIdx.y, i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= Is) return;
     const size_t at = (size_t)t * Is + i;

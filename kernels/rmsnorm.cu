@@ -12,6 +12,7 @@ __device__ __forceinline__ float norm_one(float x, bf16 w, const float* zr, int 
 extern "C" __global__ void rmsnorm(const float* __restrict__ x, const bf16* __restrict__ w,
                                    const float* __restrict__ z, float* __restrict__ y, int n,
                                    float eps, float w_offset) {
+    pdl_begin();
     __shared__ float scratch[32];
     const size_t row = (size_t)blockIdx.x * n;
     const float* xr = x + row;

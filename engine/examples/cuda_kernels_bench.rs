@@ -129,7 +129,7 @@ fn moe_row(b: &Bench) -> Result<()> {
     let mut y = b.gpu.stream.alloc_zeros::<f32>(8 * h)?;
     let bytes = e * h * 2 + (s.top_k + 1) * 3 * i * h * 2;
     b.row("moe (4 launches) t=1", "256 experts top-8 + shared, 512x2048", bytes, inputs, |c| {
-        b.gpu.moe(&xs.slice(c * h..(c + 1) * h), &w, &mut scratch, &mut y, 1, s, true)
+        b.gpu.moe(&xs.slice(c * h..(c + 1) * h), &w, &mut scratch, &mut y, 1, s, true, None)
     })
 }
 

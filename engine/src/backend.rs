@@ -105,6 +105,14 @@ pub trait Backend: Sized {
             self.matmul(w, x, t, out);
         }
     }
+    /// `outs[j][i] = W_j · rmsnorm(x[i])`: [`Backend::rms_norm`] of `x` (rows of `width`)
+    /// into `normed`, then [`Backend::matmul_many`] of it. A backend may fold the norm into
+    /// the projections instead, leaving `normed` unwritten.
+    #[allow(clippy::too_many_arguments)]
+    fn norm_matmul_many(&mut self, x: &Self::Buf, norm: &Self::Buf, eps: f32, width: usize, t: usize, normed: &mut Self::Buf, outs: &mut [(&Self::Mat, &mut Self::Buf)]) {
+        self.rms_norm(x, norm, t, width, eps, normed);
+        self.matmul_many(normed, t, outs);
+    }
     /// `acc[i] += W · x[i]` for `t` rows: a projection into the residual stream.
     fn matmul_add(&mut self, w: &Self::Mat, x: &Self::Buf, t: usize, acc: &mut Self::Buf);
     /// `out[i] = a[i] ‖ b[i]` (the MTP fc input), rows of `wa` and `wb`.
@@ -127,6 +135,14 @@ pub trait Backend: Sized {
     /// The feed-forward block added onto the residual stream `acc`: MoE (softmax router,
     /// top-k renormalised, SwiGLU experts, sigmoid-gated shared expert) or dense SwiGLU.
     fn ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &Self::Buf, t: usize, acc: &mut Self::Buf);
+    /// `x[i] += ffn(rmsnorm(x[i]))` over the residual stream `x`: [`Backend::rms_norm`] into
+    /// `normed`, then [`Backend::ffn_add`] of it. A backend may fold the norm into the FFN
+    /// instead, leaving `normed` unwritten.
+    #[allow(clippy::too_many_arguments)]
+    fn norm_ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, norm: &Self::Buf, eps: f32, t: usize, normed: &mut Self::Buf, x: &mut Self::Buf) {
+        self.rms_norm(x, norm, t, cfg.hidden, eps, normed);
+        self.ffn_add(cfg, w, normed, t, x);
+    }
     /// `out[at + i] = argmax(head · x[row0 + i])` for `rows` rows (lowest index on ties).
     fn lm_head_argmax(&mut self, head: &Self::Mat, x: &Self::Buf, row0: usize, rows: usize, out: &mut Self::Tok, at: usize);
 

@@ -283,20 +283,19 @@ fn gdn_core<B: Backend>(b: &mut B, cfg: &ModelConfig, pool: &mut B::Pool, w: &Gd
 fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: MixerIo<'_, B>, t: usize, pos0: usize, prefetch: Option<[(usize, usize); 2]>, arm: Arm) {
     let LayerIo { cfg, b, s, pool, rope } = io;
     let (h, eps) = (cfg.hidden, cfg.rms_eps as f32);
-    b.rms_norm(&s.x, &lw.input_norm, t, h, eps, &mut s.xn);
     match (&lw.mixer, mixer) {
         (Mixer::Gdn(w), MixerIo::Gdn { conv, rec, stash }) => {
             let (x, bb, aa) = match stash {
                 Some(st) => (&mut st.x, &mut st.b, &mut st.a),
                 None => (&mut s.qkv, &mut s.b, &mut s.a),
             };
-            b.matmul_many(&s.xn, t, &mut [(&w.qkv, &mut *x), (&w.z, &mut s.z), (&w.b, &mut *bb), (&w.a, &mut *aa)]);
+            b.norm_matmul_many(&s.x, &lw.input_norm, eps, h, t, &mut s.xn, &mut [(&w.qkv, &mut *x), (&w.z, &mut s.z), (&w.b, &mut *bb), (&w.a, &mut *aa)]);
             gdn_core(b, cfg, pool, w, (conv, rec), (x, bb, aa), t, (&mut s.conv, &mut s.o));
             b.gated_norm(cfg, w, &s.o, &s.z, t, &mut s.on);
             b.matmul_add(&w.out, &s.on, t, &mut s.x);
         }
         (Mixer::Attn(w), MixerIo::Attn { cache }) => {
-            b.matmul_many(&s.xn, t, &mut [(&w.q, &mut s.qg), (&w.k, &mut s.k), (&w.v, &mut s.v)]);
+            b.norm_matmul_many(&s.x, &lw.input_norm, eps, h, t, &mut s.xn, &mut [(&w.q, &mut s.qg), (&w.k, &mut s.k), (&w.v, &mut s.v)]);
             b.attention(cfg, w, rope, &s.qg, &s.k, &s.v, cache, pos0, t, &mut s.att);
             b.matmul_add(&w.o, &s.att, t, &mut s.x);
         }
@@ -307,8 +306,7 @@ fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: Mi
             b.prefetch_state(pool, off, len, arm.prefetch);
         }
     }
-    b.rms_norm(&s.x, &lw.post_norm, t, h, eps, &mut s.xn);
-    b.ffn_add(cfg, &lw.ffn, &s.xn, t, &mut s.x);
+    b.norm_ffn_add(cfg, &lw.ffn, &lw.post_norm, eps, t, &mut s.xn, &mut s.x);
 }
 
 /// cos then sin of every position for the rotary dims: `[max_context][rotary_dim]`.

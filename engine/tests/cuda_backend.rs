@@ -9,7 +9,7 @@ use engine::arms::Arm;
 use engine::backend::{Backend, KvCache, SlotPair};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::CpuBackend;
-use engine::cuda::CudaBackend;
+use engine::cuda::{CudaBackend, LaunchMode};
 use engine::model::Model;
 use engine::weights::{Mixer, WeightSource, Weights};
 
@@ -60,7 +60,10 @@ struct Pair {
 
 impl Pair {
     fn new(seed: u64, gpu: CudaBackend) -> Self {
-        let c = cfg();
+        Self::with(cfg(), seed, gpu)
+    }
+
+    fn with(c: ModelConfig, seed: u64, gpu: CudaBackend) -> Self {
         let (mut cpu, mut gpu) = (CpuBackend::new(), gpu);
         cpu.prepare(&c, 8).unwrap();
         gpu.prepare(&c, 8).unwrap();
@@ -159,6 +162,22 @@ fn every_block_matches_the_cpu_backend() {
         p.gpu.ffn_add(&c, &p.wg.layers[0].ffn, &out_g, t, &mut acc_g);
         assert!(rel_err(&tag("moe"), &p.gpu.read_buf(&acc_g, t * h), &acc_c) < 1e-4);
 
+        // The input and post-attention norms folded into the projections and the MoE, on a
+        // raw residual stream (larger than a normalised one).
+        let (xr, xrg) = input(&mut p.gpu, "x residual", t * h, 6.0);
+        let (mut xn_c, mut xn_g) = (vec![0.0; t * h], p.gpu.alloc(t * h).unwrap());
+        let (mut z_c, mut z_g) = (vec![0.0; t * hv * 128], p.gpu.alloc(t * hv * 128).unwrap());
+        let (norm_c, norm_g) = (&p.wc.layers[0].input_norm, &p.wg.layers[0].input_norm);
+        p.cpu.norm_matmul_many(&xr, norm_c, 1e-6, h, t, &mut xn_c, &mut [(&gc.qkv, &mut qkv_c), (&gc.z, &mut z_c)]);
+        p.gpu.norm_matmul_many(&xrg, norm_g, 1e-6, h, t, &mut xn_g, &mut [(&gg.qkv, &mut qkv_g), (&gg.z, &mut z_g)]);
+        assert!(rel_err(&tag("qkv, input norm folded"), &p.gpu.read_buf(&qkv_g, t * ch), &qkv_c) < 1e-5);
+        assert!(rel_err(&tag("z, input norm folded"), &p.gpu.read_buf(&z_g, t * hv * 128), &z_c) < 1e-5);
+        let (mut acc_c, mut acc_g) = (xr, xrg);
+        let (post_c, post_g) = (&p.wc.layers[0].post_norm, &p.wg.layers[0].post_norm);
+        p.cpu.norm_ffn_add(&c, &p.wc.layers[0].ffn, post_c, 1e-6, t, &mut xn_c, &mut acc_c);
+        p.gpu.norm_ffn_add(&c, &p.wg.layers[0].ffn, post_g, 1e-6, t, &mut xn_g, &mut acc_g);
+        assert!(rel_err(&tag("moe, post norm folded"), &p.gpu.read_buf(&acc_g, t * h), &acc_c) < 1e-4);
+
         // LM head argmax and the embedding.
         let (mut tok_c, mut tok_g) = (p.cpu.alloc_tokens(t).unwrap(), p.gpu.alloc_tokens(t).unwrap());
         p.cpu.lm_head_argmax(&p.wc.lm_head, &out_c, 0, t, &mut tok_c, 0);
@@ -172,6 +191,30 @@ fn every_block_matches_the_cpu_backend() {
         assert_eq!(p.gpu.read_buf(&e_g, t * h), e_c, "seed {seed}: embedding rows");
         p.gpu.take_error().unwrap();
     }
+}
+
+/// The dense SwiGLU FFN (the 27B shape's), from normalised rows and with its norm folded in.
+#[test]
+fn dense_ffn_matches_the_cpu_backend() {
+    let Some(gpu) = cuda(false) else { return };
+    let mut c = cfg();
+    c.ffn = Ffn::Dense { size: 512 };
+    c.validate().unwrap();
+    let mut p = Pair::with(c.clone(), 5, gpu);
+    let (h, t) = (c.hidden, 4);
+    let (x, xg) = input(&mut p.gpu, "dense x", t * h, 6.0);
+    let (mut xn_c, mut xn_g) = (vec![0.0; t * h], p.gpu.alloc(t * h).unwrap());
+    let (norm_c, norm_g) = (&p.wc.layers[0].post_norm, &p.wg.layers[0].post_norm);
+    let (mut acc_c, mut acc_g) = (x.clone(), p.gpu.upload(&x).unwrap());
+    p.cpu.norm_ffn_add(&c, &p.wc.layers[0].ffn, norm_c, 1e-6, t, &mut xn_c, &mut acc_c);
+    p.gpu.norm_ffn_add(&c, &p.wg.layers[0].ffn, norm_g, 1e-6, t, &mut xn_g, &mut acc_g);
+    assert!(rel_err("dense ffn, post norm folded", &p.gpu.read_buf(&acc_g, t * h), &acc_c) < 1e-4);
+    let (mut acc_c, mut acc_g) = (x, xg);
+    p.cpu.ffn_add(&c, &p.wc.layers[0].ffn, &xn_c, t, &mut acc_c);
+    let xn_up = p.gpu.upload(&xn_c).unwrap();
+    p.gpu.ffn_add(&c, &p.wg.layers[0].ffn, &xn_up, t, &mut acc_g);
+    assert!(rel_err("dense ffn", &p.gpu.read_buf(&acc_g, t * h), &acc_c) < 1e-4);
+    p.gpu.take_error().unwrap();
 }
 
 /// The CPU model's rotary table (cos then sin per position).
@@ -229,6 +272,11 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
             assert_eq!((spec_e, st_e), (spec, st), "seed {seed}, K = {k}: eager speculative differs from graph replay");
             println!("seed {seed} K={k}: {} rounds, acceptance {:.3}", st.rounds, st.acceptance_rate());
         }
+        // Programmatic dependent launch changes when kernels start, never what they compute.
+        let Some(mut plain_launches) = cuda(true) else { return };
+        plain_launches.gpu.launch_mode = LaunchMode::Plain;
+        let mut mp = Model::new(cfg(), &src, Arm::default(), plain_launches, 16).unwrap();
+        assert_eq!(generate(&mut mp, &prompt, 16, 48, Some(3)).0, plain, "seed {seed}: launches in stream order differ from dependent launches");
         assert!(!mg.backend.graphs().is_empty(), "rounds were captured as graphs");
         assert!(me.backend.graphs().is_empty(), "--no-cuda-graph captures nothing");
     }

@@ -29,6 +29,23 @@ fn every_kernel_file_compiles_for_sm90() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// Kernels are launched with programmatic dependent launch, so one that never waits for the
+/// kernel before it could read its inputs half-written: every entry must wait.
+#[test]
+fn every_kernel_waits_for_the_kernel_before_it() {
+    let Some(compiler) = compiler(None) else { return };
+    let mut missing = Vec::new();
+    for file in KERNEL_FILES {
+        let ptx = compiler.ptx(file).expect("kernels compile (see every_kernel_file_compiles_for_sm90)");
+        for entry in ptx.split(".visible .entry ").skip(1) {
+            if !entry.contains("griddepcontrol.wait") {
+                missing.push(format!("{} in kernels/{}", entry.split('(').next().unwrap_or(entry), file.name));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "kernels without pdl_begin(): {}", missing.join(", "));
+}
+
 #[test]
 fn a_broken_kernel_fails_with_the_nvrtc_log() {
     let Some(compiler) = compiler(None) else { return };

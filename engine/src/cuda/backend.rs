@@ -17,7 +17,7 @@ use half::bf16;
 use super::args::{dim, MAX_T};
 use super::attention::{AttnShape, MAX_SPLITS};
 use super::gdn::{GdnShape, HEAD_DIM};
-use super::gemv::ArgmaxScratch;
+use super::gemv::{ArgmaxScratch, FoldedNorm};
 use super::l2::{L2Arm, L2Audit, L2Session};
 use super::moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
 use super::Gpu;
@@ -88,6 +88,13 @@ struct Prepared {
     /// Dense FFN activations `[max_rows][size]` (gate, up).
     ffn_gate: CudaSlice<f32>,
     ffn_up: CudaSlice<f32>,
+}
+
+/// What an FFN reads: rows of its own, or the residual stream it adds onto, normalised as the
+/// kernels read it (the post-attention norm folded in).
+enum FfnInput<'a> {
+    Rows(&'a CudaBuf),
+    Residual { norm: &'a CudaBuf, eps: f32 },
 }
 
 /// Per-operation GPU times of eager launches, from events around each operation.
@@ -252,8 +259,35 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// MoE over up to [`MAX_T`] rows at a time, added onto the residual stream.
-    fn moe_add(&mut self, w: &FfnWeights<Self>, x: &CudaBuf, t: usize, acc: &mut CudaBuf) -> Result<()> {
+    /// The FFN added onto the residual stream `acc`, reading `input`.
+    fn ffn(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, input: FfnInput<'_>, t: usize, acc: &mut CudaBuf) {
+        let h = cfg.hidden;
+        let folded = if matches!(input, FfnInput::Residual { .. }) { ", norm folded" } else { "" };
+        match w {
+            FfnWeights::Moe { top_k, .. } => {
+                let Ffn::Moe { experts, expert_size, shared_size, .. } = cfg.ffn else { return };
+                // Router, the routed experts of one position and the shared expert.
+                let bytes = 2 * h * (experts + 1 + 3 * (top_k * expert_size + shared_size));
+                self.op(|| format!("moe{folded}"), bytes as u64, |b| b.moe_add(w, input, t, acc));
+            }
+            FfnWeights::Dense(mlp) => {
+                let bytes = 3 * mlp.gate.rows * mlp.gate.cols * 2;
+                self.op(|| format!("dense ffn{folded}"), bytes as u64, |b| b.dense_add(w, input, t, acc));
+            }
+        }
+    }
+
+    /// Whether the FFN of `w` over `t` positions can read the residual stream with its norm
+    /// folded in ([`FfnInput::Residual`]).
+    fn ffn_folds_norm(w: &FfnWeights<Self>, t: usize) -> bool {
+        match w {
+            FfnWeights::Moe { .. } => (1..=MAX_T).contains(&t),
+            FfnWeights::Dense(mlp) => Gpu::can_fuse(mlp.gate.cols, t, [mlp.gate.rows, mlp.up.rows].into_iter()),
+        }
+    }
+
+    /// MoE added onto the residual stream: the grouped prefill kernels above [`MAX_T`] rows.
+    fn moe_add(&mut self, w: &FfnWeights<Self>, input: FfnInput<'_>, t: usize, acc: &mut CudaBuf) -> Result<()> {
         let FfnWeights::Moe { router, experts, shared, shared_gate, top_k } = w else { unreachable!("called for MoE only") };
         let p = self.prep.as_mut().context("prepare() first")?;
         let Ffn::Moe { experts: e, expert_size, shared_size, .. } = p.cfg.ffn else { unreachable!("MoE config") };
@@ -269,31 +303,35 @@ impl CudaBackend {
             shared_down: &shared.down.data,
             shared_expert_gate: &shared_gate.data,
         };
-        let (x, acc) = (x.f32()?, acc.f32_mut()?);
-        if t > MAX_T {
+        let acc = acc.f32_mut()?;
+        if let (FfnInput::Rows(x), true) = (&input, t > MAX_T) {
             let scratch = p.moe_prefill.as_mut().context("MoE prefill scratch")?;
-            return self.gpu.moe_prefill(x, &weights, scratch, acc, t, shape, true);
+            return self.gpu.moe_prefill(x.f32()?, &weights, scratch, acc, t, shape, true);
         }
         let scratch = p.moe.as_mut().context("MoE scratch")?;
-        for r0 in (0..t).step_by(MAX_T) {
-            let n = (t - r0).min(MAX_T);
-            self.gpu.moe(&x.slice(r0 * h..(r0 + n) * h), &weights, scratch, &mut acc.slice_mut(r0 * h..(r0 + n) * h), n, shape, true)?;
-        }
-        Ok(())
+        let y = super::args::output("residual stream", acc, t * h, &self.gpu.stream)?;
+        let (x, norm) = match input {
+            FfnInput::Rows(x) => (super::args::input("moe input", x.f32()?, t * h, &self.gpu.stream)?, None),
+            FfnInput::Residual { norm, eps } => (y, Some(FoldedNorm { w: norm.bf16()?, eps })),
+        };
+        self.gpu.moe_at(x, &weights, scratch, y, t, shape, true, norm)
     }
 
-    fn dense_add(&mut self, w: &FfnWeights<Self>, x: &CudaBuf, t: usize, acc: &mut CudaBuf) -> Result<()> {
+    fn dense_add(&mut self, w: &FfnWeights<Self>, input: FfnInput<'_>, t: usize, acc: &mut CudaBuf) -> Result<()> {
         let FfnWeights::Dense(mlp) = w else { unreachable!("called for dense only") };
         let p = self.prep.as_mut().context("prepare() first")?;
         let (h, size) = (mlp.gate.cols, mlp.gate.rows);
-        let x = x.f32()?;
-        self.gpu.project(x, &mlp.gate.data, &mut p.ffn_gate, size, h, t, false)?;
-        self.gpu.project(x, &mlp.up.data, &mut p.ffn_up, size, h, t, false)?;
+        let acc = acc.f32_mut()?;
+        let (x, norm) = match input {
+            FfnInput::Rows(x) => (x.f32()?, None),
+            FfnInput::Residual { norm, eps } => (&*acc, Some(FoldedNorm { w: norm.bf16()?, eps })),
+        };
+        self.gpu.project_many(x, h, t, &mut [(&mlp.gate.data, size, &mut p.ffn_gate), (&mlp.up.data, size, &mut p.ffn_up)], norm)?;
         let n = dim("dense activations", t * size)?;
         let (g, u) = (super::args::output("ffn gate", &mut p.ffn_gate, t * size, &self.gpu.stream)?, super::args::input("ffn up", &p.ffn_up, t * size, &self.gpu.stream)?);
         let cfg = LaunchConfig { grid_dim: ((t * size).div_ceil(256).min(4096) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         launch!(self.gpu, "swiglu_act", cfg, &g, &u, &n);
-        self.gpu.project(&p.ffn_gate, &mlp.down.data, acc.f32_mut()?, h, size, t, true)
+        self.gpu.project(&p.ffn_gate, &mlp.down.data, acc, h, size, t, true)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -562,7 +600,20 @@ impl Backend for CudaBackend {
         let label = || format!("{} {}x{} fused", if t <= MAX_T { "gemv" } else { "gemm" }, rows, cols);
         self.op(label, (rows * cols * 2) as u64, |b| {
             let mut parts = outs.iter_mut().map(|(w, out)| Ok((&w.data, w.rows, out.f32_mut()?))).collect::<Result<Vec<_>>>()?;
-            b.gpu.project_many(x.f32()?, cols, t, &mut parts)
+            b.gpu.project_many(x.f32()?, cols, t, &mut parts, None)
+        });
+    }
+
+    fn norm_matmul_many(&mut self, x: &CudaBuf, norm: &CudaBuf, eps: f32, width: usize, t: usize, normed: &mut CudaBuf, outs: &mut [(&CudaMat, &mut CudaBuf)]) {
+        let folds = outs.iter().all(|(w, _)| w.cols == width) && Gpu::can_fuse(width, t, outs.iter().map(|(w, _)| w.rows));
+        if !folds {
+            self.rms_norm(x, norm, t, width, eps, normed);
+            return self.matmul_many(normed, t, outs);
+        }
+        let rows: usize = outs.iter().map(|(w, _)| w.rows).sum();
+        self.op(|| format!("gemv {rows}x{width} fused, norm folded"), (rows * width * 2) as u64, |b| {
+            let mut parts = outs.iter_mut().map(|(w, out)| Ok((&w.data, w.rows, out.f32_mut()?))).collect::<Result<Vec<_>>>()?;
+            b.gpu.project_many(x.f32()?, width, t, &mut parts, Some(FoldedNorm { w: norm.bf16()?, eps }))
         });
     }
 
@@ -618,19 +669,15 @@ impl Backend for CudaBackend {
     }
 
     fn ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &CudaBuf, t: usize, acc: &mut CudaBuf) {
-        let h = cfg.hidden;
-        match w {
-            FfnWeights::Moe { top_k, .. } => {
-                let Ffn::Moe { experts, expert_size, shared_size, .. } = cfg.ffn else { return };
-                // Router, the routed experts of one position and the shared expert.
-                let bytes = 2 * h * (experts + 1 + 3 * (top_k * expert_size + shared_size));
-                self.op(|| "moe".into(), bytes as u64, |b| b.moe_add(w, x, t, acc));
-            }
-            FfnWeights::Dense(mlp) => {
-                let bytes = 3 * mlp.gate.rows * mlp.gate.cols * 2;
-                self.op(|| "dense ffn".into(), bytes as u64, |b| b.dense_add(w, x, t, acc));
-            }
+        self.ffn(cfg, w, FfnInput::Rows(x), t, acc);
+    }
+
+    fn norm_ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, norm: &CudaBuf, eps: f32, t: usize, normed: &mut CudaBuf, x: &mut CudaBuf) {
+        if Self::ffn_folds_norm(w, t) {
+            return self.ffn(cfg, w, FfnInput::Residual { norm, eps }, t, x);
         }
+        self.rms_norm(x, norm, t, cfg.hidden, eps, normed);
+        self.ffn_add(cfg, w, normed, t, x);
     }
 
     fn lm_head_argmax(&mut self, head: &CudaMat, x: &CudaBuf, row0: usize, rows: usize, out: &mut CudaSlice<i32>, at: usize) {

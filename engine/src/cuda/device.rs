@@ -33,6 +33,8 @@ pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     pub info: DeviceInfo,
+    /// How kernels are launched (`ENGINE_PDL`); programmatic dependent launch by default.
+    pub launch_mode: super::LaunchMode,
     functions: HashMap<String, CudaFunction>,
     /// cuBLAS and the split activations of the prefill GEMMs, made on first use (decode never
     /// needs them, and a graph capture never makes them).
@@ -58,7 +60,7 @@ impl Gpu {
             );
         }
         let functions = load_kernels(&ctx)?;
-        Ok(Self { ctx, stream, info, functions, blas: Mutex::default() })
+        Ok(Self { ctx, stream, info, launch_mode: super::LaunchMode::Pdl, functions, blas: Mutex::default() })
     }
 
     /// A loaded kernel by its `extern "C"` name.

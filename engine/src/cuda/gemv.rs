@@ -44,6 +44,25 @@ pub(crate) struct Blas {
     split: Option<CudaSlice<bf16>>,
 }
 
+/// An RMSNorm folded into the projections that read its output, `x/rms·(1+w)`: the kernels
+/// normalise the input as they read it, so the norm costs no launch of its own.
+#[derive(Clone, Copy)]
+pub struct FoldedNorm<'a> {
+    /// The norm's weights, one per input column (bf16).
+    pub w: &'a CudaSlice<bf16>,
+    pub eps: f32,
+}
+
+impl FoldedNorm<'_> {
+    /// The weights' device address (0: no norm) and eps, as the kernels take them.
+    pub(crate) fn args(norm: Option<Self>, cols: usize, stream: &cudarc::driver::CudaStream) -> Result<(u64, f32)> {
+        match norm {
+            Some(n) => Ok((input("folded norm weight", n.w, cols, stream)?, n.eps)),
+            None => Ok((0, 0.0)),
+        }
+    }
+}
+
 /// Most projections one fused GEMV launch takes (`gemv_multi_t*`).
 pub const MAX_FUSED: usize = 4;
 
@@ -138,9 +157,11 @@ impl Gpu {
 
     /// Several projections of one input, `ys[i][t] = Ws[i] x[t]`, as one GEMV launch for
     /// t <= 8 (each weight `[rows_i][cols]`, rows a multiple of 4, at most [`MAX_FUSED`]);
-    /// one projection after another otherwise.
-    pub fn project_many(&self, x: &impl DevicePtr<f32>, cols: usize, t: usize, parts: &mut [(&CudaSlice<bf16>, usize, &mut CudaSlice<f32>)]) -> Result<()> {
-        let fused = t <= MAX_T && cols.is_multiple_of(8) && (1..=MAX_FUSED).contains(&parts.len()) && parts.iter().all(|(_, rows, _)| rows.is_multiple_of(GEMV_ROWS));
+    /// one projection after another otherwise. With `norm`, the projections read
+    /// `rmsnorm(x)` instead (one launch only: see [`Gpu::can_fuse`]).
+    pub fn project_many(&self, x: &impl DevicePtr<f32>, cols: usize, t: usize, parts: &mut [(&CudaSlice<bf16>, usize, &mut CudaSlice<f32>)], norm: Option<FoldedNorm>) -> Result<()> {
+        let fused = Self::can_fuse(cols, t, parts.iter().map(|(_, rows, _)| *rows));
+        ensure!(fused || norm.is_none(), "a norm folded into {} projections of {cols} columns over {t} positions: only one GEMV launch (t <= {MAX_T}, at most {MAX_FUSED} parts of a multiple of {GEMV_ROWS} rows) can fold it", parts.len());
         if !fused {
             for (w, rows, y) in parts.iter_mut() {
                 self.project(x, *w, *y, *rows, cols, t, false)?;
@@ -164,8 +185,15 @@ impl Gpu {
         let [w0, w1, w2, w3] = ws;
         let [y0, y1, y2, y3] = ys;
         let [e0, e1, e2, e3] = ends;
-        launch!(self, format!("gemv_multi_t{t}"), cfg, &w0, &w1, &w2, &w3, &y0, &y1, &y2, &y3, &e0, &e1, &e2, &e3, &xp, &dim("cols", cols)?);
+        let (nw, eps) = FoldedNorm::args(norm, cols, &self.stream)?;
+        launch!(self, format!("gemv_multi_t{t}"), cfg, &w0, &w1, &w2, &w3, &y0, &y1, &y2, &y3, &e0, &e1, &e2, &e3, &xp, &dim("cols", cols)?, &nw, &eps);
         Ok(())
+    }
+
+    /// Whether [`Gpu::project_many`] runs projections of these row counts as one launch (and
+    /// can fold a norm into it).
+    pub fn can_fuse(cols: usize, t: usize, mut rows: impl ExactSizeIterator<Item = usize>) -> bool {
+        (1..=MAX_T).contains(&t) && cols.is_multiple_of(8) && (1..=MAX_FUSED).contains(&rows.len()) && rows.all(|r| r.is_multiple_of(GEMV_ROWS))
     }
 
     /// A projection of `t` positions: the GEMV for t <= 8 (decode, verify), else the GEMM

@@ -7,17 +7,18 @@
 //! decode round built from them can be captured as a CUDA graph ([`Gpu::capture`]). Values
 //! the round changes (token ids, positions) are read from device buffers.
 
-/// Launches kernel `$name` on the stream with the given arguments, naming it in the error.
+/// Launches kernel `$name` on the stream with the given arguments (each a reference to a
+/// plain value: a device address, a dimension, a scalar), naming it in the error.
 macro_rules! launch {
     ($gpu:expr, $name:expr, $cfg:expr, $($arg:expr),+ $(,)?) => {{
         let name: &str = &$name;
         let f = $gpu.function(name)?;
-        let mut builder = $gpu.stream.launch_builder(f);
+        let mut params = Vec::new();
         // Each argument is bound first so that temporaries live until the launch.
-        $( let arg = $arg; cudarc::driver::PushKernelArg::arg(&mut builder, arg); )+
+        $( let arg = $arg; params.push($crate::cuda::launch::param(arg)); )+
         // Safety: each wrapper passes the argument types and order of the kernel's signature
         // and checks buffer lengths against the launch's shapes first.
-        unsafe { builder.launch($cfg) }.map_err(|e| anyhow::anyhow!("launching kernel {name}: {e:?}"))?;
+        unsafe { $gpu.launch_raw(f, $cfg, &mut params) }.map_err(|e| anyhow::anyhow!("launching kernel {name}: {e:?}"))?;
     }};
 }
 
@@ -31,6 +32,7 @@ pub mod gdn;
 pub mod gemv;
 pub mod graph;
 pub mod l2;
+pub mod launch;
 pub mod moe;
 pub mod nvrtc;
 pub mod rmsnorm;
@@ -41,5 +43,6 @@ pub use backend::{CudaBackend, CudaBuf, CudaMat, ProfileRow};
 pub use device::{driver_present, DeviceInfo, Gpu};
 pub use gdn::GdnShape;
 pub use gemv::GemvInput;
+pub use launch::LaunchMode;
 pub use moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
 pub use synthetic::synthetic_key;

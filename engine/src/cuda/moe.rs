@@ -6,6 +6,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig};
 use half::bf16;
 
 use super::args::{dim, input, output, positions, MAX_T};
+use super::gemv::FoldedNorm;
 use super::Gpu;
 
 /// Most experts per token the routing kernel selects.
@@ -88,13 +89,23 @@ impl MoeScratch {
 impl Gpu {
     /// y[t] (+)= sum over the top-k experts of softmax-renormalised weight x SwiGLU expert,
     /// plus sigmoid(x . shared_expert_gate) x shared SwiGLU expert, for t < `t` (1..=8).
-    /// x [t][H], y [t][H] fp32 (`accumulate` adds onto y: the residual).
+    /// x [t][H], y [t][H] fp32 (`accumulate` adds onto y: the residual). With `norm`, the
+    /// experts read `rmsnorm(x)` instead.
     #[allow(clippy::too_many_arguments)]
-    pub fn moe<W: DevicePtr<bf16>>(&self, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape, accumulate: bool) -> Result<()> {
+    pub fn moe<W: DevicePtr<bf16>>(&self, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape, accumulate: bool, norm: Option<FoldedNorm>) -> Result<()> {
+        let xp = input("moe input", x, t * s.hidden, &self.stream)?;
+        let yp = output("moe output", y, t * s.hidden, &self.stream)?;
+        self.moe_at(xp, w, scratch, yp, t, s, accumulate, norm)
+    }
+
+    /// [`Gpu::moe`] on device addresses of `t` rows of `hidden` values each. `x` and `y` may
+    /// be the same rows: the residual stream, read (normalised) by the router and gate‖up,
+    /// then added onto by the down projection, a launch later.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn moe_at<W: DevicePtr<bf16>>(&self, xp: u64, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: u64, t: usize, s: MoeShape, accumulate: bool, norm: Option<FoldedNorm>) -> Result<()> {
         s.check()?;
         positions(t)?;
         let (e, k, h, i, is) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim);
-        let xp = input("moe input", x, t * h, &self.stream)?;
         let router = input("router", w.router, e * h, &self.stream)?;
         let sg = input("shared expert gate", w.shared_expert_gate, h, &self.stream)?;
         let gate = input("expert gate", w.gate, e * i * h, &self.stream)?;
@@ -108,11 +119,11 @@ impl Gpu {
         let idx = output("expert ids", &mut scratch.idx, t * k, &self.stream)?;
         let wts = output("expert weights", &mut scratch.weights, t * (k + 1), &self.stream)?;
         let act = output("expert activations", &mut scratch.act, t * s.act_len(), &self.stream)?;
-        let y = output("moe output", y, t * h, &self.stream)?;
         let (ed, kd, hd, id, isd) = (dim("experts", e)?, dim("top_k", k)?, dim("hidden", h)?, dim("expert", i)?, dim("shared expert", is)?);
+        let (nw, eps) = FoldedNorm::args(norm, h, &self.stream)?;
 
-        launch!(self, format!("moe_router_t{t}"), warps_config(e.div_ceil(MOE_WARPS), 1), &router, &xp, &logits, &ed, &kd, &hd, &sg, &done, &idx, &wts);
-        launch!(self, "moe_gate_up", warps_config(s.act_len().div_ceil(MOE_WARPS), t), &gate, &up, &s_gate, &s_up, &idx, &xp, &act, &kd, &id, &isd, &hd);
+        launch!(self, format!("moe_router_t{t}"), warps_config(e.div_ceil(MOE_WARPS), 1), &router, &xp, &logits, &ed, &kd, &hd, &sg, &done, &idx, &wts, &nw, &eps);
+        launch!(self, "moe_gate_up", warps_config(s.act_len().div_ceil(MOE_WARPS), t), &gate, &up, &s_gate, &s_up, &idx, &xp, &act, &kd, &id, &isd, &hd, &nw, &eps);
         launch!(self, "moe_down", warps_config(h.div_ceil(MOE_WARPS * DOWN_WARP_ROWS), t), &down, &s_down, &idx, &wts, &act, &y, &kd, &id, &isd, &hd, &i32::from(accumulate));
         Ok(())
     }

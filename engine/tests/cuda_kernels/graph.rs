@@ -46,7 +46,7 @@ fn captured_round_replays_like_eager_launches() {
     let round = |gpu: &Gpu, b: &mut Buffers| -> anyhow::Result<()> {
         gpu.embed(&embed, &b.ids, &mut b.x, t, vocab, h)?;
         gpu.rmsnorm(&b.x, &norm, &mut b.xn, t, h, 1e-6)?;
-        gpu.moe(&b.xn, &w, &mut b.moe, &mut b.x, t, s, true)?;
+        gpu.moe(&b.xn, &w, &mut b.moe, &mut b.x, t, s, true, None)?;
         gpu.rmsnorm(&b.x, &norm, &mut b.xn, t, h, 1e-6)?;
         gpu.lm_head_argmax(&head, &b.xn, &mut b.argmax, &mut b.ids, vocab, h, t)
     };

@@ -1,7 +1,7 @@
 //! GEMV, GEMM, RMSNorm, embedding and the LM head argmax.
 
 use super::{assert_close, download, gpu, silu, upload, weights, Rng};
-use engine::cuda::gemv::ArgmaxScratch;
+use engine::cuda::gemv::{ArgmaxScratch, FoldedNorm};
 use half::bf16;
 
 fn matvec(w: &[f64], x: &[f32], rows: usize, cols: usize, t: usize) -> Vec<f64> {
@@ -69,9 +69,44 @@ fn fused_projections_match_host() {
         let x = rng.vec(t * cols, 1.0);
         let mut ys: Vec<_> = shapes.iter().map(|&r| upload(gpu, &rng.vec(t * r, 1.0))).collect();
         let mut parts: Vec<_> = ws.iter().zip(&shapes).zip(ys.iter_mut()).map(|(((w, _), &r), y)| (w, r, y)).collect();
-        gpu.project_many(&upload(gpu, &x), cols, t, &mut parts).unwrap();
+        gpu.project_many(&upload(gpu, &x), cols, t, &mut parts, None).unwrap();
         for (i, ((_, wh), &r)) in ws.iter().zip(&shapes).enumerate() {
             assert_close(&format!("fused gemv part {i} t={t}"), &download(gpu, &ys[i]), &matvec(wh, &x, r, cols, t), 1e-5);
+        }
+    }
+}
+
+/// The input norm folded into the fused projections: W · (x/rms(x)·(1+w)), each position's
+/// bits independent of how many positions share the launch.
+#[test]
+fn fused_projections_with_folded_norm_match_host() {
+    let Some(gpu) = gpu() else { return };
+    let (cols, eps) = (2048, 1e-6);
+    let shapes = [512usize, 256, 4, 8];
+    let ws: Vec<_> = shapes.iter().enumerate().map(|(i, &r)| weights(gpu, &format!("folded.weight{i}"), r * cols, 0.0, 0.05)).collect();
+    let (nw, nwh) = weights(gpu, "folded.norm", cols, 0.0, 0.5);
+    let norm = Some(FoldedNorm { w: &nw, eps: eps as f32 });
+    let mut rng = Rng::new(5);
+    for t in [1, 4, 8] {
+        let x = rng.vec(t * cols, 6.0);
+        let normed: Vec<f32> = (0..t)
+            .flat_map(|p| {
+                let row = &x[p * cols..][..cols];
+                let inv = 1.0 / (row.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / cols as f64 + eps).sqrt();
+                row.iter().zip(&nwh).map(move |(v, w)| (*v as f64 * inv * (1.0 + w)) as f32).collect::<Vec<_>>()
+            })
+            .collect();
+        let mut ys: Vec<_> = shapes.iter().map(|&r| gpu.stream.alloc_zeros::<f32>(t * r).unwrap()).collect();
+        let mut parts: Vec<_> = ws.iter().zip(&shapes).zip(ys.iter_mut()).map(|(((w, _), &r), y)| (w, r, y)).collect();
+        gpu.project_many(&upload(gpu, &x), cols, t, &mut parts, norm).unwrap();
+        for (i, ((w, wh), &r)) in ws.iter().zip(&shapes).enumerate() {
+            let together = download(gpu, &ys[i]);
+            assert_close(&format!("folded-norm gemv part {i} t={t}"), &together, &matvec(wh, &normed, r, cols, t), 1e-5);
+            for p in 0..t {
+                let mut alone = gpu.stream.alloc_zeros::<f32>(r).unwrap();
+                gpu.project_many(&upload(gpu, &x[p * cols..][..cols]), cols, 1, &mut [(w, r, &mut alone)], norm).unwrap();
+                assert_eq!(download(gpu, &alone), together[p * r..][..r], "folded-norm part {i} position {p} alone differs from {t} together");
+            }
         }
     }
 }

@@ -1,22 +1,29 @@
 //! MoE routing and experts against an f64 reference.
 
 use super::{assert_close, download, gpu, sigmoid, silu, upload, weights, Rng};
+use engine::cuda::gemv::FoldedNorm;
 use engine::cuda::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
 
 #[test]
 fn moe_matches_host() {
-    check_moe(3);
+    check_moe(3, false);
+}
+
+/// The post-attention norm folded into the router, the shared gate and gate‖up.
+#[test]
+fn moe_with_folded_norm_matches_host() {
+    check_moe(5, true);
 }
 
 /// The prefill path: 300 positions, so that experts get more than one 64-row tile.
 #[test]
 fn moe_prefill_grouped_by_expert_matches_host() {
-    check_moe(300);
+    check_moe(300, false);
 }
 
 /// The decode kernels for t <= 8 (also checking the chosen experts), the grouped prefill
-/// kernels for larger t.
-fn check_moe(t: usize) {
+/// kernels for larger t; with `folded`, the experts read rmsnorm(x) (decode kernels only).
+fn check_moe(t: usize, folded: bool) {
     let Some(gpu) = gpu() else { return };
     let s = MoeShape { experts: 16, top_k: 4, hidden: 256, expert_dim: 64, shared_dim: 32 };
     let (e, k, h, i, is) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim);
@@ -30,19 +37,23 @@ fn check_moe(t: usize) {
     let (seg, segh) = weights(gpu, "moe.shared_expert_gate", h, 0.0, 0.1);
     let w = MoeWeights { router: &router, gate: &gate, up: &up, down: &down, shared_gate: &sgate, shared_up: &sup, shared_down: &sdown, shared_expert_gate: &seg };
     let mut rng = Rng::new(31);
-    let x = rng.vec(t * h, 1.0);
+    // Raw residual rows are larger than normalised ones, as in the model.
+    let x = rng.vec(t * h, if folded { 6.0 } else { 1.0 });
     let y0 = rng.vec(t * h, 1.0);
     let mut y = upload(gpu, &y0);
+    let (nw, nwh) = weights(gpu, "moe.post_norm", h, 0.0, 0.5);
+    let eps = 1e-6;
+    let norm = folded.then_some(FoldedNorm { w: &nw, eps: eps as f32 });
     let got_idx = if t <= 8 {
         let mut scratch = MoeScratch::new(gpu, s).unwrap();
-        gpu.moe(&upload(gpu, &x), &w, &mut scratch, &mut y, t, s, true).unwrap();
+        gpu.moe(&upload(gpu, &x), &w, &mut scratch, &mut y, t, s, true, norm).unwrap();
         let got_idx = download(gpu, &scratch.idx);
         // Each position alone gives the same bits (speculative verify equals plain decode);
         // the repeated launches also check that the router's last-block counter resets.
         let together = download(gpu, &y);
         for p in 0..t {
             let mut alone = upload(gpu, &y0[p * h..][..h]);
-            gpu.moe(&upload(gpu, &x[p * h..][..h]), &w, &mut scratch, &mut alone, 1, s, true).unwrap();
+            gpu.moe(&upload(gpu, &x[p * h..][..h]), &w, &mut scratch, &mut alone, 1, s, true, norm).unwrap();
             assert_eq!(download(gpu, &alone), together[p * h..][..h], "moe position {p} alone differs from {t} positions together");
         }
         Some(got_idx)
@@ -55,7 +66,11 @@ fn check_moe(t: usize) {
     let dot = |w: &[f64], x: &[f64]| -> f64 { w.iter().zip(x).map(|(a, b)| a * b).sum() };
     let mut want = Vec::new();
     for p in 0..t {
-        let xp: Vec<f64> = x[p * h..][..h].iter().map(|v| *v as f64).collect();
+        let mut xp: Vec<f64> = x[p * h..][..h].iter().map(|v| *v as f64).collect();
+        if folded {
+            let inv = 1.0 / (xp.iter().map(|v| v * v).sum::<f64>() / h as f64 + eps).sqrt();
+            xp.iter_mut().zip(&nwh).for_each(|(v, w)| *v *= inv * (1.0 + w));
+        }
         let logits: Vec<f64> = (0..e).map(|j| dot(&rh[j * h..][..h], &xp)).collect();
         let mut order: Vec<usize> = (0..e).collect();
         order.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]).then(a.cmp(b)));
@@ -83,5 +98,5 @@ fn check_moe(t: usize) {
         }
         want.extend(out);
     }
-    assert_close(&format!("moe output (accumulated) t={t}"), &download(gpu, &y), &want, 1e-5);
+    assert_close(&format!("moe output (accumulated) t={t} folded norm {folded}"), &download(gpu, &y), &want, 1e-5);
 }

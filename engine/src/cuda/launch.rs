@@ -1,0 +1,121 @@
+//! Kernel launches with programmatic dependent launch (PDL): each kernel may start while the
+//! previous one of the stream still runs, prefetch its weights into the L2 and wait for that
+//! kernel inside (`pdl_begin` in kernels/common.cuh). A decode round is a chain of a few hundred
+//! short kernels, so hiding each launch and each kernel's ramp behind the one before is worth
+//! more than any one kernel's speed. `ENGINE_PDL=off` launches them plainly, one after another.
+
+use std::ffi::c_void;
+
+use anyhow::{bail, Result};
+use cudarc::driver::sys::{
+    self, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributeValue, CUlaunchConfig,
+};
+use cudarc::driver::{CudaFunction, DeviceRepr, DriverError, LaunchConfig};
+
+use super::Gpu;
+
+/// Help text for the variable (for `engine bench --help`).
+pub const PDL_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each kernel may start while the one before runs,
+      prefetching its weights and waiting for it inside; off: each starts when the one before ends]";
+
+/// How the engine launches its kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaunchMode {
+    /// Programmatic dependent launch: a kernel overlaps the tail of the one before.
+    Pdl,
+    /// Stream order: a kernel starts when the one before has finished.
+    Plain,
+}
+
+impl LaunchMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            LaunchMode::Pdl => "pdl",
+            LaunchMode::Plain => "plain",
+        }
+    }
+
+    /// `ENGINE_PDL=on|off` (default on).
+    pub fn from_env() -> Result<Self> {
+        Self::parse(std::env::var("ENGINE_PDL").ok().as_deref())
+    }
+
+    fn parse(value: Option<&str>) -> Result<Self> {
+        match value {
+            None | Some("on") => Ok(LaunchMode::Pdl),
+            Some("off") => Ok(LaunchMode::Plain),
+            Some(other) => bail!(
+                "unknown value `{other}` for environment variable ENGINE_PDL; allowed: on, off"
+            ),
+        }
+    }
+}
+
+/// A kernel argument as the driver takes it: the address of the value.
+pub(crate) fn param<T: DeviceRepr>(value: &T) -> *mut c_void {
+    value as *const T as *mut c_void
+}
+
+impl Gpu {
+    /// Launches `f` on the stream with `params` (one address per kernel argument).
+    ///
+    /// # Safety
+    /// `params` must match the kernel's signature in number, order and types, and every
+    /// buffer it points into must hold what the launch reads and writes.
+    pub(crate) unsafe fn launch_raw(
+        &self,
+        f: &CudaFunction,
+        cfg: LaunchConfig,
+        params: &mut [*mut c_void],
+    ) -> Result<(), DriverError> {
+        self.ctx.bind_to_thread()?;
+        let mut value: CUlaunchAttributeValue = std::mem::zeroed();
+        value.programmaticStreamSerializationAllowed = 1;
+        let mut pdl = CUlaunchAttribute {
+            id: CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value,
+        };
+        let with_pdl = self.launch_mode == LaunchMode::Pdl;
+        let config = CUlaunchConfig {
+            gridDimX: cfg.grid_dim.0,
+            gridDimY: cfg.grid_dim.1,
+            gridDimZ: cfg.grid_dim.2,
+            blockDimX: cfg.block_dim.0,
+            blockDimY: cfg.block_dim.1,
+            blockDimZ: cfg.block_dim.2,
+            sharedMemBytes: cfg.shared_mem_bytes,
+            hStream: self.stream.cu_stream(),
+            attrs: if with_pdl {
+                &mut pdl
+            } else {
+                std::ptr::null_mut()
+            },
+            numAttrs: u32::from(with_pdl),
+        };
+        sys::cuLaunchKernelEx(
+            &config,
+            f.cu_function(),
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+        .result()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_pdl_parses_on_off_and_names_a_bad_value() {
+        assert_eq!(LaunchMode::parse(None).unwrap(), LaunchMode::Pdl);
+        assert_eq!(LaunchMode::parse(Some("on")).unwrap(), LaunchMode::Pdl);
+        assert_eq!(LaunchMode::parse(Some("off")).unwrap(), LaunchMode::Plain);
+        let err = LaunchMode::parse(Some("yes")).unwrap_err().to_string();
+        assert!(
+            err.contains("ENGINE_PDL") && err.contains("on, off"),
+            "{err}"
+        );
+    }
+}
