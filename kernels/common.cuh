@@ -61,7 +61,8 @@ __device__ __forceinline__ void pdl_begin() {
 
 // Prefetches `bytes` from `p` into the L2 in 128-byte lines, split over `nlanes` threads: a
 // kernel issues this for its weights before `pdl_begin`, so that they stream from memory while
-// the previous kernel finishes.
+// the previous kernel finishes. The kernels that do take an `int prefetch` argument
+// (ENGINE_WEIGHT_PREFETCH).
 __device__ __forceinline__ void prefetch_l2(const void* p, size_t bytes, int lane, int nlanes) {
     const char* c = static_cast<const char*>(p);
     for (size_t off = (size_t)lane * 128; off < bytes; off += (size_t)nlanes * 128)
@@ -153,10 +154,14 @@ __device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, ptr
 }
 
 // Sums acc[R][T] over the block (warp shuffles, then shared memory); afterwards thread
-// r*T + t (for r < R, t < T) holds the total of acc[r][t] in `out`.
+// r*T + t (for r < R, t < T) holds the total of acc[r][t] in `out`. With `norm` (weights
+// set), its Σx² are summed in the same pass and each total is scaled by its position's
+// 1/rms = rsqrt(Σx²/n + eps).
 template <int R, int T>
-__device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out) {
-    __shared__ float red[32][R * T];
+__device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out, const FoldedNorm<T>* norm = nullptr,
+                                               int n = 0, float eps = 0.0f) {
+    __shared__ float red[32][(R + 1) * T];
+    const bool folded = norm != nullptr && norm->w != nullptr;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -165,10 +170,21 @@ __device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out) {
             const float s = warp_sum(acc[r][t]);
             if (lane == 0) red[warp][r * T + t] = s;
         }
+    if (folded) {
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+            const float s = warp_sum(norm->ss[t]);
+            if (lane == 0) red[warp][R * T + t] = s;
+        }
+    }
     __syncthreads();
     if (threadIdx.x < R * T) {
-        float s = 0.0f;
+        float s = 0.0f, ss = 0.0f;
         for (int w = 0; w < nwarps; ++w) s += red[w][threadIdx.x];
+        if (folded) {
+            for (int w = 0; w < nwarps; ++w) ss += red[w][R * T + threadIdx.x % T];
+            s *= rsqrtf(ss / (float)n + eps);
+        }
         *out = s;
     }
 }

@@ -8,9 +8,9 @@
 
 // The block's weights (up to GEMV_ROWS whole rows from row0) into the L2, then the wait for
 // the previous kernel: the weights stream while it finishes.
-__device__ __forceinline__ void gemv_prologue(const bf16* __restrict__ W, int rows, int cols, int row0) {
+__device__ __forceinline__ void gemv_prologue(const bf16* __restrict__ W, int rows, int cols, int row0, int prefetch) {
     const int n = max(0, min(GEMV_ROWS, rows - row0));
-    prefetch_l2(W + (size_t)row0 * cols, (size_t)n * cols * sizeof(bf16), threadIdx.x, blockDim.x);
+    if (prefetch) prefetch_l2(W + (size_t)row0 * cols, (size_t)n * cols * sizeof(bf16), threadIdx.x, blockDim.x);
     pdl_begin();
 }
 
@@ -29,16 +29,8 @@ __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* 
     for (int t = 0; t < T; ++t) norm.ss[t] = 0.0f;
     rows_dot_lane<GEMV_ROWS, T>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, threadIdx.x, blockDim.x, acc, &norm);
     float s;
-    block_sum_rows(acc, &s);
+    block_sum_rows(acc, &s, &norm, cols, eps);
     const int r = threadIdx.x / T, t = threadIdx.x % T;
-    if (nw != nullptr) {
-        __shared__ float inv[T];
-        float ss;
-        block_sum_rows(*reinterpret_cast<float(*)[1][T]>(norm.ss), &ss);
-        if (threadIdx.x < T) inv[threadIdx.x] = rsqrtf(ss / (float)cols + eps);
-        __syncthreads();
-        s *= inv[t];
-    }
     if (threadIdx.x < GEMV_ROWS * T && row0 + r < rows) {
         float* dst = y + (size_t)t * rows + row0 + r;
         *dst = accumulate ? *dst + s : s;
@@ -48,14 +40,14 @@ __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* 
 #define GEMV(T)                                                                                     \
     extern "C" __global__ void __launch_bounds__(256) gemv_f32_t##T(                                \
         const bf16* __restrict__ W, const float* __restrict__ x, float* __restrict__ y, int rows,   \
-        int cols, int accumulate) {                                                                 \
-        gemv_prologue(W, rows, cols, blockIdx.x * GEMV_ROWS);                                       \
+        int cols, int accumulate, int prefetch) {                                                   \
+        gemv_prologue(W, rows, cols, blockIdx.x * GEMV_ROWS, prefetch);                             \
         gemv_body<T>(W, x, y, rows, cols, accumulate, blockIdx.x * GEMV_ROWS);                      \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(256) gemv_bf16_t##T(                               \
         const bf16* __restrict__ W, const bf16* __restrict__ x, float* __restrict__ y, int rows,    \
-        int cols, int accumulate) {                                                                 \
-        gemv_prologue(W, rows, cols, blockIdx.x * GEMV_ROWS);                                       \
+        int cols, int accumulate, int prefetch) {                                                   \
+        gemv_prologue(W, rows, cols, blockIdx.x * GEMV_ROWS, prefetch);                             \
         gemv_body<T>(W, x, y, rows, cols, accumulate, blockIdx.x * GEMV_ROWS);                      \
     }
 GEMV(1) GEMV(2) GEMV(3) GEMV(4) GEMV(5) GEMV(6) GEMV(7) GEMV(8)
@@ -71,14 +63,14 @@ GEMV(1) GEMV(2) GEMV(3) GEMV(4) GEMV(5) GEMV(6) GEMV(7) GEMV(8)
         const bf16* __restrict__ W0, const bf16* __restrict__ W1, const bf16* __restrict__ W2,      \
         const bf16* __restrict__ W3, float* y0, float* y1, float* y2, float* y3, int e0, int e1,    \
         int e2, int e3, const float* __restrict__ x, int cols, const bf16* __restrict__ nw,        \
-        float eps) {                                                                                \
+        float eps, int prefetch) {                                                                  \
         const int row = blockIdx.x * GEMV_ROWS;                                                     \
         const int s = row < e0 ? 0 : row < e1 ? 1 : row < e2 ? 2 : 3;                               \
         const bf16* W = s == 0 ? W0 : s == 1 ? W1 : s == 2 ? W2 : W3;                               \
         float* y = s == 0 ? y0 : s == 1 ? y1 : s == 2 ? y2 : y3;                                    \
         const int begin = s == 0 ? 0 : s == 1 ? e0 : s == 2 ? e1 : e2;                              \
         const int end = s == 0 ? e0 : s == 1 ? e1 : s == 2 ? e2 : e3;                               \
-        gemv_prologue(W, end - begin, cols, row - begin);                                           \
+        gemv_prologue(W, end - begin, cols, row - begin, prefetch);                                 \
         gemv_body<T>(W, x, y, end - begin, cols, 0, row - begin, nw, eps);                          \
     }
 GEMV_MULTI(1) GEMV_MULTI(2) GEMV_MULTI(3) GEMV_MULTI(4) GEMV_MULTI(5) GEMV_MULTI(6) GEMV_MULTI(7) GEMV_MULTI(8)

@@ -123,9 +123,9 @@ __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, con
 }
 
 // Each warp's router row into the L2, then the wait for the previous kernel.
-__device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr, int E, int H) {
+__device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr, int E, int H, int prefetch) {
     const int e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (e < E) prefetch_l2(Wr + (size_t)e * H, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
+    if (prefetch && e < E) prefetch_l2(Wr + (size_t)e * H, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
     pdl_begin();
 }
 
@@ -133,8 +133,9 @@ __device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr,
     extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_router_t##T(                   \
         const bf16* __restrict__ Wr, const float* __restrict__ x, float* __restrict__ logits, int E, \
         int k, int H, const bf16* __restrict__ shared_gate_w, unsigned int* __restrict__ done,      \
-        int* __restrict__ idx, float* __restrict__ wts, const bf16* __restrict__ nw, float eps) {   \
-        moe_router_prologue(Wr, E, H);                                                              \
+        int* __restrict__ idx, float* __restrict__ wts, const bf16* __restrict__ nw, float eps,     \
+        int prefetch) {                                                                             \
+        moe_router_prologue(Wr, E, H, prefetch);                                                    \
         moe_router_body<T>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts, nw, eps);         \
     }
 MOE_ROUTER(1) MOE_ROUTER(2) MOE_ROUTER(3) MOE_ROUTER(4) MOE_ROUTER(5) MOE_ROUTER(6) MOE_ROUTER(7) MOE_ROUTER(8)
@@ -145,12 +146,13 @@ MOE_ROUTER(1) MOE_ROUTER(2) MOE_ROUTER(3) MOE_ROUTER(4) MOE_ROUTER(5) MOE_ROUTER
 extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
     const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
-    float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw, float eps) {
+    float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw, float eps,
+    int prefetch) {
     const int t = blockIdx.y, r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int rows = k * I + Is;
     // The shared expert's rows are known before the routing is: they stream into the L2
     // while the router finishes.
-    if (t == 0 && r >= k * I && r < rows) {
+    if (prefetch && t == 0 && r >= k * I && r < rows) {
         const size_t off = (size_t)(r - k * I) * H;
         prefetch_l2(Wsg + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
         prefetch_l2(Wsu + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);

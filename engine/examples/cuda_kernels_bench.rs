@@ -6,8 +6,8 @@
 
 use anyhow::Result;
 use cudarc::driver::CudaSlice;
-use engine::cuda::gemv::ArgmaxScratch;
-use engine::cuda::{synthetic_key, AttnShape, GdnShape, Gpu, MoeScratch, MoeShape, MoeWeights};
+use engine::cuda::gemv::{ArgmaxScratch, FoldedNorm};
+use engine::cuda::{synthetic_key, AttnShape, GdnShape, Gpu, GpuOptions, MoeScratch, MoeShape, MoeWeights};
 use half::bf16;
 
 /// Data a benchmark cycles through per timed batch, so that L2 hits do not flatter it.
@@ -50,7 +50,9 @@ fn main() {
 }
 
 fn run() -> Result<()> {
-    let gpu = Gpu::new(0)?;
+    let mut gpu = Gpu::new(0)?;
+    gpu.options = GpuOptions::from_env()?;
+    println!("options: {}", gpu.options.describe());
     let i = &gpu.info;
     println!("device: {} (sm_{}{}), {} SMs, L2 {} B, persisting L2 max {} B, access policy window max {} B, memory {} B",
         i.name, i.compute_capability.0, i.compute_capability.1, i.sm_count, i.l2_bytes, i.persisting_l2_max_bytes, i.access_policy_max_window_bytes, i.total_mem_bytes);
@@ -93,7 +95,29 @@ fn gemv_rows(b: &Bench) -> Result<()> {
     b.row("gemv bf16 x, t=1", &format!("gemv 2048->8192 {rows}x{cols}"), rows * cols * 2, copies, |c| {
         let w = pool.slice(c * rows * cols..(c + 1) * rows * cols);
         b.gpu.gemv(&w, &x, &mut y, rows, cols, 1, false)
-    })
+    })?;
+    fused_rows(b, &pool, &xf)
+}
+
+/// A GDN layer's four input projections (q‖k‖v, z, b, a) as one launch, plain and with the
+/// layer's input norm folded in.
+fn fused_rows(b: &Bench, pool: &CudaSlice<bf16>, x: &CudaSlice<f32>) -> Result<()> {
+    let (cols, parts) = (2048, [8192usize, 4096, 32, 32]);
+    let rows: usize = parts.iter().sum();
+    let norm_w = b.weights("bench.input_norm", cols, 0.5)?;
+    let mut ys: Vec<CudaSlice<f32>> = parts.iter().map(|&r| b.gpu.stream.alloc_zeros(r)).collect::<Result<_, _>>()?;
+    let copies = copies_for(rows * cols * 2);
+    for folded in [false, true] {
+        let norm = folded.then_some(FoldedNorm { w: &norm_w, eps: 1e-6 });
+        let name = if folded { "gemv 4 parts, norm, t=1" } else { "gemv 4 parts, t=1" };
+        b.row(name, &format!("gdn in_proj qkv|z|b|a {rows}x{cols}"), rows * cols * 2, copies, |c| {
+            let mut at = c * rows * cols;
+            let ws: Vec<_> = parts.iter().map(|&r| (pool.slice(at..at + r * cols), at += r * cols).0).collect();
+            let mut p: Vec<_> = ws.iter().zip(&parts).zip(ys.iter_mut()).map(|((w, &r), y)| (w, r, y)).collect();
+            b.gpu.project_many(x, cols, 1, &mut p, norm)
+        })?;
+    }
+    Ok(())
 }
 
 fn lm_head_row(b: &Bench) -> Result<()> {
@@ -128,9 +152,15 @@ fn moe_row(b: &Bench) -> Result<()> {
     let mut scratch = MoeScratch::new(b.gpu, s)?;
     let mut y = b.gpu.stream.alloc_zeros::<f32>(8 * h)?;
     let bytes = e * h * 2 + (s.top_k + 1) * 3 * i * h * 2;
-    b.row("moe (4 launches) t=1", "256 experts top-8 + shared, 512x2048", bytes, inputs, |c| {
-        b.gpu.moe(&xs.slice(c * h..(c + 1) * h), &w, &mut scratch, &mut y, 1, s, true, None)
-    })
+    let norm_w = b.weights("bench.post_norm", h, 0.5)?;
+    for folded in [false, true] {
+        let norm = folded.then_some(FoldedNorm { w: &norm_w, eps: 1e-6 });
+        let name = if folded { "moe, norm, t=1" } else { "moe t=1" };
+        b.row(name, "256 experts top-8 + shared, 512x2048", bytes, inputs, |c| {
+            b.gpu.moe(&xs.slice(c * h..(c + 1) * h), &w, &mut scratch, &mut y, 1, s, true, norm)
+        })?;
+    }
+    Ok(())
 }
 
 fn gdn_rows(b: &Bench) -> Result<()> {

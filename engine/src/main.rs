@@ -6,7 +6,7 @@ use engine::config::{ModelConfig, MAX_DRAFT};
 use engine::backend::Backend;
 use engine::cpu::CpuBackend;
 use engine::cuda::l2::{L2Arm, L2Mode, L2_ENV_HELP};
-use engine::cuda::launch::{LaunchMode, PDL_ENV_HELP};
+use engine::cuda::options::{GpuOptions, OPTIONS_ENV_HELP};
 use engine::cuda::CudaBackend;
 use engine::info;
 use engine::model::Model;
@@ -164,7 +164,7 @@ fn bench(args: &BenchArgs) -> Result<()> {
     let cfg = args.model.config()?;
     let arm = Arm::from_env()?;
     let l2_arm = L2Arm::from_env()?;
-    let launch_mode = LaunchMode::from_env()?;
+    let gpu_options = GpuOptions::from_env()?;
     let opened = args.model.backend(!args.no_cuda_graph, l2_arm)?;
     // Everything runs on a pool worker, so the kernels' parallel splits use the worker's own
     // queue (the global injector allocates every 63 jobs).
@@ -197,8 +197,8 @@ fn bench(args: &BenchArgs) -> Result<()> {
             pool.install(|| bench::run(&mut model, &plan))?
         }
         Opened::Cuda(mut b) => {
-            b.gpu.launch_mode = launch_mode;
-            eprintln!("device {} ({} SMs), kernels ready in {:.3} s, {} launches", b.gpu.info.name, b.gpu.info.sm_count, b.startup_seconds, b.gpu.launch_mode.name());
+            b.gpu.options = gpu_options;
+            eprintln!("device {} ({} SMs), kernels ready in {:.3} s, {}", b.gpu.info.name, b.gpu.info.sm_count, b.startup_seconds, gpu_options.describe());
             let mut plan = plan;
             if plan.read_ceiling_gbs.is_none() {
                 let gbs = b.gpu.measure_read_ceiling_gbs(4 << 30).context("measuring the read ceiling (pass --read-ceiling-gbs to skip)")?;
@@ -246,7 +246,7 @@ fn args() -> Vec<std::ffi::OsString> {
 
 /// Both subcommands list the arms' variables: the CPU's and the GPU's (L2, launches).
 fn parse() -> Cli {
-    let help = format!("{ENV_HELP}\n{L2_ENV_HELP}\n{PDL_ENV_HELP}");
+    let help = format!("{ENV_HELP}\n{L2_ENV_HELP}\n{OPTIONS_ENV_HELP}");
     let command = Cli::command()
         .mut_subcommand("bench", |c| c.after_help(help.clone()))
         .mut_subcommand("info", |c| c.after_help(help.clone()));

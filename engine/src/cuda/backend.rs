@@ -605,7 +605,7 @@ impl Backend for CudaBackend {
     }
 
     fn norm_matmul_many(&mut self, x: &CudaBuf, norm: &CudaBuf, eps: f32, width: usize, t: usize, normed: &mut CudaBuf, outs: &mut [(&CudaMat, &mut CudaBuf)]) {
-        let folds = outs.iter().all(|(w, _)| w.cols == width) && Gpu::can_fuse(width, t, outs.iter().map(|(w, _)| w.rows));
+        let folds = self.gpu.options.fold_norms && outs.iter().all(|(w, _)| w.cols == width) && Gpu::can_fuse(width, t, outs.iter().map(|(w, _)| w.rows));
         if !folds {
             self.rms_norm(x, norm, t, width, eps, normed);
             return self.matmul_many(normed, t, outs);
@@ -673,7 +673,7 @@ impl Backend for CudaBackend {
     }
 
     fn norm_ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, norm: &CudaBuf, eps: f32, t: usize, normed: &mut CudaBuf, x: &mut CudaBuf) {
-        if Self::ffn_folds_norm(w, t) {
+        if self.gpu.options.fold_norms && Self::ffn_folds_norm(w, t) {
             return self.ffn(cfg, w, FfnInput::Residual { norm, eps }, t, x);
         }
         self.rms_norm(x, norm, t, cfg.hidden, eps, normed);

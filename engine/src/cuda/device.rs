@@ -33,8 +33,9 @@ pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     pub info: DeviceInfo,
-    /// How kernels are launched (`ENGINE_PDL`); programmatic dependent launch by default.
-    pub launch_mode: super::LaunchMode,
+    /// How decode kernels are launched and fused (`ENGINE_PDL`, `ENGINE_FOLD_NORM`,
+    /// `ENGINE_WEIGHT_PREFETCH`); every option on by default.
+    pub options: super::GpuOptions,
     functions: HashMap<String, CudaFunction>,
     /// cuBLAS and the split activations of the prefill GEMMs, made on first use (decode never
     /// needs them, and a graph capture never makes them).
@@ -60,7 +61,7 @@ impl Gpu {
             );
         }
         let functions = load_kernels(&ctx)?;
-        Ok(Self { ctx, stream, info, launch_mode: super::LaunchMode::Pdl, functions, blas: Mutex::default() })
+        Ok(Self { ctx, stream, info, options: super::GpuOptions::default(), functions, blas: Mutex::default() })
     }
 
     /// A loaded kernel by its `extern "C"` name.

@@ -95,7 +95,7 @@ impl Gpu {
         let x = input("gemv input", x, t * cols, &self.stream)?;
         let y = output("gemv output", y, t * rows, &self.stream)?;
         let cfg = LaunchConfig { grid_dim: (rows.div_ceil(GEMV_ROWS) as u32, 1, 1), block_dim: (threads_for(cols), 1, 1), shared_mem_bytes: 0 };
-        launch!(self, format!("{}_t{t}", X::KERNEL), cfg, &w, &x, &y, &dim("rows", rows)?, &dim("cols", cols)?, &i32::from(accumulate));
+        launch!(self, format!("{}_t{t}", X::KERNEL), cfg, &w, &x, &y, &dim("rows", rows)?, &dim("cols", cols)?, &i32::from(accumulate), &self.prefetch_arg());
         Ok(())
     }
 
@@ -159,7 +159,7 @@ impl Gpu {
     /// t <= 8 (each weight `[rows_i][cols]`, rows a multiple of 4, at most [`MAX_FUSED`]);
     /// one projection after another otherwise. With `norm`, the projections read
     /// `rmsnorm(x)` instead (one launch only: see [`Gpu::can_fuse`]).
-    pub fn project_many(&self, x: &impl DevicePtr<f32>, cols: usize, t: usize, parts: &mut [(&CudaSlice<bf16>, usize, &mut CudaSlice<f32>)], norm: Option<FoldedNorm>) -> Result<()> {
+    pub fn project_many<W: DevicePtr<bf16>>(&self, x: &impl DevicePtr<f32>, cols: usize, t: usize, parts: &mut [(&W, usize, &mut CudaSlice<f32>)], norm: Option<FoldedNorm>) -> Result<()> {
         let fused = Self::can_fuse(cols, t, parts.iter().map(|(_, rows, _)| *rows));
         ensure!(fused || norm.is_none(), "a norm folded into {} projections of {cols} columns over {t} positions: only one GEMV launch (t <= {MAX_T}, at most {MAX_FUSED} parts of a multiple of {GEMV_ROWS} rows) can fold it", parts.len());
         if !fused {
@@ -186,7 +186,7 @@ impl Gpu {
         let [y0, y1, y2, y3] = ys;
         let [e0, e1, e2, e3] = ends;
         let (nw, eps) = FoldedNorm::args(norm, cols, &self.stream)?;
-        launch!(self, format!("gemv_multi_t{t}"), cfg, &w0, &w1, &w2, &w3, &y0, &y1, &y2, &y3, &e0, &e1, &e2, &e3, &xp, &dim("cols", cols)?, &nw, &eps);
+        launch!(self, format!("gemv_multi_t{t}"), cfg, &w0, &w1, &w2, &w3, &y0, &y1, &y2, &y3, &e0, &e1, &e2, &e3, &xp, &dim("cols", cols)?, &nw, &eps, &self.prefetch_arg());
         Ok(())
     }
 

@@ -2,11 +2,11 @@
 //! previous one of the stream still runs, prefetch its weights into the L2 and wait for that
 //! kernel inside (`pdl_begin` in kernels/common.cuh). A decode round is a chain of a few hundred
 //! short kernels, so hiding each launch and each kernel's ramp behind the one before is worth
-//! more than any one kernel's speed. `ENGINE_PDL=off` launches them plainly, one after another.
+//! more than any one kernel's speed. `ENGINE_PDL=off` ([`super::GpuOptions`]) launches them
+//! plainly, one after another.
 
 use std::ffi::c_void;
 
-use anyhow::{bail, Result};
 use cudarc::driver::sys::{
     self, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributeValue, CUlaunchConfig,
 };
@@ -14,49 +14,17 @@ use cudarc::driver::{CudaFunction, DeviceRepr, DriverError, LaunchConfig};
 
 use super::Gpu;
 
-/// Help text for the variable (for `engine bench --help`).
-pub const PDL_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each kernel may start while the one before runs,
-      prefetching its weights and waiting for it inside; off: each starts when the one before ends]";
-
-/// How the engine launches its kernels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LaunchMode {
-    /// Programmatic dependent launch: a kernel overlaps the tail of the one before.
-    Pdl,
-    /// Stream order: a kernel starts when the one before has finished.
-    Plain,
-}
-
-impl LaunchMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            LaunchMode::Pdl => "pdl",
-            LaunchMode::Plain => "plain",
-        }
-    }
-
-    /// `ENGINE_PDL=on|off` (default on).
-    pub fn from_env() -> Result<Self> {
-        Self::parse(std::env::var("ENGINE_PDL").ok().as_deref())
-    }
-
-    fn parse(value: Option<&str>) -> Result<Self> {
-        match value {
-            None | Some("on") => Ok(LaunchMode::Pdl),
-            Some("off") => Ok(LaunchMode::Plain),
-            Some(other) => bail!(
-                "unknown value `{other}` for environment variable ENGINE_PDL; allowed: on, off"
-            ),
-        }
-    }
-}
-
 /// A kernel argument as the driver takes it: the address of the value.
 pub(crate) fn param<T: DeviceRepr>(value: &T) -> *mut c_void {
     value as *const T as *mut c_void
 }
 
 impl Gpu {
+    /// The `prefetch` argument of the kernels that prefetch their weights into the L2.
+    pub(crate) fn prefetch_arg(&self) -> i32 {
+        i32::from(self.options.weight_prefetch)
+    }
+
     /// Launches `f` on the stream with `params` (one address per kernel argument).
     ///
     /// # Safety
@@ -76,7 +44,7 @@ impl Gpu {
             pad: [0; 4],
             value,
         };
-        let with_pdl = self.launch_mode == LaunchMode::Pdl;
+        let with_pdl = self.options.pdl;
         let config = CUlaunchConfig {
             gridDimX: cfg.grid_dim.0,
             gridDimY: cfg.grid_dim.1,
@@ -100,22 +68,5 @@ impl Gpu {
             std::ptr::null_mut(),
         )
         .result()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn engine_pdl_parses_on_off_and_names_a_bad_value() {
-        assert_eq!(LaunchMode::parse(None).unwrap(), LaunchMode::Pdl);
-        assert_eq!(LaunchMode::parse(Some("on")).unwrap(), LaunchMode::Pdl);
-        assert_eq!(LaunchMode::parse(Some("off")).unwrap(), LaunchMode::Plain);
-        let err = LaunchMode::parse(Some("yes")).unwrap_err().to_string();
-        assert!(
-            err.contains("ENGINE_PDL") && err.contains("on, off"),
-            "{err}"
-        );
     }
 }

@@ -1,0 +1,85 @@
+//! The GPU arms: environment variables that change how the decode kernels are launched and
+//! fused, never what they compute (outputs are identical under every setting).
+
+use anyhow::{bail, Result};
+
+/// Help text for the variables (for `engine bench --help`).
+pub const OPTIONS_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each kernel may start while the one before runs
+      (programmatic dependent launch) and waits for it inside; off: each starts when the one
+      before ends]
+  ENGINE_FOLD_NORM=on|off   [default: on; on: a layer's input and post-attention RMSNorms
+      are computed inside the projections and the MoE that read them; off: a kernel each]
+  ENGINE_WEIGHT_PREFETCH=on|off   [default: on; on: the projection, router and state kernels
+      prefetch their weights (state) into the L2 before waiting for the kernel before them]";
+
+/// How the CUDA backend runs a decode round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuOptions {
+    /// Programmatic dependent launch (`ENGINE_PDL`).
+    pub pdl: bool,
+    /// Norms folded into the kernels that read them (`ENGINE_FOLD_NORM`).
+    pub fold_norms: bool,
+    /// L2 prefetch of weights before the dependency wait (`ENGINE_WEIGHT_PREFETCH`).
+    pub weight_prefetch: bool,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        GpuOptions { pdl: true, fold_norms: true, weight_prefetch: true }
+    }
+}
+
+impl GpuOptions {
+    /// Reads the options from the process environment.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|var| std::env::var(var).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let d = Self::default();
+        let flag = |var: &str, default: bool| on_off(var, lookup(var).as_deref(), default);
+        Ok(GpuOptions {
+            pdl: flag("ENGINE_PDL", d.pdl)?,
+            fold_norms: flag("ENGINE_FOLD_NORM", d.fold_norms)?,
+            weight_prefetch: flag("ENGINE_WEIGHT_PREFETCH", d.weight_prefetch)?,
+        })
+    }
+
+    /// `pdl=on fold_norm=on weight_prefetch=on`, for the start-up line.
+    pub fn describe(&self) -> String {
+        let word = |b: bool| if b { "on" } else { "off" };
+        format!("pdl={} fold_norm={} weight_prefetch={}", word(self.pdl), word(self.fold_norms), word(self.weight_prefetch))
+    }
+}
+
+fn on_off(var: &str, value: Option<&str>, default: bool) -> Result<bool> {
+    match value {
+        None => Ok(default),
+        Some("on") => Ok(true),
+        Some("off") => Ok(false),
+        Some(other) => bail!("unknown value `{other}` for environment variable {var}; allowed: on, off"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(vars: &[(&str, &str)]) -> Result<GpuOptions> {
+        GpuOptions::from_lookup(|v| vars.iter().find(|(k, _)| *k == v).map(|(_, x)| x.to_string()))
+    }
+
+    #[test]
+    fn every_option_defaults_on_and_turns_off_alone() {
+        assert_eq!(read(&[]).unwrap(), GpuOptions::default());
+        assert_eq!(read(&[("ENGINE_PDL", "off")]).unwrap(), GpuOptions { pdl: false, ..Default::default() });
+        assert_eq!(read(&[("ENGINE_FOLD_NORM", "off")]).unwrap(), GpuOptions { fold_norms: false, ..Default::default() });
+        assert_eq!(read(&[("ENGINE_WEIGHT_PREFETCH", "off"), ("ENGINE_PDL", "on")]).unwrap(), GpuOptions { weight_prefetch: false, ..Default::default() });
+    }
+
+    #[test]
+    fn a_bad_value_names_the_variable_and_the_choices() {
+        let err = read(&[("ENGINE_FOLD_NORM", "yes")]).unwrap_err().to_string();
+        assert!(err.contains("ENGINE_FOLD_NORM") && err.contains("`yes`") && err.contains("on, off"), "{err}");
+    }
+}
