@@ -86,7 +86,8 @@ __device__ __forceinline__ void load_x8(const bf16* x, int chunk, float* f) {
 // An input RMSNorm folded into the projections that read it: W·(x/rms·(1+w)) equals
 // (W·(x·(1+w)))/rms, so the dot products take x·(1+w) and each lane also sums x² over its
 // chunks; the caller reduces `ss` and scales by 1/rms = rsqrt(Σx²/n + eps). This spares the
-// decode chain a kernel per norm. `w` null: no norm.
+// decode chain a kernel per norm (ENGINE_FOLD_NORM). Whether a kernel folds is a template
+// argument (FOLD), so that the kernels that do not fold carry none of it.
 template <int T>
 struct FoldedNorm {
     const bf16* w;
@@ -99,13 +100,12 @@ struct FoldedNorm {
 // them. Each activation chunk is loaded once for the R rows (the L1 traffic of small-T
 // verify), and UNROLL x R 16-byte weight loads are issued before the first use so that
 // enough bytes are in flight. Each acc[r][t] sums its chunks in the same order whatever T is,
-// so a position's result does not depend on how many positions share the launch. With a
-// `norm` whose weights are set, x is taken as x·(1+w) and norm->ss[t] sums x[t]².
-template <int UNROLL, int R, int T, typename XT>
+// so a position's result does not depend on how many positions share the launch. With FOLD,
+// x is taken as x·(1+norm.w) and norm.ss[t] sums x[t]².
+template <int UNROLL, int R, int T, bool FOLD = false, typename XT>
 __device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
                                                 const XT* __restrict__ x, int nchunks, int lane, int nlanes,
                                                 float (&acc)[R][T], FoldedNorm<T>* norm = nullptr) {
-    const bf16* nw = norm != nullptr ? norm->w : nullptr;
     for (int c0 = lane; c0 < nchunks; c0 += nlanes * UNROLL) {
         uint4 wv[UNROLL][R];
 #pragma unroll
@@ -121,12 +121,12 @@ __device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, p
             const int c = c0 + nlanes * u;
             if (c >= nchunks) break;
             float nf[8];
-            if (nw != nullptr) load_x8(nw, c, nf);
+            if constexpr (FOLD) load_x8(norm->w, c, nf);
 #pragma unroll
             for (int t = 0; t < T; ++t) {
                 float xf[8];
                 load_x8(x + (size_t)t * nchunks * 8, c, xf);
-                if (nw != nullptr) {
+                if constexpr (FOLD) {
 #pragma unroll
                     for (int i = 0; i < 8; ++i) {
                         norm->ss[t] = fmaf(xf[i], xf[i], norm->ss[t]);
@@ -146,22 +146,21 @@ __device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, p
 }
 
 // rows_dot_lane_u with 8 loads in flight per lane (R >= 4: 2R).
-template <int R, int T, typename XT>
+template <int R, int T, bool FOLD = false, typename XT>
 __device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
                                               const XT* __restrict__ x, int nchunks, int lane, int nlanes,
                                               float (&acc)[R][T], FoldedNorm<T>* norm = nullptr) {
-    rows_dot_lane_u<(R >= 4 ? 2 : 8 / R), R, T>(wrow, stride, nrows, x, nchunks, lane, nlanes, acc, norm);
+    rows_dot_lane_u<(R >= 4 ? 2 : 8 / R), R, T, FOLD>(wrow, stride, nrows, x, nchunks, lane, nlanes, acc, norm);
 }
 
 // Sums acc[R][T] over the block (warp shuffles, then shared memory); afterwards thread
-// r*T + t (for r < R, t < T) holds the total of acc[r][t] in `out`. With `norm` (weights
-// set), its Σx² are summed in the same pass and each total is scaled by its position's
+// r*T + t (for r < R, t < T) holds the total of acc[r][t] in `out`. With FOLD, the norm's
+// Σx² are summed in the same pass and each total is scaled by its position's
 // 1/rms = rsqrt(Σx²/n + eps).
-template <int R, int T>
+template <int R, int T, bool FOLD = false>
 __device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out, const FoldedNorm<T>* norm = nullptr,
                                                int n = 0, float eps = 0.0f) {
-    __shared__ float red[32][(R + 1) * T];
-    const bool folded = norm != nullptr && norm->w != nullptr;
+    __shared__ float red[32][(R + (FOLD ? 1 : 0)) * T];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -170,7 +169,7 @@ __device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out, c
             const float s = warp_sum(acc[r][t]);
             if (lane == 0) red[warp][r * T + t] = s;
         }
-    if (folded) {
+    if constexpr (FOLD) {
 #pragma unroll
         for (int t = 0; t < T; ++t) {
             const float s = warp_sum(norm->ss[t]);
@@ -179,9 +178,10 @@ __device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out, c
     }
     __syncthreads();
     if (threadIdx.x < R * T) {
-        float s = 0.0f, ss = 0.0f;
+        float s = 0.0f;
         for (int w = 0; w < nwarps; ++w) s += red[w][threadIdx.x];
-        if (folded) {
+        if constexpr (FOLD) {
+            float ss = 0.0f;
             for (int w = 0; w < nwarps; ++w) ss += red[w][R * T + threadIdx.x % T];
             s *= rsqrtf(ss / (float)n + eps);
         }

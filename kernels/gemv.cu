@@ -14,7 +14,7 @@ __device__ __forceinline__ void gemv_prologue(const bf16* __restrict__ W, int ro
     pdl_begin();
 }
 
-template <int T, typename XT>
+template <int T, bool FOLD = false, typename XT>
 __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* __restrict__ x,
                                           float* __restrict__ y, int rows, int cols, int accumulate,
                                           int row0, const bf16* __restrict__ nw = nullptr, float eps = 0.0f) {
@@ -27,9 +27,9 @@ __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* 
     norm.w = nw;
 #pragma unroll
     for (int t = 0; t < T; ++t) norm.ss[t] = 0.0f;
-    rows_dot_lane<GEMV_ROWS, T>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, threadIdx.x, blockDim.x, acc, &norm);
+    rows_dot_lane<GEMV_ROWS, T, FOLD>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, threadIdx.x, blockDim.x, acc, &norm);
     float s;
-    block_sum_rows(acc, &s, &norm, cols, eps);
+    block_sum_rows<GEMV_ROWS, T, FOLD>(acc, &s, &norm, cols, eps);
     const int r = threadIdx.x / T, t = threadIdx.x % T;
     if (threadIdx.x < GEMV_ROWS * T && row0 + r < rows) {
         float* dst = y + (size_t)t * rows + row0 + r;
@@ -56,21 +56,32 @@ GEMV(1) GEMV(2) GEMV(3) GEMV(4) GEMV(5) GEMV(6) GEMV(7) GEMV(8)
 // an attention layer's q, k and v): segment s is rows [e(s-1), e(s)) of the virtual
 // concatenation, its weights Ws [rows_s][cols] and its output ys [T][rows_s] apart in memory.
 // Segment ends are multiples of GEMV_ROWS, so that a block stays inside one segment; an unused
-// segment repeats the previous end. With `nw` set, the input is first RMS-normalised,
-// x/rms·(1+nw) (the layer's input norm, folded in: see FoldedNorm).
-#define GEMV_MULTI(T)                                                                               \
-    extern "C" __global__ void __launch_bounds__(256) gemv_multi_t##T(                              \
+// segment repeats the previous end. gemv_multi_norm_t* first RMS-normalises the input,
+// x/rms·(1+nw) (the layer's input norm, folded in: see FoldedNorm); gemv_multi_t* ignores nw.
+template <int T, bool FOLD>
+__device__ __forceinline__ void gemv_multi_body(const bf16* W0, const bf16* W1, const bf16* W2, const bf16* W3,
+                                                float* y0, float* y1, float* y2, float* y3, int e0, int e1,
+                                                int e2, int e3, const float* __restrict__ x, int cols,
+                                                const bf16* __restrict__ nw, float eps, int prefetch) {
+    const int row = blockIdx.x * GEMV_ROWS;
+    const int s = row < e0 ? 0 : row < e1 ? 1 : row < e2 ? 2 : 3;
+    const bf16* W = s == 0 ? W0 : s == 1 ? W1 : s == 2 ? W2 : W3;
+    float* y = s == 0 ? y0 : s == 1 ? y1 : s == 2 ? y2 : y3;
+    const int begin = s == 0 ? 0 : s == 1 ? e0 : s == 2 ? e1 : e2;
+    const int end = s == 0 ? e0 : s == 1 ? e1 : s == 2 ? e2 : e3;
+    gemv_prologue(W, end - begin, cols, row - begin, prefetch);
+    gemv_body<T, FOLD>(W, x, y, end - begin, cols, 0, row - begin, nw, eps);
+}
+
+#define GEMV_MULTI(NAME, T, FOLD)                                                                   \
+    extern "C" __global__ void __launch_bounds__(256) NAME##_t##T(                                  \
         const bf16* __restrict__ W0, const bf16* __restrict__ W1, const bf16* __restrict__ W2,      \
         const bf16* __restrict__ W3, float* y0, float* y1, float* y2, float* y3, int e0, int e1,    \
         int e2, int e3, const float* __restrict__ x, int cols, const bf16* __restrict__ nw,        \
         float eps, int prefetch) {                                                                  \
-        const int row = blockIdx.x * GEMV_ROWS;                                                     \
-        const int s = row < e0 ? 0 : row < e1 ? 1 : row < e2 ? 2 : 3;                               \
-        const bf16* W = s == 0 ? W0 : s == 1 ? W1 : s == 2 ? W2 : W3;                               \
-        float* y = s == 0 ? y0 : s == 1 ? y1 : s == 2 ? y2 : y3;                                    \
-        const int begin = s == 0 ? 0 : s == 1 ? e0 : s == 2 ? e1 : e2;                              \
-        const int end = s == 0 ? e0 : s == 1 ? e1 : s == 2 ? e2 : e3;                               \
-        gemv_prologue(W, end - begin, cols, row - begin, prefetch);                                 \
-        gemv_body<T>(W, x, y, end - begin, cols, 0, row - begin, nw, eps);                          \
+        gemv_multi_body<T, FOLD>(W0, W1, W2, W3, y0, y1, y2, y3, e0, e1, e2, e3, x, cols, nw, eps,   \
+                                 prefetch);                                                         \
     }
-GEMV_MULTI(1) GEMV_MULTI(2) GEMV_MULTI(3) GEMV_MULTI(4) GEMV_MULTI(5) GEMV_MULTI(6) GEMV_MULTI(7) GEMV_MULTI(8)
+#define GEMV_MULTI_BOTH(T) GEMV_MULTI(gemv_multi, T, false) GEMV_MULTI(gemv_multi_norm, T, true)
+GEMV_MULTI_BOTH(1) GEMV_MULTI_BOTH(2) GEMV_MULTI_BOTH(3) GEMV_MULTI_BOTH(4)
+GEMV_MULTI_BOTH(5) GEMV_MULTI_BOTH(6) GEMV_MULTI_BOTH(7) GEMV_MULTI_BOTH(8)

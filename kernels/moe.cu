@@ -1,5 +1,5 @@
 // Sparse MoE for T positions in three launches, with no host round trip (a decode round stays
-// capturable as a CUDA graph). With `nw` set, the decode kernels read x RMS-normalised,
+// capturable as a CUDA graph). The `_norm` variants of the first two read x RMS-normalised,
 // x/rms·(1+nw) (the layer's post-attention norm, folded in: see FoldedNorm):
 //   moe_router:  router GEMV (a warp per expert row); the last block to finish does the
 //                routing: softmax over the logits, top-k, renormalise; the shared expert's
@@ -88,7 +88,7 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, int E, in
 // Router GEMV and routing in one launch: logits [T][E] = Wr x, a warp per expert row; the
 // last block to finish (counted in `done`, which it resets for the next launch) routes the
 // T positions, its warps taking them in turn. Grid ceil(E / MOE_WARPS), MOE_WARPS warps.
-template <int T>
+template <int T, bool FOLD>
 __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, const float* __restrict__ x,
                                                 float* __restrict__ logits, int E, int k, int H,
                                                 const bf16* __restrict__ shared_gate_w,
@@ -103,11 +103,11 @@ __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, con
         norm.w = nw;
 #pragma unroll
         for (int t = 0; t < T; ++t) acc[0][t] = norm.ss[t] = 0.0f;
-        rows_dot_lane_u<MOE_UNROLL, 1, T>(Wr + (size_t)e * H, H, 1, x, H >> 3, lane, 32, acc, &norm);
+        rows_dot_lane_u<MOE_UNROLL, 1, T, FOLD>(Wr + (size_t)e * H, H, 1, x, H >> 3, lane, 32, acc, &norm);
 #pragma unroll
         for (int t = 0; t < T; ++t) {
             float s = warp_sum(acc[0][t]);
-            if (nw != nullptr) s *= rsqrtf(warp_sum(norm.ss[t]) / (float)H + eps);
+            if constexpr (FOLD) s *= rsqrtf(warp_sum(norm.ss[t]) / (float)H + eps);
             if (lane == 0) logits[(size_t)t * E + e] = s;
         }
     }
@@ -118,7 +118,7 @@ __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, con
     __syncthreads();
     if (!last) return;
     __threadfence();
-    for (int t = warp; t < T; t += nwarps) route_warp(logits, E, k, x, shared_gate_w, H, t, idx, wts, nw, eps);
+    for (int t = warp; t < T; t += nwarps) route_warp(logits, E, k, x, shared_gate_w, H, t, idx, wts, FOLD ? nw : nullptr, eps);
     if (threadIdx.x == 0) *done = 0;
 }
 
@@ -129,21 +129,24 @@ __device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr,
     pdl_begin();
 }
 
-#define MOE_ROUTER(T)                                                                               \
-    extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_router_t##T(                   \
+#define MOE_ROUTER(NAME, T, FOLD)                                                                   \
+    extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) NAME##_t##T(                       \
         const bf16* __restrict__ Wr, const float* __restrict__ x, float* __restrict__ logits, int E, \
         int k, int H, const bf16* __restrict__ shared_gate_w, unsigned int* __restrict__ done,      \
         int* __restrict__ idx, float* __restrict__ wts, const bf16* __restrict__ nw, float eps,     \
         int prefetch) {                                                                             \
         moe_router_prologue(Wr, E, H, prefetch);                                                    \
-        moe_router_body<T>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts, nw, eps);         \
+        moe_router_body<T, FOLD>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts, nw, eps);   \
     }
-MOE_ROUTER(1) MOE_ROUTER(2) MOE_ROUTER(3) MOE_ROUTER(4) MOE_ROUTER(5) MOE_ROUTER(6) MOE_ROUTER(7) MOE_ROUTER(8)
+#define MOE_ROUTER_BOTH(T) MOE_ROUTER(moe_router, T, false) MOE_ROUTER(moe_router_norm, T, true)
+MOE_ROUTER_BOTH(1) MOE_ROUTER_BOTH(2) MOE_ROUTER_BOTH(3) MOE_ROUTER_BOTH(4)
+MOE_ROUTER_BOTH(5) MOE_ROUTER_BOTH(6) MOE_ROUTER_BOTH(7) MOE_ROUTER_BOTH(8)
 
 // A warp per activation row r of position t (grid ceil(rows / MOE_WARPS) x T): routed rows
 // 0..k*I-1, then the Is shared rows; act [T][k*I + Is]. The gate and up rows are read as two
 // rows of one pass (`up - gate` apart), the warp's lanes splitting the hidden dim.
-extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
+template <bool FOLD>
+__device__ __forceinline__ void moe_gate_up_body(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
     const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
     float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw, float eps,
@@ -171,15 +174,25 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
     }
     float acc[2][1] = {{0.0f}, {0.0f}};
     FoldedNorm<1> norm = {nw, {0.0f}};
-    rows_dot_lane_u<MOE_UNROLL, 2, 1>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, &norm);
+    rows_dot_lane_u<MOE_UNROLL, 2, 1, FOLD>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, &norm);
     float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
-    if (nw != nullptr) {
+    if constexpr (FOLD) {
         const float inv = rsqrtf(warp_sum(norm.ss[0]) / (float)H + eps);
         gate *= inv;
         up *= inv;
     }
     if ((threadIdx.x & 31) == 0) act[(size_t)t * rows + r] = silu(gate) * up;
 }
+
+#define MOE_GATE_UP(NAME, FOLD)                                                                     \
+    extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) NAME(                              \
+        const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,     \
+        const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,     \
+        float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw,         \
+        float eps, int prefetch) {                                                                  \
+        moe_gate_up_body<FOLD>(Wg, Wu, Wsg, Wsu, idx, x, act, k, I, Is, H, nw, eps, prefetch);     \
+    }
+MOE_GATE_UP(moe_gate_up, false) MOE_GATE_UP(moe_gate_up_norm, true)
 
 // A warp per two hidden rows h, h+1 of position t (grid ceil(H / (2 MOE_WARPS)) x T). The k
 // routed rows and the shared row are walked as one virtual row over act[t] (k*I + Is values),

@@ -162,8 +162,9 @@ fn every_block_matches_the_cpu_backend() {
         p.gpu.ffn_add(&c, &p.wg.layers[0].ffn, &out_g, t, &mut acc_g);
         assert!(rel_err(&tag("moe"), &p.gpu.read_buf(&acc_g, t * h), &acc_c) < 1e-4);
 
-        // The input and post-attention norms folded into the projections and the MoE, on a
-        // raw residual stream (larger than a normalised one).
+        // The input and post-attention norms folded into the projections and the MoE
+        // (ENGINE_FOLD_NORM=on), on a raw residual stream (larger than a normalised one).
+        p.gpu.gpu.options.fold_norms = true;
         let (xr, xrg) = input(&mut p.gpu, "x residual", t * h, 6.0);
         let (mut xn_c, mut xn_g) = (vec![0.0; t * h], p.gpu.alloc(t * h).unwrap());
         let (mut z_c, mut z_g) = (vec![0.0; t * hv * 128], p.gpu.alloc(t * hv * 128).unwrap());
@@ -201,6 +202,7 @@ fn dense_ffn_matches_the_cpu_backend() {
     c.ffn = Ffn::Dense { size: 512 };
     c.validate().unwrap();
     let mut p = Pair::with(c.clone(), 5, gpu);
+    p.gpu.gpu.options.fold_norms = true;
     let (h, t) = (c.hidden, 4);
     let (x, xg) = input(&mut p.gpu, "dense x", t * h, 6.0);
     let (mut xn_c, mut xn_g) = (vec![0.0; t * h], p.gpu.alloc(t * h).unwrap());
@@ -272,20 +274,20 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
             assert_eq!((spec_e, st_e), (spec, st), "seed {seed}, K = {k}: eager speculative differs from graph replay");
             println!("seed {seed} K={k}: {} rounds, acceptance {:.3}", st.rounds, st.acceptance_rate());
         }
-        // Dependent launch and weight prefetch change when kernels start, never what they
-        // compute; unfolded norms round the normalised rows once more, so only the tokens
+        // Dependent launch and the weight prefetch change when kernels start, never what they
+        // compute; folded norms round the normalised rows differently, so only the tokens
         // are compared there.
         let Some(mut plain_launches) = cuda(true) else { return };
         plain_launches.gpu.options.pdl = false;
-        plain_launches.gpu.options.weight_prefetch = false;
+        plain_launches.gpu.options.weight_prefetch = true;
         let mut mp = Model::new(cfg(), &src, Arm::default(), plain_launches, 16).unwrap();
-        assert_eq!(generate(&mut mp, &prompt, 16, 48, Some(3)).0, plain, "seed {seed}: launches in stream order without prefetch differ from dependent launches");
-        let Some(mut unfolded) = cuda(true) else { return };
-        unfolded.gpu.options.fold_norms = false;
-        let mut mu = Model::new(cfg(), &src, Arm::default(), unfolded, 16).unwrap();
-        let (tokens, _) = generate(&mut mu, &prompt, 16, 48, None);
+        assert_eq!(generate(&mut mp, &prompt, 16, 48, Some(3)).0, plain, "seed {seed}: stream-ordered launches with prefetch differ from dependent launches");
+        let Some(mut folded) = cuda(true) else { return };
+        folded.gpu.options.fold_norms = true;
+        let mut mf = Model::new(cfg(), &src, Arm::default(), folded, 16).unwrap();
+        let (tokens, _) = generate(&mut mf, &prompt, 16, 48, None);
         let same = tokens.iter().zip(&plain).take_while(|(a, b)| a == b).count();
-        assert!(same >= 8, "seed {seed}: unfolded norms agree on only {same} tokens: {tokens:?}\nfolded {plain:?}");
+        assert!(same >= 8, "seed {seed}: folded norms agree on only {same} tokens: {tokens:?}\nunfolded {plain:?}");
         assert!(!mg.backend.graphs().is_empty(), "rounds were captured as graphs");
         assert!(me.backend.graphs().is_empty(), "--no-cuda-graph captures nothing");
     }

@@ -54,7 +54,15 @@ pub struct FoldedNorm<'a> {
 }
 
 impl FoldedNorm<'_> {
-    /// The weights' device address (0: no norm) and eps, as the kernels take them.
+    /// The kernel to launch: `base`, or its `_norm` variant, which folds the norm in.
+    pub(crate) fn kernel(norm: Option<Self>, base: &str) -> String {
+        match norm {
+            Some(_) => format!("{base}_norm"),
+            None => base.to_string(),
+        }
+    }
+
+    /// The weights' device address (0: no norm) and eps, as both variants take them.
     pub(crate) fn args(norm: Option<Self>, cols: usize, stream: &cudarc::driver::CudaStream) -> Result<(u64, f32)> {
         match norm {
             Some(n) => Ok((input("folded norm weight", n.w, cols, stream)?, n.eps)),
@@ -186,7 +194,7 @@ impl Gpu {
         let [y0, y1, y2, y3] = ys;
         let [e0, e1, e2, e3] = ends;
         let (nw, eps) = FoldedNorm::args(norm, cols, &self.stream)?;
-        launch!(self, format!("gemv_multi_t{t}"), cfg, &w0, &w1, &w2, &w3, &y0, &y1, &y2, &y3, &e0, &e1, &e2, &e3, &xp, &dim("cols", cols)?, &nw, &eps, &self.prefetch_arg());
+        launch!(self, format!("{}_t{t}", FoldedNorm::kernel(norm, "gemv_multi")), cfg, &w0, &w1, &w2, &w3, &y0, &y1, &y2, &y3, &e0, &e1, &e2, &e3, &xp, &dim("cols", cols)?, &nw, &eps, &self.prefetch_arg());
         Ok(())
     }
 

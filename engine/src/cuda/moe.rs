@@ -122,8 +122,8 @@ impl Gpu {
         let (ed, kd, hd, id, isd) = (dim("experts", e)?, dim("top_k", k)?, dim("hidden", h)?, dim("expert", i)?, dim("shared expert", is)?);
         let (nw, eps) = FoldedNorm::args(norm, h, &self.stream)?;
 
-        launch!(self, format!("moe_router_t{t}"), warps_config(e.div_ceil(MOE_WARPS), 1), &router, &xp, &logits, &ed, &kd, &hd, &sg, &done, &idx, &wts, &nw, &eps, &self.prefetch_arg());
-        launch!(self, "moe_gate_up", warps_config(s.act_len().div_ceil(MOE_WARPS), t), &gate, &up, &s_gate, &s_up, &idx, &xp, &act, &kd, &id, &isd, &hd, &nw, &eps, &self.prefetch_arg());
+        launch!(self, format!("{}_t{t}", FoldedNorm::kernel(norm, "moe_router")), warps_config(e.div_ceil(MOE_WARPS), 1), &router, &xp, &logits, &ed, &kd, &hd, &sg, &done, &idx, &wts, &nw, &eps, &self.prefetch_arg());
+        launch!(self, FoldedNorm::kernel(norm, "moe_gate_up"), warps_config(s.act_len().div_ceil(MOE_WARPS), t), &gate, &up, &s_gate, &s_up, &idx, &xp, &act, &kd, &id, &isd, &hd, &nw, &eps, &self.prefetch_arg());
         launch!(self, "moe_down", warps_config(h.div_ceil(MOE_WARPS * DOWN_WARP_ROWS), t), &down, &s_down, &idx, &wts, &act, &y, &kd, &id, &isd, &hd, &i32::from(accumulate));
         Ok(())
     }
