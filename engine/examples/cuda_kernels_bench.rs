@@ -111,8 +111,13 @@ fn fused_rows(b: &Bench, pool: &CudaSlice<bf16>, x: &CudaSlice<f32>) -> Result<(
         let norm = folded.then_some(FoldedNorm { w: &norm_w, eps: 1e-6 });
         let name = if folded { "gemv 4 parts, norm, t=1" } else { "gemv 4 parts, t=1" };
         b.row(name, &format!("gdn in_proj qkv|z|b|a {rows}x{cols}"), rows * cols * 2, copies, |c| {
+            // Copy c of the four weights, back to back in the pool.
+            let mut ws = Vec::with_capacity(parts.len());
             let mut at = c * rows * cols;
-            let ws: Vec<_> = parts.iter().map(|&r| (pool.slice(at..at + r * cols), at += r * cols).0).collect();
+            for &r in &parts {
+                ws.push(pool.slice(at..at + r * cols));
+                at += r * cols;
+            }
             let mut p: Vec<_> = ws.iter().zip(&parts).zip(ys.iter_mut()).map(|((w, &r), y)| (w, r, y)).collect();
             b.gpu.project_many(x, cols, 1, &mut p, norm)
         })?;
