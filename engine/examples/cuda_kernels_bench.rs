@@ -7,7 +7,7 @@
 use anyhow::Result;
 use cudarc::driver::CudaSlice;
 use engine::cuda::gemv::{ArgmaxScratch, FoldedNorm};
-use engine::cuda::{synthetic_key, AttnShape, GdnShape, Gpu, GpuOptions, MoeScratch, MoeShape, MoeWeights};
+use engine::cuda::{synthetic_key, AttnShape, GdnShape, Gpu, GpuOptions, MoeScratch, MoeShape, MoeStage, MoeWeights};
 use half::bf16;
 
 /// Data a benchmark cycles through per timed batch, so that L2 hits do not flatter it.
@@ -164,6 +164,16 @@ fn moe_row(b: &Bench) -> Result<()> {
         b.row(name, "256 experts top-8 + shared, 512x2048", bytes, inputs, |c| {
             b.gpu.moe(&xs.slice(c * h..(c + 1) * h), &w, &mut scratch, &mut y, 1, s, true, norm)
         })?;
+    }
+    // Each launch alone. Every input keeps its own routing, so that the expert launches read
+    // different experts from copy to copy; the router's 1 MB is the same for all inputs.
+    let mut routed: Vec<MoeScratch> = (0..inputs).map(|_| MoeScratch::new(b.gpu, s)).collect::<Result<_>>()?;
+    for (c, scratch) in routed.iter_mut().enumerate() {
+        b.gpu.moe(&xs.slice(c * h..(c + 1) * h), &w, scratch, &mut y, 1, s, true, None)?;
+    }
+    let stages = [(MoeStage::Router, "router + routing", e * h * 2), (MoeStage::GateUp, "gate|up, 8 experts + shared", (s.top_k + 1) * 2 * i * h * 2), (MoeStage::Down, "down, 8 experts + shared", (s.top_k + 1) * i * h * 2)];
+    for (stage, what, bytes) in stages {
+        b.row("moe launch t=1", what, bytes, inputs, |c| b.gpu.moe_stage(stage, &xs.slice(c * h..(c + 1) * h), &w, &mut routed[c], &mut y, 1, s))?;
     }
     Ok(())
 }

@@ -45,5 +45,5 @@ pub use device::{driver_present, DeviceInfo, Gpu};
 pub use gdn::GdnShape;
 pub use gemv::GemvInput;
 pub use options::GpuOptions;
-pub use moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
+pub use moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeStage, MoeWeights};
 pub use synthetic::synthetic_key;

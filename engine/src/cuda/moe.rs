@@ -103,28 +103,103 @@ impl Gpu {
     /// then added onto by the down projection, a launch later.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn moe_at<W: DevicePtr<bf16>>(&self, xp: u64, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: u64, t: usize, s: MoeShape, accumulate: bool, norm: Option<FoldedNorm>) -> Result<()> {
+        let args = MoeArgs::new(self, xp, w, scratch, y, t, s, accumulate, norm)?;
+        MoeStage::ALL.into_iter().try_for_each(|stage| args.launch(self, stage))
+    }
+
+    /// One of [`Gpu::moe`]'s three launches alone, to time it: `GateUp` and `Down` read the
+    /// routing and activations that `scratch` holds from an earlier call.
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_stage<W: DevicePtr<bf16>>(&self, stage: MoeStage, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape) -> Result<()> {
+        let xp = input("moe input", x, t * s.hidden, &self.stream)?;
+        let yp = output("moe output", y, t * s.hidden, &self.stream)?;
+        MoeArgs::new(self, xp, w, scratch, yp, t, s, true, None)?.launch(self, stage)
+    }
+}
+
+/// The launches of a decode MoE, in stream order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoeStage {
+    /// Router GEMV, then the routing by the last block.
+    Router,
+    /// The chosen experts' and the shared expert's gate and up rows.
+    GateUp,
+    /// The down projections, weighted and summed onto y.
+    Down,
+}
+
+impl MoeStage {
+    pub const ALL: [MoeStage; 3] = [MoeStage::Router, MoeStage::GateUp, MoeStage::Down];
+}
+
+/// Device addresses and dimensions of one decode MoE call, checked once for its launches.
+struct MoeArgs<'a> {
+    t: usize,
+    s: MoeShape,
+    x: u64,
+    y: u64,
+    accumulate: i32,
+    norm: Option<FoldedNorm<'a>>,
+    nw: u64,
+    eps: f32,
+    router: u64,
+    shared_expert_gate: u64,
+    gate: u64,
+    up: u64,
+    down: u64,
+    shared_gate: u64,
+    shared_up: u64,
+    shared_down: u64,
+    logits: u64,
+    done: u64,
+    idx: u64,
+    wts: u64,
+    act: u64,
+}
+
+impl<'a> MoeArgs<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn new<W: DevicePtr<bf16>>(gpu: &Gpu, x: u64, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: u64, t: usize, s: MoeShape, accumulate: bool, norm: Option<FoldedNorm<'a>>) -> Result<Self> {
         s.check()?;
         positions(t)?;
         let (e, k, h, i, is) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim);
-        let router = input("router", w.router, e * h, &self.stream)?;
-        let sg = input("shared expert gate", w.shared_expert_gate, h, &self.stream)?;
-        let gate = input("expert gate", w.gate, e * i * h, &self.stream)?;
-        let up = input("expert up", w.up, e * i * h, &self.stream)?;
-        let down = input("expert down", w.down, e * h * i, &self.stream)?;
-        let s_gate = input("shared expert gate proj", w.shared_gate, is * h, &self.stream)?;
-        let s_up = input("shared expert up proj", w.shared_up, is * h, &self.stream)?;
-        let s_down = input("shared expert down proj", w.shared_down, h * is, &self.stream)?;
-        let logits = output("router logits", &mut scratch.logits, t * e, &self.stream)?;
-        let done = output("router counter", &mut scratch.done, 1, &self.stream)?;
-        let idx = output("expert ids", &mut scratch.idx, t * k, &self.stream)?;
-        let wts = output("expert weights", &mut scratch.weights, t * (k + 1), &self.stream)?;
-        let act = output("expert activations", &mut scratch.act, t * s.act_len(), &self.stream)?;
-        let (ed, kd, hd, id, isd) = (dim("experts", e)?, dim("top_k", k)?, dim("hidden", h)?, dim("expert", i)?, dim("shared expert", is)?);
-        let (nw, eps) = FoldedNorm::args(norm, h, &self.stream)?;
+        let st = &gpu.stream;
+        let (nw, eps) = FoldedNorm::args(norm, h, st)?;
+        Ok(Self {
+            t,
+            s,
+            x,
+            y,
+            accumulate: i32::from(accumulate),
+            norm,
+            nw,
+            eps,
+            router: input("router", w.router, e * h, st)?,
+            shared_expert_gate: input("shared expert gate", w.shared_expert_gate, h, st)?,
+            gate: input("expert gate", w.gate, e * i * h, st)?,
+            up: input("expert up", w.up, e * i * h, st)?,
+            down: input("expert down", w.down, e * h * i, st)?,
+            shared_gate: input("shared expert gate proj", w.shared_gate, is * h, st)?,
+            shared_up: input("shared expert up proj", w.shared_up, is * h, st)?,
+            shared_down: input("shared expert down proj", w.shared_down, h * is, st)?,
+            logits: output("router logits", &mut scratch.logits, t * e, st)?,
+            done: output("router counter", &mut scratch.done, 1, st)?,
+            idx: output("expert ids", &mut scratch.idx, t * k, st)?,
+            wts: output("expert weights", &mut scratch.weights, t * (k + 1), st)?,
+            act: output("expert activations", &mut scratch.act, t * s.act_len(), st)?,
+        })
+    }
 
-        launch!(self, format!("{}_t{t}", FoldedNorm::kernel(norm, "moe_router")), warps_config(e.div_ceil(MOE_WARPS), 1), &router, &xp, &logits, &ed, &kd, &hd, &sg, &done, &idx, &wts, &nw, &eps, &self.prefetch_arg());
-        launch!(self, FoldedNorm::kernel(norm, "moe_gate_up"), warps_config(s.act_len().div_ceil(MOE_WARPS), t), &gate, &up, &s_gate, &s_up, &idx, &xp, &act, &kd, &id, &isd, &hd, &nw, &eps, &self.prefetch_arg());
-        launch!(self, "moe_down", warps_config(h.div_ceil(MOE_WARPS * DOWN_WARP_ROWS), t), &down, &s_down, &idx, &wts, &act, &y, &kd, &id, &isd, &hd, &i32::from(accumulate));
+    fn launch(&self, gpu: &Gpu, stage: MoeStage) -> Result<()> {
+        let (s, t) = (self.s, self.t);
+        let (e, k, h, i, is) = (dim("experts", s.experts)?, dim("top_k", s.top_k)?, dim("hidden", s.hidden)?, dim("expert", s.expert_dim)?, dim("shared expert", s.shared_dim)?);
+        let fold = |base: &str| FoldedNorm::kernel(self.norm, base);
+        let prefetch = gpu.prefetch_arg();
+        match stage {
+            MoeStage::Router => launch!(gpu, format!("{}_t{t}", fold("moe_router")), warps_config(s.experts.div_ceil(MOE_WARPS), 1), &self.router, &self.x, &self.logits, &e, &k, &h, &self.shared_expert_gate, &self.done, &self.idx, &self.wts, &self.nw, &self.eps, &prefetch),
+            MoeStage::GateUp => launch!(gpu, fold("moe_gate_up"), warps_config(s.act_len().div_ceil(MOE_WARPS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &self.x, &self.act, &k, &i, &is, &h, &self.nw, &self.eps, &prefetch),
+            MoeStage::Down => launch!(gpu, "moe_down", warps_config(s.hidden.div_ceil(MOE_WARPS * DOWN_WARP_ROWS), t), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate),
+        }
         Ok(())
     }
 }
