@@ -59,10 +59,19 @@ __device__ __forceinline__ void pdl_begin() {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
+// The wait alone, for the kernels that write weights: their dependents start only when they
+// have finished, because a kernel may load its weights before its own wait (EARLY_REGS).
+__device__ __forceinline__ void pdl_wait_only() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+// Bits of the `early` argument: what a kernel does with its weights before it waits for the
+// previous kernel. Weights are never written while a decode runs, so neither can read stale
+// data; the state and the activations are only read after the wait.
+#define EARLY_L2 1    // prefetch them into the L2 (ENGINE_WEIGHT_PREFETCH)
+#define EARLY_REGS 2  // load the first batch into registers (ENGINE_WEIGHT_PRELOAD)
+
 // Prefetches `bytes` from `p` into the L2 in 128-byte lines, split over `nlanes` threads: a
 // kernel issues this for its weights before `pdl_begin`, so that they stream from memory while
-// the previous kernel finishes. The kernels that do take an `int prefetch` argument
-// (ENGINE_WEIGHT_PREFETCH).
+// the previous kernel finishes (EARLY_L2).
 __device__ __forceinline__ void prefetch_l2(const void* p, size_t bytes, int lane, int nlanes) {
     const char* c = static_cast<const char*>(p);
     for (size_t off = (size_t)lane * 128; off < bytes; off += (size_t)nlanes * 128)
@@ -94,6 +103,21 @@ struct FoldedNorm {
     float ss[T];
 };
 
+// The 16-byte chunks c0 + nlanes*u (u < UNROLL) of R weight rows, skipping chunks >= nchunks
+// and rows >= nrows.
+template <int UNROLL, int R>
+__device__ __forceinline__ void load_weight_batch(uint4 (&wv)[UNROLL][R], const bf16* __restrict__ wrow,
+                                                  ptrdiff_t stride, int nrows, int nchunks, int c0, int nlanes) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int c = c0 + nlanes * u;
+            if (c < nchunks && r < nrows)
+                wv[u][r] = load_weights16(reinterpret_cast<const uint4*>(wrow + r * stride) + c);
+        }
+}
+
 // Partial dot products of R bf16 weight rows (`nchunks` chunks of 8, rows `stride` elements
 // apart, rows >= `nrows` skipped) with T activation rows of length 8*nchunks, for one of
 // `nlanes` threads splitting the chunks (a warp, or a whole block); the caller reduces over
@@ -101,21 +125,17 @@ struct FoldedNorm {
 // verify), and UNROLL x R 16-byte weight loads are issued before the first use so that
 // enough bytes are in flight. Each acc[r][t] sums its chunks in the same order whatever T is,
 // so a position's result does not depend on how many positions share the launch. With FOLD,
-// x is taken as x·(1+norm.w) and norm.ss[t] sums x[t]².
+// x is taken as x·(1+norm.w) and norm.ss[t] sums x[t]². With `wait`, the first batch of
+// weights is loaded before pdl_begin (EARLY_REGS): it arrives while the previous kernel ends.
 template <int UNROLL, int R, int T, bool FOLD = false, typename XT>
 __device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
                                                 const XT* __restrict__ x, int nchunks, int lane, int nlanes,
-                                                float (&acc)[R][T], FoldedNorm<T>* norm = nullptr) {
-    for (int c0 = lane; c0 < nchunks; c0 += nlanes * UNROLL) {
-        uint4 wv[UNROLL][R];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                const int c = c0 + nlanes * u;
-                if (c < nchunks && r < nrows)
-                    wv[u][r] = load_weights16(reinterpret_cast<const uint4*>(wrow + r * stride) + c);
-            }
+                                                float (&acc)[R][T], FoldedNorm<T>* norm = nullptr, bool wait = false) {
+    const int step = nlanes * UNROLL;
+    uint4 wv[UNROLL][R];
+    load_weight_batch<UNROLL, R>(wv, wrow, stride, nrows, nchunks, lane, nlanes);
+    if (wait) pdl_begin();
+    for (int c0 = lane; c0 < nchunks; c0 += step) {
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = c0 + nlanes * u;
@@ -142,6 +162,7 @@ __device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, p
                 }
             }
         }
+        if (c0 + step < nchunks) load_weight_batch<UNROLL, R>(wv, wrow, stride, nrows, nchunks, c0 + step, nlanes);
     }
 }
 
@@ -149,8 +170,8 @@ __device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, p
 template <int R, int T, bool FOLD = false, typename XT>
 __device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
                                               const XT* __restrict__ x, int nchunks, int lane, int nlanes,
-                                              float (&acc)[R][T], FoldedNorm<T>* norm = nullptr) {
-    rows_dot_lane_u<(R >= 4 ? 2 : 8 / R), R, T, FOLD>(wrow, stride, nrows, x, nchunks, lane, nlanes, acc, norm);
+                                              float (&acc)[R][T], FoldedNorm<T>* norm = nullptr, bool wait = false) {
+    rows_dot_lane_u<(R >= 4 ? 2 : 8 / R), R, T, FOLD>(wrow, stride, nrows, x, nchunks, lane, nlanes, acc, norm, wait);
 }
 
 // Sums acc[R][T] over the block (warp shuffles, then shared memory); afterwards thread

@@ -39,10 +39,10 @@ extern "C" __global__ void gdn_conv(const float* __restrict__ x, const bf16* __r
 extern "C" __global__ void __launch_bounds__(256) gdn_step(
     const float* __restrict__ qkv, const float* __restrict__ b, const float* __restrict__ a,
     const bf16* __restrict__ A_log, const bf16* __restrict__ dt_bias, const float* rec_in,
-    float* rec_out, float* __restrict__ o, int T, int HK, int HV, int prefetch) {
+    float* rec_out, float* __restrict__ o, int T, int HK, int HV, int early) {
     // The block's slice of the state (128 rows of 32 columns) into the L2 while the previous
-    // kernel finishes: it was written a round ago.
-    if (prefetch && threadIdx.x < DK)
+    // kernel finishes: it was written a round ago (EARLY_L2).
+    if ((early & EARLY_L2) && threadIdx.x < DK)
         prefetch_l2(rec_in + (size_t)blockIdx.x * DK * DV + (size_t)threadIdx.x * DV + blockIdx.y * 32, 32 * sizeof(float), 0, 1);
     pdl_begin();
     constexpr int ROWS = DK / 8;

@@ -6,18 +6,20 @@
 
 #define GEMV_ROWS 4
 
-// The block's weights (up to GEMV_ROWS whole rows from row0) into the L2, then the wait for
-// the previous kernel: the weights stream while it finishes.
-__device__ __forceinline__ void gemv_prologue(const bf16* __restrict__ W, int rows, int cols, int row0, int prefetch) {
+// What the block does before the wait for the previous kernel (`early`, EARLY_* bits): its
+// weights (up to GEMV_ROWS whole rows from row0) into the L2; with EARLY_REGS the wait comes
+// later, in gemv_body, after the first weights are loaded.
+__device__ __forceinline__ void gemv_prologue(const bf16* __restrict__ W, int rows, int cols, int row0, int early) {
     const int n = max(0, min(GEMV_ROWS, rows - row0));
-    if (prefetch) prefetch_l2(W + (size_t)row0 * cols, (size_t)n * cols * sizeof(bf16), threadIdx.x, blockDim.x);
-    pdl_begin();
+    if (early & EARLY_L2) prefetch_l2(W + (size_t)row0 * cols, (size_t)n * cols * sizeof(bf16), threadIdx.x, blockDim.x);
+    if (!(early & EARLY_REGS)) pdl_begin();
 }
 
 template <int T, bool FOLD = false, typename XT>
 __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* __restrict__ x,
                                           float* __restrict__ y, int rows, int cols, int accumulate,
-                                          int row0, const bf16* __restrict__ nw = nullptr, float eps = 0.0f) {
+                                          int row0, int early, const bf16* __restrict__ nw = nullptr,
+                                          float eps = 0.0f) {
     float acc[GEMV_ROWS][T];
 #pragma unroll
     for (int r = 0; r < GEMV_ROWS; ++r)
@@ -27,7 +29,8 @@ __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* 
     norm.w = nw;
 #pragma unroll
     for (int t = 0; t < T; ++t) norm.ss[t] = 0.0f;
-    rows_dot_lane<GEMV_ROWS, T, FOLD>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, threadIdx.x, blockDim.x, acc, &norm);
+    rows_dot_lane<GEMV_ROWS, T, FOLD>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, threadIdx.x, blockDim.x, acc,
+                                      &norm, early & EARLY_REGS);
     float s;
     block_sum_rows<GEMV_ROWS, T, FOLD>(acc, &s, &norm, cols, eps);
     const int r = threadIdx.x / T, t = threadIdx.x % T;
@@ -40,15 +43,15 @@ __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* 
 #define GEMV(T)                                                                                     \
     extern "C" __global__ void __launch_bounds__(256) gemv_f32_t##T(                                \
         const bf16* __restrict__ W, const float* __restrict__ x, float* __restrict__ y, int rows,   \
-        int cols, int accumulate, int prefetch) {                                                   \
-        gemv_prologue(W, rows, cols, blockIdx.x * GEMV_ROWS, prefetch);                             \
-        gemv_body<T>(W, x, y, rows, cols, accumulate, blockIdx.x * GEMV_ROWS);                      \
+        int cols, int accumulate, int early) {                                                      \
+        gemv_prologue(W, rows, cols, blockIdx.x * GEMV_ROWS, early);                                \
+        gemv_body<T>(W, x, y, rows, cols, accumulate, blockIdx.x * GEMV_ROWS, early);               \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(256) gemv_bf16_t##T(                               \
         const bf16* __restrict__ W, const bf16* __restrict__ x, float* __restrict__ y, int rows,    \
-        int cols, int accumulate, int prefetch) {                                                   \
-        gemv_prologue(W, rows, cols, blockIdx.x * GEMV_ROWS, prefetch);                             \
-        gemv_body<T>(W, x, y, rows, cols, accumulate, blockIdx.x * GEMV_ROWS);                      \
+        int cols, int accumulate, int early) {                                                      \
+        gemv_prologue(W, rows, cols, blockIdx.x * GEMV_ROWS, early);                                \
+        gemv_body<T>(W, x, y, rows, cols, accumulate, blockIdx.x * GEMV_ROWS, early);               \
     }
 GEMV(1) GEMV(2) GEMV(3) GEMV(4) GEMV(5) GEMV(6) GEMV(7) GEMV(8)
 
@@ -62,25 +65,25 @@ template <int T, bool FOLD>
 __device__ __forceinline__ void gemv_multi_body(const bf16* W0, const bf16* W1, const bf16* W2, const bf16* W3,
                                                 float* y0, float* y1, float* y2, float* y3, int e0, int e1,
                                                 int e2, int e3, const float* __restrict__ x, int cols,
-                                                const bf16* __restrict__ nw, float eps, int prefetch) {
+                                                const bf16* __restrict__ nw, float eps, int early) {
     const int row = blockIdx.x * GEMV_ROWS;
     const int s = row < e0 ? 0 : row < e1 ? 1 : row < e2 ? 2 : 3;
     const bf16* W = s == 0 ? W0 : s == 1 ? W1 : s == 2 ? W2 : W3;
     float* y = s == 0 ? y0 : s == 1 ? y1 : s == 2 ? y2 : y3;
     const int begin = s == 0 ? 0 : s == 1 ? e0 : s == 2 ? e1 : e2;
     const int end = s == 0 ? e0 : s == 1 ? e1 : s == 2 ? e2 : e3;
-    gemv_prologue(W, end - begin, cols, row - begin, prefetch);
-    gemv_body<T, FOLD>(W, x, y, end - begin, cols, 0, row - begin, nw, eps);
+    gemv_prologue(W, end - begin, cols, row - begin, early);
+    gemv_body<T, FOLD>(W, x, y, end - begin, cols, 0, row - begin, early, nw, eps);
 }
 
 #define GEMV_MULTI(NAME, T, FOLD)                                                                   \
     extern "C" __global__ void __launch_bounds__(256) NAME##_t##T(                                  \
         const bf16* __restrict__ W0, const bf16* __restrict__ W1, const bf16* __restrict__ W2,      \
         const bf16* __restrict__ W3, float* y0, float* y1, float* y2, float* y3, int e0, int e1,    \
-        int e2, int e3, const float* __restrict__ x, int cols, const bf16* __restrict__ nw,        \
-        float eps, int prefetch) {                                                                  \
-        gemv_multi_body<T, FOLD>(W0, W1, W2, W3, y0, y1, y2, y3, e0, e1, e2, e3, x, cols, nw, eps,   \
-                                 prefetch);                                                         \
+        int e2, int e3, const float* __restrict__ x, int cols, const bf16* __restrict__ nw,         \
+        float eps, int early) {                                                                     \
+        gemv_multi_body<T, FOLD>(W0, W1, W2, W3, y0, y1, y2, y3, e0, e1, e2, e3, x, cols, nw, eps,  \
+                                 early);                                                            \
     }
 #define GEMV_MULTI_BOTH(T) GEMV_MULTI(gemv_multi, T, false) GEMV_MULTI(gemv_multi_norm, T, true)
 GEMV_MULTI_BOTH(1) GEMV_MULTI_BOTH(2) GEMV_MULTI_BOTH(3) GEMV_MULTI_BOTH(4)

@@ -1,15 +1,15 @@
 // Sparse MoE for T positions in three launches, with no host round trip (a decode round stays
 // capturable as a CUDA graph). The `_norm` variants of the first two read x RMS-normalised,
 // x/rms·(1+nw) (the layer's post-attention norm, folded in: see FoldedNorm):
-//   moe_router:  router GEMV (a warp per expert row); the last block to finish does the
-//                routing: softmax over the logits, top-k, renormalise; the shared expert's
-//                sigmoid gate goes to slot k.
+//   moe_router:  router GEMV (a warp per expert row) and the shared expert's gate logit (one
+//                more row); the last block to finish does the routing: softmax over the
+//                logits, top-k, renormalise; the shared expert's sigmoid gate goes to slot k.
 //   moe_gate_up: act[t][slot] = silu(Wg[e] x[t]) * (Wu[e] x[t]) for the k routed experts and
 //                the shared expert (slot k).
 //   moe_down:    y[t] (+)= sum_j w[t][j] Wd[e_j] act[t][j] + w[t][k] Wsd act[t][k].
 // Expert weights are stacked: Wg, Wu [E][I][H], Wd [E][H][I]; the shared expert's are
 // Wsg, Wsu [Is][H], Wsd [H][Is]. Every kernel gives each warp whole rows and reduces with
-// shuffles, with 8 (router) or 16 (gate||up, down) 16-byte loads in flight per lane; a
+// shuffles, with 8 (router), 16 (gate||up) or 18 (down) 16-byte loads in flight per lane; a
 // position's sums run in the same order for every T (speculative verify equals plain decode).
 
 #define MAX_TOPK 16
@@ -18,16 +18,13 @@
 #define MOE_WARPS 4
 #define MOE_UNROLL 8
 
-// Routing of position t by one warp. idx [T][k], wts [T][k+1]. The top k with the logits in
-// registers (up to 512 experts; ties to the lower expert index), then the shared expert's
-// gate. Logits are read past L1: in moe_router other blocks wrote them during this launch.
-// With `nw` set, x is normalised on the fly for the shared gate.
-__device__ __forceinline__ void route_warp(const float* __restrict__ logits, int E, int k,
-                                           const float* __restrict__ x, const bf16* __restrict__ shared_gate_w,
-                                           int H, int t, int* __restrict__ idx, float* __restrict__ wts,
-                                           const bf16* __restrict__ nw, float eps) {
+// Top-k routing of one position by one warp, from its E logits `l`: writes the chosen experts
+// to idx[0..k) and their softmax weights renormalised over the k to wts[0..k). The logits
+// stay in registers (up to 512 experts; ties go to the lower expert index); they are read
+// past L1, as in moe_router other blocks wrote them during the same launch.
+__device__ __forceinline__ void route_warp(const float* __restrict__ l, int E, int k, int* __restrict__ idx,
+                                           float* __restrict__ wts) {
     const int lane = threadIdx.x & 31;
-    const float* l = logits + (size_t)t * E;
     float v[MAX_EXPERTS_PER_LANE];
 #pragma unroll
     for (int i = 0; i < MAX_EXPERTS_PER_LANE; ++i) v[i] = lane + 32 * i < E ? __ldcg(l + lane + 32 * i) : -INFINITY;
@@ -58,58 +55,56 @@ __device__ __forceinline__ void route_warp(const float* __restrict__ logits, int
         if (lane == j) { mine = p; my_expert = bi; }
     }
     if (lane < k) {
-        idx[(size_t)t * k + lane] = my_expert;
-        wts[(size_t)t * (k + 1) + lane] = mine / sum;
+        idx[lane] = my_expert;
+        wts[lane] = mine / sum;
     }
-    const float* xt = x + (size_t)t * H;
-    float dot = 0.0f, ss = 0.0f;
-    for (int i = lane; i < H; i += 32) {
-        float xv = xt[i];
-        if (nw != nullptr) {
-            ss = fmaf(xv, xv, ss);
-            xv *= 1.0f + __bfloat162float(nw[i]);
-        }
-        dot = fmaf(xv, __bfloat162float(shared_gate_w[i]), dot);
-    }
-    dot = warp_sum(dot);
-    if (nw != nullptr) dot *= rsqrtf(warp_sum(ss) / (float)H + eps);
-    if (lane == 0) wts[(size_t)t * (k + 1) + k] = sigmoid(dot);
 }
 
-// Routing from router logits computed elsewhere (the prefill's GEMM): a warp per position.
+// Routing from router logits [T][E] computed elsewhere (the prefill's GEMM): a warp per
+// position, which also takes the shared expert's gate, x[t] . shared_gate_w, into slot k.
 extern "C" __global__ void moe_route(const float* __restrict__ logits, int E, int k,
                                      const float* __restrict__ x, const bf16* __restrict__ shared_gate_w,
                                      int H, int T, int* __restrict__ idx, float* __restrict__ wts) {
     pdl_begin();
-    const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (t < T) route_warp(logits, E, k, x, shared_gate_w, H, t, idx, wts, nullptr, 0.0f);
+    const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (t >= T) return;
+    route_warp(logits + (size_t)t * E, E, k, idx + (size_t)t * k, wts + (size_t)t * (k + 1));
+    float dot = 0.0f;
+    for (int i = lane; i < H; i += 32) dot = fmaf(x[(size_t)t * H + i], __bfloat162float(shared_gate_w[i]), dot);
+    dot = warp_sum(dot);
+    if (lane == 0) wts[(size_t)t * (k + 1) + k] = sigmoid(dot);
 }
 
-// Router GEMV and routing in one launch: logits [T][E] = Wr x, a warp per expert row; the
-// last block to finish (counted in `done`, which it resets for the next launch) routes the
-// T positions, its warps taking them in turn. Grid ceil(E / MOE_WARPS), MOE_WARPS warps.
+// Router GEMV and routing in one launch: logits [T][E + 1] = [Wr; shared_gate_w] x, a warp
+// per row, the shared expert's gate logit last; the last block to finish (counted in `done`,
+// which it resets for the next launch) routes the T positions, its warps taking them in turn.
+// Grid ceil((E + 1) / MOE_WARPS), MOE_WARPS warps.
 template <int T, bool FOLD>
 __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, const float* __restrict__ x,
                                                 float* __restrict__ logits, int E, int k, int H,
                                                 const bf16* __restrict__ shared_gate_w,
                                                 unsigned int* __restrict__ done, int* __restrict__ idx,
-                                                float* __restrict__ wts, const bf16* __restrict__ nw, float eps) {
+                                                float* __restrict__ wts, const bf16* __restrict__ nw, float eps,
+                                                int early) {
     __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     const int e = blockIdx.x * nwarps + warp;
-    if (e < E) {
+    if (e <= E) {
         float acc[1][T];
         FoldedNorm<T> norm;
         norm.w = nw;
 #pragma unroll
         for (int t = 0; t < T; ++t) acc[0][t] = norm.ss[t] = 0.0f;
-        rows_dot_lane_u<MOE_UNROLL, 1, T, FOLD>(Wr + (size_t)e * H, H, 1, x, H >> 3, lane, 32, acc, &norm);
+        const bf16* row = e < E ? Wr + (size_t)e * H : shared_gate_w;
+        rows_dot_lane_u<MOE_UNROLL, 1, T, FOLD>(row, H, 1, x, H >> 3, lane, 32, acc, &norm, early & EARLY_REGS);
 #pragma unroll
         for (int t = 0; t < T; ++t) {
             float s = warp_sum(acc[0][t]);
             if constexpr (FOLD) s *= rsqrtf(warp_sum(norm.ss[t]) / (float)H + eps);
-            if (lane == 0) logits[(size_t)t * E + e] = s;
+            if (lane == 0) logits[(size_t)t * (E + 1) + e] = s;
         }
+    } else {
+        pdl_begin();
     }
     // Publish this block's logits before counting it done.
     __threadfence();
@@ -118,15 +113,20 @@ __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, con
     __syncthreads();
     if (!last) return;
     __threadfence();
-    for (int t = warp; t < T; t += nwarps) route_warp(logits, E, k, x, shared_gate_w, H, t, idx, wts, FOLD ? nw : nullptr, eps);
+    for (int t = warp; t < T; t += nwarps) {
+        const float* l = logits + (size_t)t * (E + 1);
+        route_warp(l, E, k, idx + (size_t)t * k, wts + (size_t)t * (k + 1));
+        if (lane == 0) wts[(size_t)t * (k + 1) + k] = sigmoid(__ldcg(l + E));
+    }
     if (threadIdx.x == 0) *done = 0;
 }
 
-// Each warp's router row into the L2, then the wait for the previous kernel.
-__device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr, int E, int H, int prefetch) {
+// What each warp does before the wait (`early`, EARLY_* bits): its router row into the L2;
+// with EARLY_REGS the wait comes later, after the row's first loads.
+__device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr, int E, int H, int early) {
     const int e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (prefetch && e < E) prefetch_l2(Wr + (size_t)e * H, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
-    pdl_begin();
+    if ((early & EARLY_L2) && e < E) prefetch_l2(Wr + (size_t)e * H, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
+    if (!(early & EARLY_REGS)) pdl_begin();
 }
 
 #define MOE_ROUTER(NAME, T, FOLD)                                                                   \
@@ -134,9 +134,10 @@ __device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr,
         const bf16* __restrict__ Wr, const float* __restrict__ x, float* __restrict__ logits, int E, \
         int k, int H, const bf16* __restrict__ shared_gate_w, unsigned int* __restrict__ done,      \
         int* __restrict__ idx, float* __restrict__ wts, const bf16* __restrict__ nw, float eps,     \
-        int prefetch) {                                                                             \
-        moe_router_prologue(Wr, E, H, prefetch);                                                    \
-        moe_router_body<T, FOLD>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts, nw, eps);   \
+        int early) {                                                                                \
+        moe_router_prologue(Wr, E, H, early);                                                       \
+        moe_router_body<T, FOLD>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts, nw, eps,    \
+                                 early);                                                            \
     }
 #define MOE_ROUTER_BOTH(T) MOE_ROUTER(moe_router, T, false) MOE_ROUTER(moe_router_norm, T, true)
 MOE_ROUTER_BOTH(1) MOE_ROUTER_BOTH(2) MOE_ROUTER_BOTH(3) MOE_ROUTER_BOTH(4)
@@ -150,17 +151,19 @@ __device__ __forceinline__ void moe_gate_up_body(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
     const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
     float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw, float eps,
-    int prefetch) {
+    int early) {
     const int t = blockIdx.y, r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int rows = k * I + Is;
-    // The shared expert's rows are known before the routing is: they stream into the L2
-    // while the router finishes.
-    if (prefetch && t == 0 && r >= k * I && r < rows) {
+    // The shared expert's rows are known before the routing is: they are fetched while the
+    // router finishes (`early`, EARLY_* bits).
+    const bool shared = r >= k * I && r < rows;
+    if ((early & EARLY_L2) && t == 0 && shared) {
         const size_t off = (size_t)(r - k * I) * H;
         prefetch_l2(Wsg + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
         prefetch_l2(Wsu + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
     }
-    pdl_begin();
+    const bool preload = shared && (early & EARLY_REGS);
+    if (!preload) pdl_begin();
     if (r >= rows) return;
     const bf16 *g, *u;
     if (r < k * I) {
@@ -174,7 +177,8 @@ __device__ __forceinline__ void moe_gate_up_body(
     }
     float acc[2][1] = {{0.0f}, {0.0f}};
     FoldedNorm<1> norm = {nw, {0.0f}};
-    rows_dot_lane_u<MOE_UNROLL, 2, 1, FOLD>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, &norm);
+    rows_dot_lane_u<MOE_UNROLL, 2, 1, FOLD>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, &norm,
+                                            preload);
     float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
     if constexpr (FOLD) {
         const float inv = rsqrtf(warp_sum(norm.ss[0]) / (float)H + eps);
@@ -189,20 +193,22 @@ __device__ __forceinline__ void moe_gate_up_body(
         const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,     \
         const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,     \
         float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw,         \
-        float eps, int prefetch) {                                                                  \
-        moe_gate_up_body<FOLD>(Wg, Wu, Wsg, Wsu, idx, x, act, k, I, Is, H, nw, eps, prefetch);     \
+        float eps, int early) {                                                                     \
+        moe_gate_up_body<FOLD>(Wg, Wu, Wsg, Wsu, idx, x, act, k, I, Is, H, nw, eps, early);        \
     }
 MOE_GATE_UP(moe_gate_up, false) MOE_GATE_UP(moe_gate_up_norm, true)
 
-// A warp per two hidden rows h, h+1 of position t (grid ceil(H / (2 MOE_WARPS)) x T). The k
-// routed rows and the shared row are walked as one virtual row over act[t] (k*I + Is values),
-// split over the lanes; each chunk's dot product is scaled by its slot's routing weight.
+// A warp per hidden row h of position t (grid ceil(H / MOE_WARPS) x T). The k routed rows and
+// the shared row are walked as one virtual row over act[t] (k*I + Is values), split over the
+// lanes; each chunk's dot product is scaled by its slot's routing weight. DOWN_UNROLL loads
+// in flight per lane cover the whole virtual row of the 35B-A3B shape, (8 + 1) x 512 values,
+// in one batch: a row costs one trip to memory.
+#define DOWN_UNROLL 18
 extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
     const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const int* __restrict__ idx,
     const float* __restrict__ wts, const float* __restrict__ act, float* __restrict__ y, int k,
     int I, int Is, int H, int accumulate) {
     pdl_begin();
-    constexpr int R = 2;
     // Per slot: where its weights start, shifted so that virtual chunk c indexes them, and
     // the distance between its rows.
     __shared__ const bf16* base[MAX_TOPK + 1];
@@ -217,49 +223,38 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
         stride[j] = j < k ? I : Is;
     }
     __syncthreads();
-    const int h0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * R;
-    if (h0 >= H) return;
+    const int h = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (h >= H) return;
     const float* a = act + (size_t)t * rows;
     const int nchunks = rows >> 3, per_slot = I >> 3;
-    float total[R] = {0.0f, 0.0f};
-    for (int c0 = lane; c0 < nchunks; c0 += 32 * MOE_UNROLL) {
-        uint4 wv[MOE_UNROLL][R];
+    float total = 0.0f;
+    for (int c0 = lane; c0 < nchunks; c0 += 32 * DOWN_UNROLL) {
+        uint4 wv[DOWN_UNROLL];
 #pragma unroll
-        for (int q = 0; q < MOE_UNROLL; ++q) {
+        for (int q = 0; q < DOWN_UNROLL; ++q) {
             const int c = c0 + 32 * q;
             if (c < nchunks) {
                 const int slot = min(c / per_slot, k);
-                const bf16* p = base[slot] + (size_t)h0 * stride[slot] + (size_t)c * 8;
-#pragma unroll
-                for (int r = 0; r < R; ++r)
-                    if (h0 + r < H) wv[q][r] = load_weights16(reinterpret_cast<const uint4*>(p + (size_t)r * stride[slot]));
+                wv[q] = load_weights16(reinterpret_cast<const uint4*>(base[slot] + (size_t)h * stride[slot] + (size_t)c * 8));
             }
         }
 #pragma unroll
-        for (int q = 0; q < MOE_UNROLL; ++q) {
+        for (int q = 0; q < DOWN_UNROLL; ++q) {
             const int c = c0 + 32 * q;
             if (c >= nchunks) break;
-            float af[8];
+            float af[8], wf[8];
             load_x8(a, c, af);
-            const float w = weight[min(c / per_slot, k)];
+            unpack8(wv[q], wf);
+            float d = 0.0f;
 #pragma unroll
-            for (int r = 0; r < R; ++r) {
-                float wf[8];
-                unpack8(wv[q][r], wf);
-                float d = 0.0f;
-#pragma unroll
-                for (int i = 0; i < 8; ++i) d = fmaf(wf[i], af[i], d);
-                total[r] = fmaf(w, d, total[r]);
-            }
+            for (int i = 0; i < 8; ++i) d = fmaf(wf[i], af[i], d);
+            total = fmaf(weight[min(c / per_slot, k)], d, total);
         }
     }
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-        const float s = warp_sum(total[r]);
-        if (lane == 0 && h0 + r < H) {
-            float* dst = y + (size_t)t * H + h0 + r;
-            *dst = accumulate ? *dst + s : s;
-        }
+    const float s = warp_sum(total);
+    if (lane == 0) {
+        float* dst = y + (size_t)t * H + h;
+        *dst = accumulate ? *dst + s : s;
     }
 }
 

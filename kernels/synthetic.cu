@@ -11,7 +11,7 @@ __device__ __forceinline__ u64 mix64(u64 z) {
 
 extern "C" __global__ void synthetic_fill_bf16(bf16* __restrict__ out, u64 n, u64 seed, u64 key,
                                                float offset, float scale) {
-    pdl_begin();
+    pdl_wait_only();
     const u64 base = seed * 0x9E3779B97F4A7C15ull ^ key;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         const u64 h = mix64(base ^ i * 0xD1B54A32D192ED03ull);
@@ -24,7 +24,7 @@ extern "C" __global__ void synthetic_fill_bf16(bf16* __restrict__ out, u64 n, u6
 // The identity term of a synthetic matrix [rows][cols]: w[i][i] += identity for i <
 // min(rows, cols), rounded to bf16 as the host does (round(v + identity)).
 extern "C" __global__ void synthetic_add_identity(bf16* __restrict__ w, int rows, int cols, float identity) {
-    pdl_begin();
+    pdl_wait_only();
     const int n = rows < cols ? rows : cols;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         bf16* p = w + (size_t)i * cols + i;

@@ -274,14 +274,19 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
             assert_eq!((spec_e, st_e), (spec, st), "seed {seed}, K = {k}: eager speculative differs from graph replay");
             println!("seed {seed} K={k}: {} rounds, acceptance {:.3}", st.rounds, st.acceptance_rate());
         }
-        // Dependent launch and the weight prefetch change when kernels start, never what they
-        // compute; folded norms round the normalised rows differently, so only the tokens
-        // are compared there.
+        // Dependent launch and the weight prefetch and preload change when kernels start,
+        // never what they compute; folded norms round the normalised rows differently, so
+        // only the tokens are compared there.
         let Some(mut plain_launches) = cuda(true) else { return };
         plain_launches.gpu.options.pdl = false;
         plain_launches.gpu.options.weight_prefetch = true;
         let mut mp = Model::new(cfg(), &src, Arm::default(), plain_launches, 16).unwrap();
         assert_eq!(generate(&mut mp, &prompt, 16, 48, Some(3)).0, plain, "seed {seed}: stream-ordered launches with prefetch differ from dependent launches");
+        let Some(mut preloaded) = cuda(true) else { return };
+        preloaded.gpu.options.weight_preload = true;
+        let mut ml = Model::new(cfg(), &src, Arm::default(), preloaded, 16).unwrap();
+        assert_eq!(generate(&mut ml, &prompt, 16, 48, None).0, plain, "seed {seed}: weights preloaded before the wait differ");
+        assert_eq!(generate(&mut ml, &prompt, 16, 48, Some(3)).0, plain, "seed {seed}: speculative decode with preloaded weights differs");
         let Some(mut folded) = cuda(true) else { return };
         folded.gpu.options.fold_norms = true;
         let mut mf = Model::new(cfg(), &src, Arm::default(), folded, 16).unwrap();

@@ -46,6 +46,21 @@ fn every_kernel_waits_for_the_kernel_before_it() {
     assert!(missing.is_empty(), "kernels without pdl_begin(): {}", missing.join(", "));
 }
 
+/// A kernel may load its weights before its wait (ENGINE_WEIGHT_PRELOAD), so the kernels that
+/// write weights must not let the next kernel start before they end.
+#[test]
+fn kernels_that_write_weights_release_no_kernel_early() {
+    let Some(compiler) = compiler(None) else { return };
+    let file = KERNEL_FILES.iter().find(|f| f.name == "synthetic.cu").expect("kernels/synthetic.cu is a kernel file");
+    let ptx = compiler.ptx(file).expect("kernels compile (see every_kernel_file_compiles_for_sm90)");
+    let entries: Vec<&str> = ptx.split(".visible .entry ").skip(1).collect();
+    assert!(!entries.is_empty(), "no kernels in synthetic.cu");
+    for entry in entries {
+        let name = entry.split('(').next().unwrap_or(entry);
+        assert!(!entry.contains("griddepcontrol.launch_dependents"), "{name} writes weights but lets its dependents start early");
+    }
+}
+
 #[test]
 fn a_broken_kernel_fails_with_the_nvrtc_log() {
     let Some(compiler) = compiler(None) else { return };

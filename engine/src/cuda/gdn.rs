@@ -97,7 +97,7 @@ impl Gpu {
     pub(crate) fn gdn_step_at(&self, inputs: [u64; 5], from: u64, to: u64, o: u64, t: usize, shape: GdnShape) -> Result<()> {
         let [qkv, b, a, a_log, dt_bias] = inputs;
         let cfg = LaunchConfig { grid_dim: (shape.hv as u32, (HEAD_DIM / 32) as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "gdn_step", cfg, &qkv, &b, &a, &a_log, &dt_bias, &from, &to, &o, &dim("t", t)?, &dim("hk", shape.hk)?, &dim("hv", shape.hv)?, &self.prefetch_arg());
+        launch!(self, "gdn_step", cfg, &qkv, &b, &a, &a_log, &dt_bias, &from, &to, &o, &dim("t", t)?, &dim("hk", shape.hk)?, &dim("hv", shape.hv)?, &self.early_arg());
         Ok(())
     }
 }

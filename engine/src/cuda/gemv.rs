@@ -103,7 +103,7 @@ impl Gpu {
         let x = input("gemv input", x, t * cols, &self.stream)?;
         let y = output("gemv output", y, t * rows, &self.stream)?;
         let cfg = LaunchConfig { grid_dim: (rows.div_ceil(GEMV_ROWS) as u32, 1, 1), block_dim: (threads_for(cols), 1, 1), shared_mem_bytes: 0 };
-        launch!(self, format!("{}_t{t}", X::KERNEL), cfg, &w, &x, &y, &dim("rows", rows)?, &dim("cols", cols)?, &i32::from(accumulate), &self.prefetch_arg());
+        launch!(self, format!("{}_t{t}", X::KERNEL), cfg, &w, &x, &y, &dim("rows", rows)?, &dim("cols", cols)?, &i32::from(accumulate), &self.early_arg());
         Ok(())
     }
 
@@ -194,7 +194,7 @@ impl Gpu {
         let [y0, y1, y2, y3] = ys;
         let [e0, e1, e2, e3] = ends;
         let (nw, eps) = FoldedNorm::args(norm, cols, &self.stream)?;
-        launch!(self, format!("{}_t{t}", FoldedNorm::kernel(norm, "gemv_multi")), cfg, &w0, &w1, &w2, &w3, &y0, &y1, &y2, &y3, &e0, &e1, &e2, &e3, &xp, &dim("cols", cols)?, &nw, &eps, &self.prefetch_arg());
+        launch!(self, format!("{}_t{t}", FoldedNorm::kernel(norm, "gemv_multi")), cfg, &w0, &w1, &w2, &w3, &y0, &y1, &y2, &y3, &e0, &e1, &e2, &e3, &xp, &dim("cols", cols)?, &nw, &eps, &self.early_arg());
         Ok(())
     }
 

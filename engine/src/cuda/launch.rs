@@ -1,7 +1,6 @@
 //! Kernel launches with programmatic dependent launch (PDL): each kernel may start while the
-//! previous one of the stream still runs, prefetch its weights into the L2 and wait for that
-//! kernel inside (`pdl_begin` in kernels/common.cuh). A decode round is a chain of a few hundred
-//! short kernels, so hiding each launch and each kernel's ramp behind the one before is worth
+//! previous one of the stream still runs, fetch its weights and wait for that kernel inside
+//! (`pdl_begin` in kernels/common.cuh). A decode round is a chain of a few hundred short kernels, so hiding each launch and each kernel's ramp behind the one before is worth
 //! more than any one kernel's speed. `ENGINE_PDL=off` ([`super::GpuOptions`]) launches them
 //! plainly, one after another.
 
@@ -20,9 +19,13 @@ pub(crate) fn param<T: DeviceRepr>(value: &T) -> *mut c_void {
 }
 
 impl Gpu {
-    /// The `prefetch` argument of the kernels that prefetch their weights into the L2.
-    pub(crate) fn prefetch_arg(&self) -> i32 {
-        i32::from(self.options.weight_prefetch)
+    /// The `early` argument of the kernels that fetch their weights before waiting for the
+    /// kernel before them: the EARLY_* bits of kernels/common.cuh.
+    pub(crate) fn early_arg(&self) -> i32 {
+        const EARLY_L2: i32 = 1;
+        const EARLY_REGS: i32 = 2;
+        let bit = |on: bool, b: i32| if on { b } else { 0 };
+        bit(self.options.weight_prefetch, EARLY_L2) | bit(self.options.weight_preload, EARLY_REGS)
     }
 
     /// Launches `f` on the stream with `params` (one address per kernel argument).

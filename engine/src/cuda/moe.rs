@@ -15,8 +15,6 @@ const MAX_TOP_K: usize = 16;
 const MAX_EXPERTS: usize = 512;
 /// Warps per block of the decode kernels (kernels/moe.cu `MOE_WARPS`).
 const MOE_WARPS: usize = 4;
-/// Hidden rows per warp of `moe_down`.
-const DOWN_WARP_ROWS: usize = 2;
 
 /// A grid of `blocks` x `t` blocks of [`MOE_WARPS`] warps.
 fn warps_config(blocks: usize, t: usize) -> LaunchConfig {
@@ -64,6 +62,7 @@ pub struct MoeWeights<'a, W> {
 
 /// Device buffers of the routing and the expert activations, for up to 8 positions.
 pub struct MoeScratch {
+    /// Router logits, then the shared expert's gate logit: [t][experts + 1].
     pub logits: CudaSlice<f32>,
     /// Chosen experts [t][top_k].
     pub idx: CudaSlice<i32>,
@@ -77,7 +76,7 @@ pub struct MoeScratch {
 impl MoeScratch {
     pub fn new(gpu: &Gpu, shape: MoeShape) -> Result<Self> {
         Ok(Self {
-            logits: gpu.stream.alloc_zeros(MAX_T * shape.experts)?,
+            logits: gpu.stream.alloc_zeros(MAX_T * (shape.experts + 1))?,
             idx: gpu.stream.alloc_zeros(MAX_T * shape.top_k)?,
             weights: gpu.stream.alloc_zeros(MAX_T * (shape.top_k + 1))?,
             act: gpu.stream.alloc_zeros(MAX_T * shape.act_len())?,
@@ -182,7 +181,7 @@ impl<'a> MoeArgs<'a> {
             shared_gate: input("shared expert gate proj", w.shared_gate, is * h, st)?,
             shared_up: input("shared expert up proj", w.shared_up, is * h, st)?,
             shared_down: input("shared expert down proj", w.shared_down, h * is, st)?,
-            logits: output("router logits", &mut scratch.logits, t * e, st)?,
+            logits: output("router logits", &mut scratch.logits, t * (e + 1), st)?,
             done: output("router counter", &mut scratch.done, 1, st)?,
             idx: output("expert ids", &mut scratch.idx, t * k, st)?,
             wts: output("expert weights", &mut scratch.weights, t * (k + 1), st)?,
@@ -194,11 +193,11 @@ impl<'a> MoeArgs<'a> {
         let (s, t) = (self.s, self.t);
         let (e, k, h, i, is) = (dim("experts", s.experts)?, dim("top_k", s.top_k)?, dim("hidden", s.hidden)?, dim("expert", s.expert_dim)?, dim("shared expert", s.shared_dim)?);
         let fold = |base: &str| FoldedNorm::kernel(self.norm, base);
-        let prefetch = gpu.prefetch_arg();
+        let early = gpu.early_arg();
         match stage {
-            MoeStage::Router => launch!(gpu, format!("{}_t{t}", fold("moe_router")), warps_config(s.experts.div_ceil(MOE_WARPS), 1), &self.router, &self.x, &self.logits, &e, &k, &h, &self.shared_expert_gate, &self.done, &self.idx, &self.wts, &self.nw, &self.eps, &prefetch),
-            MoeStage::GateUp => launch!(gpu, fold("moe_gate_up"), warps_config(s.act_len().div_ceil(MOE_WARPS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &self.x, &self.act, &k, &i, &is, &h, &self.nw, &self.eps, &prefetch),
-            MoeStage::Down => launch!(gpu, "moe_down", warps_config(s.hidden.div_ceil(MOE_WARPS * DOWN_WARP_ROWS), t), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate),
+            MoeStage::Router => launch!(gpu, format!("{}_t{t}", fold("moe_router")), warps_config((s.experts + 1).div_ceil(MOE_WARPS), 1), &self.router, &self.x, &self.logits, &e, &k, &h, &self.shared_expert_gate, &self.done, &self.idx, &self.wts, &self.nw, &self.eps, &early),
+            MoeStage::GateUp => launch!(gpu, fold("moe_gate_up"), warps_config(s.act_len().div_ceil(MOE_WARPS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &self.x, &self.act, &k, &i, &is, &h, &self.nw, &self.eps, &early),
+            MoeStage::Down => launch!(gpu, "moe_down", warps_config(s.hidden.div_ceil(MOE_WARPS), t), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate),
         }
         Ok(())
     }

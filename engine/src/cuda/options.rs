@@ -1,5 +1,5 @@
 //! The GPU arms: environment variables that change how the decode kernels are launched and
-//! fused. Dependent launch and the weight prefetch never change what is computed; folding the
+//! fused. Dependent launch and the weight prefetch and preload never change what is computed; folding the
 //! norms changes the fp32 rounding of the normalised rows, so greedy tokens may differ.
 //!
 //! The defaults are what the ladders on the H200 chose (`reports/engine-options-h200.md`,
@@ -16,7 +16,9 @@ pub const OPTIONS_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each
   ENGINE_FOLD_NORM=on|off   [default: off; on: a layer's input and post-attention RMSNorms
       are computed inside the projections and the MoE that read them; off: a kernel each]
   ENGINE_WEIGHT_PREFETCH=on|off   [default: off; on: the projection, router and state kernels
-      prefetch their weights (state) into the L2 before waiting for the kernel before them]";
+      prefetch their weights (state) into the L2 before waiting for the kernel before them]
+  ENGINE_WEIGHT_PRELOAD=on|off   [default: off; on: the projection and router kernels (and the
+      shared expert's rows) load their first weights into registers before that wait]";
 
 /// How the CUDA backend runs a decode round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,11 +29,13 @@ pub struct GpuOptions {
     pub fold_norms: bool,
     /// L2 prefetch of weights before the dependency wait (`ENGINE_WEIGHT_PREFETCH`).
     pub weight_prefetch: bool,
+    /// First weights into registers before the dependency wait (`ENGINE_WEIGHT_PRELOAD`).
+    pub weight_preload: bool,
 }
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false }
+        GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: false }
     }
 }
 
@@ -48,13 +52,14 @@ impl GpuOptions {
             pdl: flag("ENGINE_PDL", d.pdl)?,
             fold_norms: flag("ENGINE_FOLD_NORM", d.fold_norms)?,
             weight_prefetch: flag("ENGINE_WEIGHT_PREFETCH", d.weight_prefetch)?,
+            weight_preload: flag("ENGINE_WEIGHT_PRELOAD", d.weight_preload)?,
         })
     }
 
-    /// `pdl=on fold_norm=off weight_prefetch=off`, for the start-up line.
+    /// `pdl=on fold_norm=off weight_prefetch=off weight_preload=off`, for the start-up line.
     pub fn describe(&self) -> String {
         let word = |b: bool| if b { "on" } else { "off" };
-        format!("pdl={} fold_norm={} weight_prefetch={}", word(self.pdl), word(self.fold_norms), word(self.weight_prefetch))
+        format!("pdl={} fold_norm={} weight_prefetch={} weight_preload={}", word(self.pdl), word(self.fold_norms), word(self.weight_prefetch), word(self.weight_preload))
     }
 }
 
@@ -77,10 +82,11 @@ mod tests {
 
     #[test]
     fn dependent_launch_alone_is_the_default_and_each_option_turns_alone() {
-        assert_eq!(read(&[]).unwrap(), GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false });
+        assert_eq!(read(&[]).unwrap(), GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: false });
         assert_eq!(read(&[("ENGINE_PDL", "off")]).unwrap(), GpuOptions { pdl: false, ..Default::default() });
         assert_eq!(read(&[("ENGINE_FOLD_NORM", "on")]).unwrap(), GpuOptions { fold_norms: true, ..Default::default() });
         assert_eq!(read(&[("ENGINE_WEIGHT_PREFETCH", "on"), ("ENGINE_PDL", "on")]).unwrap(), GpuOptions { weight_prefetch: true, ..Default::default() });
+        assert_eq!(read(&[("ENGINE_WEIGHT_PRELOAD", "on")]).unwrap(), GpuOptions { weight_preload: true, ..Default::default() });
     }
 
     #[test]
