@@ -17,8 +17,9 @@ pub const OPTIONS_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each
       are computed inside the projections and the MoE that read them; off: a kernel each]
   ENGINE_WEIGHT_PREFETCH=on|off   [default: off; on: the projection, router and state kernels
       prefetch their weights (state) into the L2 before waiting for the kernel before them]
-  ENGINE_WEIGHT_PRELOAD=on|off   [default: off; on: the projection and router kernels (and the
-      shared expert's rows) load their first weights into registers before that wait]";
+  ENGINE_WEIGHT_PRELOAD=on|off   [default: off; on: the projection, router and MoE kernels
+      load their first weights into registers before that wait (gate‖up: the shared
+      expert's rows; down: every row, from the routing the router wrote)]";
 
 /// How the CUDA backend runs a decode round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
