@@ -282,11 +282,11 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
         plain_launches.gpu.options.weight_prefetch = true;
         let mut mp = Model::new(cfg(), &src, Arm::default(), plain_launches, 16).unwrap();
         assert_eq!(generate(&mut mp, &prompt, 16, 48, Some(3)).0, plain, "seed {seed}: stream-ordered launches with prefetch differ from dependent launches");
-        let Some(mut preloaded) = cuda(true) else { return };
-        preloaded.gpu.options.weight_preload = true;
-        let mut ml = Model::new(cfg(), &src, Arm::default(), preloaded, 16).unwrap();
-        assert_eq!(generate(&mut ml, &prompt, 16, 48, None).0, plain, "seed {seed}: weights preloaded before the wait differ");
-        assert_eq!(generate(&mut ml, &prompt, 16, 48, Some(3)).0, plain, "seed {seed}: speculative decode with preloaded weights differs");
+        let Some(mut waiting) = cuda(true) else { return };
+        waiting.gpu.options.weight_preload = !waiting.gpu.options.weight_preload;
+        let mut ml = Model::new(cfg(), &src, Arm::default(), waiting, 16).unwrap();
+        assert_eq!(generate(&mut ml, &prompt, 16, 48, None).0, plain, "seed {seed}: the weight preload turned {} changes the tokens", if ml.backend.gpu.options.weight_preload { "on" } else { "off" });
+        assert_eq!(generate(&mut ml, &prompt, 16, 48, Some(3)).0, plain, "seed {seed}: the weight preload changes speculative decode");
         let Some(mut folded) = cuda(true) else { return };
         folded.gpu.options.fold_norms = true;
         let mut mf = Model::new(cfg(), &src, Arm::default(), folded, 16).unwrap();

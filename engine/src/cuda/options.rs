@@ -3,9 +3,10 @@
 //! norms changes the fp32 rounding of the normalised rows, so greedy tokens may differ.
 //!
 //! The defaults are what the ladders on the H200 chose (`reports/engine-options-h200.md`,
-//! `reports/engine-pdl-h200.md`): dependent launch alone, +2.5 % decode and +1.2 % prefill
-//! against none of the three; folding the norms and prefetching the weights each cost about
-//! 2 % of decode on top of it, so both are off unless asked for.
+//! `reports/engine-pdl-h200.md`, `reports/engine-preload-h200.md`): dependent launch, +2.5 %
+//! decode and +1.2 % prefill against none of the first three, and the register preload of the
+//! weights, +3.8 % decode on top of it; folding the norms and prefetching the weights into the
+//! L2 each cost about 2 % of decode, so both are off unless asked for.
 
 use anyhow::{bail, Result};
 
@@ -17,7 +18,7 @@ pub const OPTIONS_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each
       are computed inside the projections and the MoE that read them; off: a kernel each]
   ENGINE_WEIGHT_PREFETCH=on|off   [default: off; on: the projection, router and state kernels
       prefetch their weights (state) into the L2 before waiting for the kernel before them]
-  ENGINE_WEIGHT_PRELOAD=on|off   [default: off; on: the projection, router and MoE kernels
+  ENGINE_WEIGHT_PRELOAD=on|off   [default: on; on: the projection, router and MoE kernels
       load their first weights into registers before that wait (gate‖up: the shared
       expert's rows; down: every row, from the routing the router wrote)]";
 
@@ -36,7 +37,7 @@ pub struct GpuOptions {
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: false }
+        GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: true }
     }
 }
 
@@ -57,7 +58,7 @@ impl GpuOptions {
         })
     }
 
-    /// `pdl=on fold_norm=off weight_prefetch=off weight_preload=off`, for the start-up line.
+    /// `pdl=on fold_norm=off weight_prefetch=off weight_preload=on`, for the start-up line.
     pub fn describe(&self) -> String {
         let word = |b: bool| if b { "on" } else { "off" };
         format!("pdl={} fold_norm={} weight_prefetch={} weight_preload={}", word(self.pdl), word(self.fold_norms), word(self.weight_prefetch), word(self.weight_preload))
@@ -82,12 +83,12 @@ mod tests {
     }
 
     #[test]
-    fn dependent_launch_alone_is_the_default_and_each_option_turns_alone() {
-        assert_eq!(read(&[]).unwrap(), GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: false });
+    fn dependent_launch_and_preload_are_the_default_and_each_option_turns_alone() {
+        assert_eq!(read(&[]).unwrap(), GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: true });
         assert_eq!(read(&[("ENGINE_PDL", "off")]).unwrap(), GpuOptions { pdl: false, ..Default::default() });
         assert_eq!(read(&[("ENGINE_FOLD_NORM", "on")]).unwrap(), GpuOptions { fold_norms: true, ..Default::default() });
         assert_eq!(read(&[("ENGINE_WEIGHT_PREFETCH", "on"), ("ENGINE_PDL", "on")]).unwrap(), GpuOptions { weight_prefetch: true, ..Default::default() });
-        assert_eq!(read(&[("ENGINE_WEIGHT_PRELOAD", "on")]).unwrap(), GpuOptions { weight_preload: true, ..Default::default() });
+        assert_eq!(read(&[("ENGINE_WEIGHT_PRELOAD", "off")]).unwrap(), GpuOptions { weight_preload: false, ..Default::default() });
     }
 
     #[test]
