@@ -25,6 +25,10 @@ pub struct Replication {
     pub max_pct: f64,
     /// Whether each ladder is qualified (a disqualified one still shows its number).
     pub qualified: Vec<bool>,
+    /// The blake3 of each ladder's binary: the spread is a replication only when they agree;
+    /// across binaries it includes whatever changed between them.
+    pub binaries: Vec<String>,
+    pub same_binary: bool,
 }
 
 /// A quantity: (column, arm, against).
@@ -90,6 +94,7 @@ pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
             let min = estimates.iter().copied().fold(f64::INFINITY, f64::min);
             let max = estimates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let spread = max - min;
+            let binaries: Vec<String> = readings.iter().map(|(r, _)| r.run.as_ref().map_or_else(String::new, |run| run.binary_blake3.clone())).collect();
             out.push(Replication {
                 quantity: format!("{}:{}-vs-{}", key.0, key.1, key.2),
                 ladders: readings
@@ -107,6 +112,8 @@ pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
                 min_pct: min,
                 max_pct: max,
                 qualified: readings.iter().map(|(r, _)| r.qualified).collect(),
+                same_binary: binaries.windows(2).all(|w| w[0] == w[1]),
+                binaries,
             });
         }
     }

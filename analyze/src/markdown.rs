@@ -446,6 +446,13 @@ fn across_section(doc: &Doc, out: &mut String) {
              `replication_limit_pp` = {}.\n",
             rows[0].replication_limit_pp
         );
+        if rows.iter().any(|q| !q.same_binary) {
+            out.push_str(
+                "> **Different binaries**: these ladders did not all run the same executable (blake3 in each \
+                 ladder's table above), so a spread here includes whatever changed between them; it is a \
+                 replication only among ladders of one binary.\n\n",
+            );
+        }
         out.push_str("| quantity | estimates (tag: %) | range | spread (pp) | reading |\n|---|---|---|---:|---|\n");
         for q in rows {
             let estimates: Vec<String> = q
@@ -461,10 +468,10 @@ fn across_section(doc: &Doc, out: &mut String) {
                     )
                 })
                 .collect();
-            let reading = if q.replicates {
-                "replicates: within the limit"
-            } else {
-                "**a range, not a point**"
+            let reading = match (q.same_binary, q.replicates) {
+                (false, _) => "binaries differ: a change, not a replication",
+                (true, true) => "replicates: within the limit",
+                (true, false) => "**a range, not a point**",
             };
             let _ = writeln!(
                 out,

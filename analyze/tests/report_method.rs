@@ -156,3 +156,36 @@ fn a_control_outside_the_noise_floor_disqualifies() {
     assert_eq!(report.disqualified_by, vec!["control:null"]);
     assert_eq!(report.metrics[0].controls[0].holds, Some(false));
 }
+
+/// The start record's binary blake3 replaced, as if another build had run the same spec.
+fn with_binary(text: &str, blake3: &str) -> String {
+    let at = text.find("\"binary\"").expect("start record names its binary");
+    let key = "\"blake3\":\"";
+    let from = at + text[at..].find(key).expect("binary blake3") + key.len();
+    let to = from + text[from..].find('"').unwrap();
+    format!("{}{blake3}{}", &text[..from], &text[to..])
+}
+
+#[test]
+fn ladders_of_different_binaries_are_not_called_replications() {
+    let text = three_arms().text(value);
+    let same = common::read("same_binary", &[text.clone(), text.clone()]);
+    assert!(!same.replications.is_empty());
+    assert!(same.replications.iter().all(|q| q.same_binary && q.replicates), "one binary twice replicates");
+
+    let other = with_binary(&text, &"0".repeat(64));
+    let differ = common::read("two_binaries", &[text, other]);
+    assert!(!differ.replications.is_empty());
+    for q in &differ.replications {
+        assert!(!q.same_binary, "{}: two binaries read as one", q.quantity);
+        assert_eq!(q.binaries[1], "0".repeat(64));
+    }
+    let dir = std::env::temp_dir().join(format!("analyze_binaries_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let md = dir.join("report.md");
+    analyze::report::write_markdown(&differ, &md).unwrap();
+    let text = std::fs::read_to_string(&md).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(text.contains("**Different binaries**") && text.contains("binaries differ: a change, not a replication"), "{text}");
+    assert!(!text.contains("replicates: within the limit"), "{text}");
+}
