@@ -1,14 +1,12 @@
 // Sparse MoE for T positions in three launches, with no host round trip (a decode round stays
 // capturable as a CUDA graph). The `_norm` variants of the first two read x RMS-normalised,
 // x/rms·(1+nw) (the layer's post-attention norm, folded in: see FoldedNorm):
-//   moe_router:  logits [T][E + 1] = [Wr; shared_gate_w] x: the router GEMV (a warp per
-//                expert row) and the shared expert's gate logit, one more row.
+//   moe_router:  router GEMV (a warp per expert row) and the shared expert's gate logit (one
+//                more row); the last block to finish does the routing: softmax over the
+//                logits, top-k, renormalise; the shared expert's sigmoid gate goes to slot k.
 //   moe_gate_up: act[t][slot] = silu(Wg[e] x[t]) * (Wu[e] x[t]) for the k routed experts and
 //                the shared expert (slot k).
 //   moe_down:    y[t] (+)= sum_j w[t][j] Wd[e_j] act[t][j] + w[t][k] Wsd act[t][k].
-// The routing (softmax over the logits, top-k, renormalised; the shared expert's sigmoid gate
-// in slot k) is computed by one warp of each block that needs it (route_warp), so that no
-// launch waits on a single block routing for all of them.
 // Expert weights are stacked: Wg, Wu [E][I][H], Wd [E][H][I]; the shared expert's are
 // Wsg, Wsu [Is][H], Wsd [H][Is]. Every kernel gives each warp whole rows and reduces with
 // shuffles, with 8 (router), 16 (gate||up) or 18 (down) 16-byte loads in flight per lane; a
@@ -39,25 +37,18 @@ __device__ __forceinline__ void lane_best(const float (&v)[N], int lane, float& 
         if (v[i] > bv) { bv = v[i]; bi = lane + 32 * i; }
 }
 
-// One position's routing, as route_warp leaves it in each lane: lane j < k holds the j-th
-// chosen expert and its weight.
-struct Route {
-    int expert;
-    float weight;
-};
-
 // Top-k routing of one position by one warp, N logits a lane (E <= 32 N): each round takes
 // the warp's largest logit with two warp reductions (the value, then the lowest expert
 // holding it) and only the lane that held it looks for its next best.
 template <int N>
-__device__ __forceinline__ Route route_warp_n(const float* __restrict__ l, int E, int k) {
+__device__ __forceinline__ void route_warp_n(const float* __restrict__ l, int E, int k, int* __restrict__ idx,
+                                             float* __restrict__ wts) {
     const int lane = threadIdx.x & 31;
     float v[N];
 #pragma unroll
     for (int i = 0; i < N; ++i) v[i] = lane + 32 * i < E ? __ldcg(l + lane + 32 * i) : -INFINITY;
-    float bv, first = 0.0f, sum = 0.0f;
-    int bi;
-    Route mine = {0, 0.0f};
+    float bv, first = 0.0f, sum = 0.0f, mine = 0.0f;
+    int bi, my_expert = 0;
     lane_best(v, lane, bv, bi);
     for (int j = 0; j < k; ++j) {
         const unsigned top = __reduce_max_sync(FULL_MASK, ordered_bits(bv));
@@ -73,17 +64,22 @@ __device__ __forceinline__ Route route_warp_n(const float* __restrict__ l, int E
         // softmax then renormalising over the top k equals a softmax over the chosen logits.
         const float p = expf(value - first);
         sum += p;
-        if (lane == j) mine = {won, p};
+        if (lane == j) { mine = p; my_expert = won; }
     }
-    mine.weight /= sum;
-    return mine;
+    if (lane < k) {
+        idx[lane] = my_expert;
+        wts[lane] = mine / sum;
+    }
 }
 
-// Top-k routing of one position by one warp, from its E logits `l` (E <= 512): lane j < k
-// gets the j-th largest logit's expert (ties go to the lower expert index) and its softmax
-// weight renormalised over the k. The logits are read past L1: another kernel wrote them.
-__device__ __forceinline__ Route route_warp(const float* __restrict__ l, int E, int k) {
-    return E <= 256 ? route_warp_n<8>(l, E, k) : route_warp_n<MAX_EXPERTS_PER_LANE>(l, E, k);
+// Top-k routing of one position by one warp, from its E logits `l` (E <= 512): writes the
+// chosen experts to idx[0..k) (ties go to the lower expert index) and their softmax weights
+// renormalised over the k to wts[0..k). The logits are read past L1, as in moe_router other
+// blocks wrote them during the same launch.
+__device__ __forceinline__ void route_warp(const float* __restrict__ l, int E, int k, int* __restrict__ idx,
+                                           float* __restrict__ wts) {
+    if (E <= 256) route_warp_n<8>(l, E, k, idx, wts);
+    else route_warp_n<MAX_EXPERTS_PER_LANE>(l, E, k, idx, wts);
 }
 
 // Routing from router logits [T][E] computed elsewhere (the prefill's GEMM): a warp per
@@ -94,51 +90,76 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, int E, in
     pdl_begin();
     const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (t >= T) return;
-    const Route r = route_warp(logits + (size_t)t * E, E, k);
-    if (lane < k) {
-        idx[(size_t)t * k + lane] = r.expert;
-        wts[(size_t)t * (k + 1) + lane] = r.weight;
-    }
+    route_warp(logits + (size_t)t * E, E, k, idx + (size_t)t * k, wts + (size_t)t * (k + 1));
     float dot = 0.0f;
     for (int i = lane; i < H; i += 32) dot = fmaf(x[(size_t)t * H + i], __bfloat162float(shared_gate_w[i]), dot);
     dot = warp_sum(dot);
     if (lane == 0) wts[(size_t)t * (k + 1) + k] = sigmoid(dot);
 }
 
-// logits [T][E + 1] = [Wr; shared_gate_w] x, a warp per row (grid ceil((E + 1) / MOE_WARPS)).
-// Before the wait for the previous kernel (`early`, EARLY_* bits) each warp prefetches its row
-// into the L2, or loads its first weights into registers.
+// Router GEMV and routing in one launch: logits [T][E + 1] = [Wr; shared_gate_w] x, a warp
+// per row, the shared expert's gate logit last; the last block to finish (counted in `done`,
+// which it resets for the next launch) routes the T positions, its warps taking them in turn.
+// Grid ceil((E + 1) / MOE_WARPS), MOE_WARPS warps.
 template <int T, bool FOLD>
 __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, const float* __restrict__ x,
-                                                float* __restrict__ logits, int E, int H,
+                                                float* __restrict__ logits, int E, int k, int H,
                                                 const bf16* __restrict__ shared_gate_w,
-                                                const bf16* __restrict__ nw, float eps, int early) {
-    const int lane = threadIdx.x & 31;
-    const int e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (e > E) return;
-    const bf16* row = e < E ? Wr + (size_t)e * H : shared_gate_w;
-    if (early & EARLY_L2) prefetch_l2(row, (size_t)H * sizeof(bf16), lane, 32);
-    if (!(early & EARLY_REGS)) pdl_begin();
-    float acc[1][T];
-    FoldedNorm<T> norm;
-    norm.w = nw;
+                                                unsigned int* __restrict__ done, int* __restrict__ idx,
+                                                float* __restrict__ wts, const bf16* __restrict__ nw, float eps,
+                                                int early) {
+    __shared__ bool last;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const int e = blockIdx.x * nwarps + warp;
+    if (e <= E) {
+        float acc[1][T];
+        FoldedNorm<T> norm;
+        norm.w = nw;
 #pragma unroll
-    for (int t = 0; t < T; ++t) acc[0][t] = norm.ss[t] = 0.0f;
-    rows_dot_lane_u<MOE_UNROLL, 1, T, FOLD>(row, H, 1, x, H >> 3, lane, 32, acc, &norm, early & EARLY_REGS);
+        for (int t = 0; t < T; ++t) acc[0][t] = norm.ss[t] = 0.0f;
+        const bf16* row = e < E ? Wr + (size_t)e * H : shared_gate_w;
+        rows_dot_lane_u<MOE_UNROLL, 1, T, FOLD>(row, H, 1, x, H >> 3, lane, 32, acc, &norm, early & EARLY_REGS);
 #pragma unroll
-    for (int t = 0; t < T; ++t) {
-        float s = warp_sum(acc[0][t]);
-        if constexpr (FOLD) s *= rsqrtf(warp_sum(norm.ss[t]) / (float)H + eps);
-        if (lane == 0) logits[(size_t)t * (E + 1) + e] = s;
+        for (int t = 0; t < T; ++t) {
+            float s = warp_sum(acc[0][t]);
+            if constexpr (FOLD) s *= rsqrtf(warp_sum(norm.ss[t]) / (float)H + eps);
+            if (lane == 0) logits[(size_t)t * (E + 1) + e] = s;
+        }
+    } else {
+        pdl_begin();
     }
+    // Publish this block's logits before counting it done.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int t = warp; t < T; t += nwarps) {
+        const float* l = logits + (size_t)t * (E + 1);
+        route_warp(l, E, k, idx + (size_t)t * k, wts + (size_t)t * (k + 1));
+        if (lane == 0) wts[(size_t)t * (k + 1) + k] = sigmoid(__ldcg(l + E));
+    }
+    if (threadIdx.x == 0) *done = 0;
+}
+
+// What each warp does before the wait (`early`, EARLY_* bits): its router row into the L2;
+// with EARLY_REGS the wait comes later, after the row's first loads.
+__device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr, int E, int H, int early) {
+    const int e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if ((early & EARLY_L2) && e < E) prefetch_l2(Wr + (size_t)e * H, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
+    if (!(early & EARLY_REGS)) pdl_begin();
 }
 
 #define MOE_ROUTER(NAME, T, FOLD)                                                                   \
     extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) NAME##_t##T(                       \
         const bf16* __restrict__ Wr, const float* __restrict__ x, float* __restrict__ logits, int E, \
-        int H, const bf16* __restrict__ shared_gate_w, const bf16* __restrict__ nw, float eps,      \
+        int k, int H, const bf16* __restrict__ shared_gate_w, unsigned int* __restrict__ done,      \
+        int* __restrict__ idx, float* __restrict__ wts, const bf16* __restrict__ nw, float eps,     \
         int early) {                                                                                \
-        moe_router_body<T, FOLD>(Wr, x, logits, E, H, shared_gate_w, nw, eps, early);               \
+        moe_router_prologue(Wr, E, H, early);                                                       \
+        moe_router_body<T, FOLD>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts, nw, eps,    \
+                                 early);                                                            \
     }
 #define MOE_ROUTER_BOTH(T) MOE_ROUTER(moe_router, T, false) MOE_ROUTER(moe_router_norm, T, true)
 MOE_ROUTER_BOTH(1) MOE_ROUTER_BOTH(2) MOE_ROUTER_BOTH(3) MOE_ROUTER_BOTH(4)
@@ -146,23 +167,18 @@ MOE_ROUTER_BOTH(5) MOE_ROUTER_BOTH(6) MOE_ROUTER_BOTH(7) MOE_ROUTER_BOTH(8)
 
 // A warp per activation row r of position t (grid ceil(rows / MOE_WARPS) x T): routed rows
 // 0..k*I-1, then the Is shared rows; act [T][k*I + Is]. The gate and up rows are read as two
-// rows of one pass (`up - gate` apart), the warp's lanes splitting the hidden dim. A block's
-// rows belong to one slot (I is a multiple of MOE_WARPS): in a block of routed rows the first
-// warp routes and passes the slot's expert on.
+// rows of one pass (`up - gate` apart), the warp's lanes splitting the hidden dim.
 template <bool FOLD>
 __device__ __forceinline__ void moe_gate_up_body(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
-    const bf16* __restrict__ Wsu, const float* __restrict__ logits, int E, const float* __restrict__ x,
+    const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
     float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw, float eps,
     int early) {
-    __shared__ int expert;
-    const int t = blockIdx.y, warp = threadIdx.x >> 5;
-    const int r0 = blockIdx.x * (blockDim.x >> 5), r = r0 + warp;
+    const int t = blockIdx.y, r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int rows = k * I + Is;
-    const bool routed = r0 < k * I;
     // The shared expert's rows are known before the routing is: they are fetched while the
     // router finishes (`early`, EARLY_* bits).
-    const bool shared = !routed && r < rows;
+    const bool shared = r >= k * I && r < rows;
     if ((early & EARLY_L2) && t == 0 && shared) {
         const size_t off = (size_t)(r - k * I) * H;
         prefetch_l2(Wsg + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
@@ -170,18 +186,17 @@ __device__ __forceinline__ void moe_gate_up_body(
     }
     const bool preload = shared && (early & EARLY_REGS);
     if (!preload) pdl_begin();
-    if (routed) {
-        if (warp == 0) {
-            const Route route = route_warp(logits + (size_t)t * (E + 1), E, k);
-            const int e = __shfl_sync(FULL_MASK, route.expert, r0 / I);
-            if (threadIdx.x == 0) expert = e;
-        }
-        __syncthreads();
-    }
     if (r >= rows) return;
-    const size_t off = routed ? ((size_t)expert * I + r % I) * H : (size_t)(r - k * I) * H;
-    const bf16* g = (routed ? Wg : Wsg) + off;
-    const bf16* u = (routed ? Wu : Wsu) + off;
+    const bf16 *g, *u;
+    if (r < k * I) {
+        const size_t off = ((size_t)idx[(size_t)t * k + r / I] * I + r % I) * H;
+        g = Wg + off;
+        u = Wu + off;
+    } else {
+        const size_t off = (size_t)(r - k * I) * H;
+        g = Wsg + off;
+        u = Wsu + off;
+    }
     float acc[2][1] = {{0.0f}, {0.0f}};
     FoldedNorm<1> norm = {nw, {0.0f}};
     rows_dot_lane_u<MOE_UNROLL, 2, 1, FOLD>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, &norm,
@@ -198,10 +213,10 @@ __device__ __forceinline__ void moe_gate_up_body(
 #define MOE_GATE_UP(NAME, FOLD)                                                                     \
     extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) NAME(                              \
         const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,     \
-        const bf16* __restrict__ Wsu, const float* __restrict__ logits, int E,                      \
-        const float* __restrict__ x, float* __restrict__ act, int k, int I, int Is, int H,          \
-        const bf16* __restrict__ nw, float eps, int early) {                                        \
-        moe_gate_up_body<FOLD>(Wg, Wu, Wsg, Wsu, logits, E, x, act, k, I, Is, H, nw, eps, early);   \
+        const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,     \
+        float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw,         \
+        float eps, int early) {                                                                     \
+        moe_gate_up_body<FOLD>(Wg, Wu, Wsg, Wsu, idx, x, act, k, I, Is, H, nw, eps, early);        \
     }
 MOE_GATE_UP(moe_gate_up, false) MOE_GATE_UP(moe_gate_up_norm, true)
 
@@ -223,16 +238,15 @@ __device__ __forceinline__ void load_down_batch(uint4 (&wv)[UNROLL], const bf16*
 // the shared row are walked as one virtual row over act[t] (k*I + Is values), split over the
 // lanes; each chunk's dot product is scaled by its slot's routing weight. DOWN_UNROLL loads
 // in flight per lane cover the whole virtual row of the 35B-A3B shape, (8 + 1) x 512 values,
-// in one batch: a row costs one trip to memory. The first warp of each block routes; the
-// first block of each position also writes the routing out, idx [T][k] and wts [T][k + 1].
-// With EARLY_REGS (`early`) the routing and the first weights come before the wait for
-// gate||up: the logits are the router's, two launches back, and gate||up lets this kernel
-// start only once its own wait has seen the router finish.
+// in one batch: a row costs one trip to memory. With EARLY_REGS (`early`) the routing and the
+// first weights are read before the wait for gate||up: the router wrote the routing two
+// launches back, and gate||up lets this kernel start only once its own wait has seen the
+// router finish.
 #define DOWN_UNROLL 18
 extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
-    const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const float* __restrict__ logits, int E,
-    const float* __restrict__ act, float* __restrict__ y, int k, int I, int Is, int H, int accumulate,
-    int* __restrict__ idx, float* __restrict__ wts, int early) {
+    const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const int* __restrict__ idx,
+    const float* __restrict__ wts, const float* __restrict__ act, float* __restrict__ y, int k,
+    int I, int Is, int H, int accumulate, int early) {
     const bool preload = early & EARLY_REGS;
     if (!preload) pdl_begin();
     // Per slot: where its weights start, shifted so that virtual chunk c indexes them, and
@@ -242,16 +256,11 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
     __shared__ float weight[MAX_TOPK + 1];
     const int t = blockIdx.y, lane = threadIdx.x & 31;
     const int rows = k * I + Is;
-    Route route = {0, 0.0f};
-    if (threadIdx.x < 32) {
-        const float* l = logits + (size_t)t * (E + 1);
-        route = route_warp(l, E, k);
-        if (lane == k) route.weight = sigmoid(__ldcg(l + E));
-        if (lane <= k) {
-            weight[lane] = route.weight;
-            base[lane] = lane < k ? Wd + (size_t)route.expert * H * I - (size_t)lane * I : Wsd - (size_t)k * I;
-            stride[lane] = lane < k ? I : Is;
-        }
+    if (threadIdx.x <= k) {
+        const int j = threadIdx.x;
+        weight[j] = __ldcg(wts + (size_t)t * (k + 1) + j);
+        base[j] = j < k ? Wd + (size_t)__ldcg(idx + (size_t)t * k + j) * H * I - (size_t)j * I : Wsd - (size_t)k * I;
+        stride[j] = j < k ? I : Is;
     }
     __syncthreads();
     const int h = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -259,10 +268,6 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
     uint4 wv[DOWN_UNROLL];
     if (h < H) load_down_batch<DOWN_UNROLL>(wv, base, stride, h, lane, nchunks, per_slot, k);
     if (preload) pdl_begin();
-    if (blockIdx.x == 0 && threadIdx.x <= k) {
-        if (lane < k) idx[(size_t)t * k + lane] = route.expert;
-        wts[(size_t)t * (k + 1) + lane] = route.weight;
-    }
     if (h >= H) return;
     const float* a = act + (size_t)t * rows;
     float total = 0.0f;

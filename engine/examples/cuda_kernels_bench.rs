@@ -165,13 +165,13 @@ fn moe_row(b: &Bench) -> Result<()> {
             b.gpu.moe(&xs.slice(c * h..(c + 1) * h), &w, &mut scratch, &mut y, 1, s, true, norm)
         })?;
     }
-    // Each launch alone. Every input keeps its own logits, so that the expert launches read
+    // Each launch alone. Every input keeps its own routing, so that the expert launches read
     // different experts from copy to copy; the router's 1 MB is the same for all inputs.
     let mut routed: Vec<MoeScratch> = (0..inputs).map(|_| MoeScratch::new(b.gpu, s)).collect::<Result<_>>()?;
     for (c, scratch) in routed.iter_mut().enumerate() {
         b.gpu.moe(&xs.slice(c * h..(c + 1) * h), &w, scratch, &mut y, 1, s, true, None)?;
     }
-    let stages = [(MoeStage::Router, "router logits, 257 rows", (e + 1) * h * 2), (MoeStage::GateUp, "gate|up, 8 experts + shared", (s.top_k + 1) * 2 * i * h * 2), (MoeStage::Down, "down, 8 experts + shared", (s.top_k + 1) * i * h * 2)];
+    let stages = [(MoeStage::Router, "router, 257 rows, + routing", (e + 1) * h * 2), (MoeStage::GateUp, "gate|up, 8 experts + shared", (s.top_k + 1) * 2 * i * h * 2), (MoeStage::Down, "down, 8 experts + shared", (s.top_k + 1) * i * h * 2)];
     for (stage, what, bytes) in stages {
         b.row("moe launch t=1", what, bytes, inputs, |c| b.gpu.moe_stage(stage, &xs.slice(c * h..(c + 1) * h), &w, &mut routed[c], &mut y, 1, s))?;
     }

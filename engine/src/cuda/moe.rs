@@ -1,6 +1,5 @@
 //! Sparse MoE with a sigmoid-gated shared expert (kernels/moe.cu): three launches per decode
-//! call (router logits, gate‖up, down: the last two route from the logits), none waiting on
-//! the host.
+//! call (router with routing, gate‖up, down), none waiting on the host.
 
 use anyhow::{ensure, Result};
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig};
@@ -65,11 +64,13 @@ pub struct MoeWeights<'a, W> {
 pub struct MoeScratch {
     /// Router logits, then the shared expert's gate logit: [t][experts + 1].
     pub logits: CudaSlice<f32>,
-    /// Chosen experts [t][top_k], as the down launch routed (each launch routes for itself).
+    /// Chosen experts [t][top_k].
     pub idx: CudaSlice<i32>,
     /// Renormalised routing weights [t][top_k], then the shared expert's gate: [t][top_k + 1].
     pub weights: CudaSlice<f32>,
     act: CudaSlice<f32>,
+    /// Router blocks finished in the running launch (the last one routes, then resets it to 0).
+    done: CudaSlice<u32>,
 }
 
 impl MoeScratch {
@@ -79,6 +80,7 @@ impl MoeScratch {
             idx: gpu.stream.alloc_zeros(MAX_T * shape.top_k)?,
             weights: gpu.stream.alloc_zeros(MAX_T * (shape.top_k + 1))?,
             act: gpu.stream.alloc_zeros(MAX_T * shape.act_len())?,
+            done: gpu.stream.alloc_zeros(1)?,
         })
     }
 }
@@ -105,7 +107,7 @@ impl Gpu {
     }
 
     /// One of [`Gpu::moe`]'s three launches alone, to time it: `GateUp` and `Down` read the
-    /// logits and activations that `scratch` holds from an earlier call.
+    /// routing and activations that `scratch` holds from an earlier call.
     #[allow(clippy::too_many_arguments)]
     pub fn moe_stage<W: DevicePtr<bf16>>(&self, stage: MoeStage, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape) -> Result<()> {
         let xp = input("moe input", x, t * s.hidden, &self.stream)?;
@@ -117,7 +119,7 @@ impl Gpu {
 /// The launches of a decode MoE, in stream order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MoeStage {
-    /// Router logits and the shared expert's gate logit.
+    /// Router GEMV, then the routing by the last block.
     Router,
     /// The chosen experts' and the shared expert's gate and up rows.
     GateUp,
@@ -148,6 +150,7 @@ struct MoeArgs<'a> {
     shared_up: u64,
     shared_down: u64,
     logits: u64,
+    done: u64,
     idx: u64,
     wts: u64,
     act: u64,
@@ -179,6 +182,7 @@ impl<'a> MoeArgs<'a> {
             shared_up: input("shared expert up proj", w.shared_up, is * h, st)?,
             shared_down: input("shared expert down proj", w.shared_down, h * is, st)?,
             logits: output("router logits", &mut scratch.logits, t * (e + 1), st)?,
+            done: output("router counter", &mut scratch.done, 1, st)?,
             idx: output("expert ids", &mut scratch.idx, t * k, st)?,
             wts: output("expert weights", &mut scratch.weights, t * (k + 1), st)?,
             act: output("expert activations", &mut scratch.act, t * s.act_len(), st)?,
@@ -191,9 +195,9 @@ impl<'a> MoeArgs<'a> {
         let fold = |base: &str| FoldedNorm::kernel(self.norm, base);
         let early = gpu.early_arg();
         match stage {
-            MoeStage::Router => launch!(gpu, format!("{}_t{t}", fold("moe_router")), warps_config((s.experts + 1).div_ceil(MOE_WARPS), 1), &self.router, &self.x, &self.logits, &e, &h, &self.shared_expert_gate, &self.nw, &self.eps, &early),
-            MoeStage::GateUp => launch!(gpu, fold("moe_gate_up"), warps_config(s.act_len().div_ceil(MOE_WARPS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.logits, &e, &self.x, &self.act, &k, &i, &is, &h, &self.nw, &self.eps, &early),
-            MoeStage::Down => launch!(gpu, "moe_down", warps_config(s.hidden.div_ceil(MOE_WARPS), t), &self.down, &self.shared_down, &self.logits, &e, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate, &self.idx, &self.wts, &early),
+            MoeStage::Router => launch!(gpu, format!("{}_t{t}", fold("moe_router")), warps_config((s.experts + 1).div_ceil(MOE_WARPS), 1), &self.router, &self.x, &self.logits, &e, &k, &h, &self.shared_expert_gate, &self.done, &self.idx, &self.wts, &self.nw, &self.eps, &early),
+            MoeStage::GateUp => launch!(gpu, fold("moe_gate_up"), warps_config(s.act_len().div_ceil(MOE_WARPS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &self.x, &self.act, &k, &i, &is, &h, &self.nw, &self.eps, &early),
+            MoeStage::Down => launch!(gpu, "moe_down", warps_config(s.hidden.div_ceil(MOE_WARPS), t), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate, &early),
         }
         Ok(())
     }

@@ -48,7 +48,8 @@ fn check_moe(t: usize, folded: bool) {
         let mut scratch = MoeScratch::new(gpu, s).unwrap();
         gpu.moe(&upload(gpu, &x), &w, &mut scratch, &mut y, t, s, true, norm).unwrap();
         let got_idx = download(gpu, &scratch.idx);
-        // Each position alone gives the same bits (speculative verify equals plain decode).
+        // Each position alone gives the same bits (speculative verify equals plain decode);
+        // the repeated launches also check that the router's last-block counter resets.
         let together = download(gpu, &y);
         for p in 0..t {
             let mut alone = upload(gpu, &y0[p * h..][..h]);
