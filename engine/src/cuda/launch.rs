@@ -1,7 +1,8 @@
 //! Kernel launches with programmatic dependent launch (PDL): each kernel may start while the
 //! previous one of the stream still runs, fetch its weights and wait for that kernel inside
-//! (`pdl_begin` in kernels/common.cuh). A decode round is a chain of a few hundred short kernels, so hiding each launch and each kernel's ramp behind the one before is worth
-//! more than any one kernel's speed. `ENGINE_PDL=off` ([`super::GpuOptions`]) launches them
+//! (`pdl_begin` in kernels/common.cuh). A decode round is a chain of a few hundred short
+//! kernels, so hiding each launch and each kernel's ramp behind the one before is worth more
+//! than any one kernel's speed. `ENGINE_PDL=off` ([`super::GpuOptions`]) launches them
 //! plainly, one after another.
 
 use std::ffi::c_void;
@@ -18,12 +19,14 @@ pub(crate) fn param<T: DeviceRepr>(value: &T) -> *mut c_void {
     value as *const T as *mut c_void
 }
 
+/// The bits of the kernels' `early` argument, as kernels/common.cuh defines them.
+const EARLY_L2: i32 = 1;
+const EARLY_REGS: i32 = 2;
+
 impl Gpu {
     /// The `early` argument of the kernels that fetch their weights before waiting for the
-    /// kernel before them: the EARLY_* bits of kernels/common.cuh.
+    /// kernel before them.
     pub(crate) fn early_arg(&self) -> i32 {
-        const EARLY_L2: i32 = 1;
-        const EARLY_REGS: i32 = 2;
         let bit = |on: bool, b: i32| if on { b } else { 0 };
         bit(self.options.weight_prefetch, EARLY_L2) | bit(self.options.weight_preload, EARLY_REGS)
     }
@@ -71,5 +74,18 @@ impl Gpu {
             std::ptr::null_mut(),
         )
         .result()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EARLY_L2, EARLY_REGS};
+
+    #[test]
+    fn early_bits_are_the_kernels() {
+        for (name, bit) in [("EARLY_L2", EARLY_L2), ("EARLY_REGS", EARLY_REGS)] {
+            let define = format!("#define {name} {bit} ");
+            assert!(super::super::nvrtc::COMMON.contains(&define), "kernels/common.cuh lacks `{define}`");
+        }
     }
 }

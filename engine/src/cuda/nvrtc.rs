@@ -23,7 +23,7 @@ pub struct KernelFile {
 }
 
 /// Helpers prepended to every kernel file.
-const COMMON: &str = include_str!("../../../kernels/common.cuh");
+pub(crate) const COMMON: &str = include_str!("../../../kernels/common.cuh");
 
 macro_rules! kernel_file {
     ($name:literal, $fast:expr) => {
