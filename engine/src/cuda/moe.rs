@@ -135,6 +135,8 @@ impl MoeStage {
 struct MoeArgs<'a> {
     t: usize,
     s: MoeShape,
+    /// The shape's experts, top_k, hidden, expert and shared expert sizes as the kernels' ints.
+    dims: [i32; 5],
     x: u64,
     y: u64,
     accumulate: i32,
@@ -167,6 +169,7 @@ impl<'a> MoeArgs<'a> {
         Ok(Self {
             t,
             s,
+            dims: [dim("experts", e)?, dim("top_k", k)?, dim("hidden", h)?, dim("expert", i)?, dim("shared expert", is)?],
             x,
             y,
             accumulate: i32::from(accumulate),
@@ -191,7 +194,7 @@ impl<'a> MoeArgs<'a> {
 
     fn launch(&self, gpu: &Gpu, stage: MoeStage) -> Result<()> {
         let (s, t) = (self.s, self.t);
-        let (e, k, h, i, is) = (dim("experts", s.experts)?, dim("top_k", s.top_k)?, dim("hidden", s.hidden)?, dim("expert", s.expert_dim)?, dim("shared expert", s.shared_dim)?);
+        let [e, k, h, i, is] = self.dims;
         let fold = |base: &str| FoldedNorm::kernel(self.norm, base);
         let early = gpu.early_arg();
         match stage {
