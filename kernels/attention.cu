@@ -1,15 +1,12 @@
 // Gated full attention, decode and speculative verify over T new positions.
 //   attn_prep:    q/k RMSNorm over the head dim (the (1+w) kind), partial rotary (NeoX halves
 //                 over the first rot_dim dims), k and v appended to the bf16 cache.
-//   attn_decode:  split-K (flash decoding): block (kv head, t, split) walks its share of the
-//                 keys once for all q heads of the group; online softmax per q head.
+//   attn_decode:  split-K (flash decoding): block (kv head, t, split), warps owning one q head
+//                 of the group each; online softmax per q head.
 //   attn_combine: merges the splits and applies the output gate sigmoid(gate).
 // The first new position is read from the device (pos0), so a captured graph replays with
 // a new context length. Position t sees keys 0..pos0+t (causal).
 // Layouts: q, gate, out [T][Hq][D]; k, v [T][Hkv][D]; caches [Hkv][max_ctx][D] bf16.
-
-#define MAXG 8
-#define WARPS 8
 
 // Block (head, t) with D threads; heads 0..Hq-1 are queries, the next Hkv are keys.
 extern "C" __global__ void attn_prep(const float* __restrict__ q_in, const float* __restrict__ k_in,
@@ -60,98 +57,112 @@ __device__ __forceinline__ void load_bf16(const bf16* p, float* f) {
     }
 }
 
+// Warps of an attn_decode block: PER_HEAD warps for each of the G q heads of its kv head
+// (8 warps in all, 6 when G = 6).
+template <int G>
+struct AttnWarps {
+    static constexpr int per_head = G >= 6 ? 1 : 8 / G;
+    static constexpr int count = G * per_head;
+};
+
 // part_acc [T][Hq][nsplit][D] (unnormalised), part_ml [T][Hq][nsplit][2] (running max, sum).
-// G (q heads per kv head) is a template parameter so that the score reductions of all heads
-// and of two keys are independent instructions the scheduler can overlap.
+// Block (kv head, t, split): each warp owns one q head and walks every PER_HEAD-th run of KEYS
+// consecutive keys of the split, lane = E consecutive dims. A warp holds one head's query and
+// accumulator, so registers stay few and blocks many; the warps of a head share the keys'
+// cache lines in L1. The KEYS keys of a step are loaded together and their scores reduced as
+// independent shuffle chains, then one online-softmax update. The order of every sum depends
+// only on the split and the key, never on T (speculative verify equals plain decode).
 template <int D, int G>
 __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, const bf16* __restrict__ k_cache,
                                                  const bf16* __restrict__ v_cache, const int* __restrict__ pos0,
                                                  float* __restrict__ part_acc, float* __restrict__ part_ml,
                                                  int Hq, int max_ctx, float scale) {
-    constexpr int E = D / 32;
-    __shared__ float sacc[WARPS][D];
-    __shared__ float sm[WARPS], sl[WARPS];
+    constexpr int E = D / 32, PER_HEAD = AttnWarps<G>::per_head, KEYS = E >= 8 ? 2 : 4;
     const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = warp / PER_HEAD, sub = warp % PER_HEAD, head = kvh * G + g;
     const int len = *pos0 + t + 1;
     const int chunk = (len + nsplit - 1) / nsplit;
     const int start = split * chunk, end = min(len, start + chunk);
 
-    float qr[G][E], acc[G][E], m[G], l[G];
+    float qr[E], acc[E], m = -INFINITY, l = 0.0f;
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-        m[g] = -INFINITY;
-        l[g] = 0.0f;
-#pragma unroll
-        for (int e = 0; e < E; ++e) {
-            acc[g][e] = 0.0f;
-            qr[g][e] = q[((size_t)t * Hq + kvh * G + g) * D + lane * E + e] * scale;
-        }
+    for (int e = 0; e < E; ++e) {
+        acc[e] = 0.0f;
+        qr[e] = q[((size_t)t * Hq + head) * D + lane * E + e] * scale;
     }
     const bf16* kb = k_cache + (size_t)kvh * max_ctx * D + lane * E;
     const bf16* vb = v_cache + (size_t)kvh * max_ctx * D + lane * E;
-    // Two keys per warp and step: both are loaded, then all 2*G scores reduced, then one
-    // online-softmax update.
-    for (int j = start + warp; j < end; j += 2 * WARPS) {
-        float kf[2][E], vf[2][E];
-        const bool second = j + WARPS < end;
-        load_bf16<E>(kb + (size_t)j * D, kf[0]);
-        load_bf16<E>(vb + (size_t)j * D, vf[0]);
-        const int j1 = second ? j + WARPS : j;
-        load_bf16<E>(kb + (size_t)j1 * D, kf[1]);
-        load_bf16<E>(vb + (size_t)j1 * D, vf[1]);
-        float sc[2][G];
+    for (int j0 = start + sub * KEYS; j0 < end; j0 += PER_HEAD * KEYS) {
+        float kf[KEYS][E], vf[KEYS][E], sc[KEYS];
 #pragma unroll
-        for (int p = 0; p < 2; ++p)
+        for (int p = 0; p < KEYS; ++p) {
+            const int j = min(j0 + p, end - 1);
+            load_bf16<E>(kb + (size_t)j * D, kf[p]);
+            load_bf16<E>(vb + (size_t)j * D, vf[p]);
+        }
 #pragma unroll
-            for (int g = 0; g < G; ++g) {
-                float s = 0.0f;
+        for (int p = 0; p < KEYS; ++p) {
+            float s = 0.0f;
 #pragma unroll
-                for (int e = 0; e < E; ++e) s = fmaf(qr[g][e], kf[p][e], s);
-                sc[p][g] = s;
-            }
+            for (int e = 0; e < E; ++e) s = fmaf(qr[e], kf[p][e], s);
+            sc[p] = s;
+        }
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1)
 #pragma unroll
-            for (int p = 0; p < 2; ++p)
+            for (int p = 0; p < KEYS; ++p) sc[p] += __shfl_xor_sync(FULL_MASK, sc[p], o);
+        float m_new = m;
 #pragma unroll
-                for (int g = 0; g < G; ++g) sc[p][g] += __shfl_xor_sync(FULL_MASK, sc[p][g], o);
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-            const float s1 = second ? sc[1][g] : -INFINITY;
-            const float m_new = fmaxf(m[g], fmaxf(sc[0][g], s1));
-            const float corr = __expf(m[g] - m_new);
-            const float p0 = __expf(sc[0][g] - m_new), p1 = __expf(s1 - m_new);
-            l[g] = l[g] * corr + p0 + p1;
-#pragma unroll
-            for (int e = 0; e < E; ++e) acc[g][e] = fmaf(acc[g][e], corr, fmaf(p0, vf[0][e], p1 * vf[1][e]));
-            m[g] = m_new;
+        for (int p = 0; p < KEYS; ++p) {
+            if (j0 + p >= end) sc[p] = -INFINITY;
+            m_new = fmaxf(m_new, sc[p]);
         }
+        const float corr = __expf(m - m_new);
+        l *= corr;
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[e] *= corr;
+#pragma unroll
+        for (int p = 0; p < KEYS; ++p) {
+            const float w = __expf(sc[p] - m_new);
+            l += w;
+#pragma unroll
+            for (int e = 0; e < E; ++e) acc[e] = fmaf(w, vf[p][e], acc[e]);
+        }
+        m = m_new;
     }
-    // Merge the warps, one q head at a time.
+    const size_t part = ((size_t)t * Hq + head) * nsplit + split;
+    if constexpr (PER_HEAD > 1) {
+        // Merge the head's warps through shared memory; its first warp writes the split.
+        __shared__ float sacc[AttnWarps<G>::count][D];
+        __shared__ float sm[AttnWarps<G>::count], sl[AttnWarps<G>::count];
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-#pragma unroll
-        for (int e = 0; e < E; ++e) sacc[warp][lane * E + e] = acc[g][e];
-        if (lane == 0) { sm[warp] = m[g]; sl[warp] = l[g]; }
+        for (int e = 0; e < E; ++e) sacc[warp][lane * E + e] = acc[e];
+        if (lane == 0) { sm[warp] = m; sl[warp] = l; }
         __syncthreads();
+        if (sub != 0) return;
         float M = -INFINITY;
-        for (int w = 0; w < WARPS; ++w) M = fmaxf(M, sm[w]);
-        const size_t part = ((size_t)t * Hq + kvh * G + g) * nsplit + split;
-        for (int d = threadIdx.x; d < D; d += blockDim.x) {
-            float a = 0.0f;
-            if (M != -INFINITY)
-                for (int w = 0; w < WARPS; ++w) a += sacc[w][d] * __expf(sm[w] - M);
-            part_acc[part * D + d] = a;
+#pragma unroll
+        for (int w = 0; w < PER_HEAD; ++w) M = fmaxf(M, sm[warp + w]);
+        l = 0.0f;
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[e] = 0.0f;
+        if (M != -INFINITY) {
+#pragma unroll
+            for (int w = 0; w < PER_HEAD; ++w) {
+                const float c = __expf(sm[warp + w] - M);
+                l = fmaf(sl[warp + w], c, l);
+#pragma unroll
+                for (int e = 0; e < E; ++e) acc[e] = fmaf(sacc[warp + w][lane * E + e], c, acc[e]);
+            }
         }
-        if (threadIdx.x == 0) {
-            float L = 0.0f;
-            if (M != -INFINITY)
-                for (int w = 0; w < WARPS; ++w) L += sl[w] * __expf(sm[w] - M);
-            part_ml[2 * part] = M;
-            part_ml[2 * part + 1] = L;
-        }
-        __syncthreads();
+        m = M;
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) part_acc[part * D + lane * E + e] = acc[e];
+    if (lane == 0) {
+        part_ml[2 * part] = m;
+        part_ml[2 * part + 1] = l;
     }
 }
 

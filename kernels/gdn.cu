@@ -31,15 +31,66 @@ extern "C" __global__ void gdn_conv(const float* __restrict__ x, const bf16* __r
     state_out[2 * C + c] = h2;
 }
 
-// The delta rule for one value head and a slice of 32 value columns per block (grid HV x 4),
-// 8 warps x 16 key rows each; lane = value column. Each column of S is independent given q
-// and k, so the state stays in registers over all T positions: read once, written once.
+// Thread block clusters (sm_90): the blocks of a cluster read each other's shared memory.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// `*p` in the shared memory of block `rank` of this cluster.
+__device__ __forceinline__ float cluster_load(const float* p, unsigned rank) {
+    const unsigned local = (unsigned)__cvta_generic_to_shared(p);
+    unsigned remote;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    return v;
+}
+
+#define SLICES (DV / 32)
+#define NORM_CHUNK 64
+
+// The GDN output norm, y = w * o/rms(o) * silu(z) over each head's 128 columns, for the T
+// positions that gdn_step has just written to o. A head's columns are spread over the SLICES
+// blocks of its cluster: each sums the squares of its 32 per position, the cluster exchanges
+// the sums through distributed shared memory and adds them in rank order.
+__device__ __forceinline__ void gdn_gated_norm(const float* __restrict__ o, const float* __restrict__ z,
+                                               const bf16* __restrict__ w, float* __restrict__ y, int T, int HV,
+                                               float eps) {
+    __shared__ float part[NORM_CHUNK];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const int h = blockIdx.x, col = blockIdx.y * 32 + lane;
+    const float wc = __bfloat162float(w[col]);
+    for (int t0 = 0; t0 < T; t0 += NORM_CHUNK) {
+        const int n = min(NORM_CHUNK, T - t0);
+        for (int i = warp; i < n; i += nwarps) {
+            const float v = o[((size_t)(t0 + i) * HV + h) * DV + col];
+            const float ss = warp_sum(v * v);
+            if (lane == 0) part[i] = ss;
+        }
+        cluster_sync();
+        for (int i = warp; i < n; i += nwarps) {
+            float ss = 0.0f;
+#pragma unroll
+            for (int r = 0; r < SLICES; ++r) ss += cluster_load(&part[i], r);
+            const size_t at = ((size_t)(t0 + i) * HV + h) * DV + col;
+            y[at] = wc * o[at] * rsqrtf(ss / (float)DV + eps) * silu(z[at]);
+        }
+        // No block may overwrite its sums, or exit, while another still reads them.
+        cluster_sync();
+    }
+}
+
+// The delta rule for one value head and a slice of 32 value columns per block (grid HV x 4,
+// the 4 slices of a head in one cluster), 8 warps x 16 key rows each; lane = value column.
+// Each column of S is independent given q and k, so the state stays in registers over all T
+// positions: read once, written once. With y not null the output norm follows
+// (gdn_gated_norm), sparing the decode chain a launch.
 //   qkv [T][C] (conv output, q||k||v), C = 2*HK*128 + HV*128
-//   b, a [T][HV]; A_log, dt_bias [HV]; o [T][HV][128]
-extern "C" __global__ void __launch_bounds__(256) gdn_step(
+//   b, a [T][HV]; A_log, dt_bias [HV]; o [T][HV][128]; z, y [T][HV][128]; norm_w [128]
+extern "C" __global__ void __cluster_dims__(1, SLICES, 1) __launch_bounds__(256) gdn_step(
     const float* __restrict__ qkv, const float* __restrict__ b, const float* __restrict__ a,
     const bf16* __restrict__ A_log, const bf16* __restrict__ dt_bias, const float* rec_in,
-    float* rec_out, float* __restrict__ o, int T, int HK, int HV, int early) {
+    float* rec_out, float* __restrict__ o, int T, int HK, int HV, int early, const float* __restrict__ z,
+    const bf16* __restrict__ norm_w, float* __restrict__ y, float eps) {
     // The block's slice of the state (128 rows of 32 columns) into the L2 while the previous
     // kernel finishes: it was written a round ago (EARLY_L2).
     if ((early & EARLY_L2) && threadIdx.x < DK)
@@ -110,4 +161,5 @@ extern "C" __global__ void __launch_bounds__(256) gdn_step(
     }
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) rec_out[head + (size_t)(warp * ROWS + i) * DV + col] = s[i];
+    if (y != nullptr) gdn_gated_norm(o, z, norm_w, y, T, HV, eps);
 }

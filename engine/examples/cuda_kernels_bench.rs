@@ -171,7 +171,12 @@ fn moe_row(b: &Bench) -> Result<()> {
     for (c, scratch) in routed.iter_mut().enumerate() {
         b.gpu.moe(&xs.slice(c * h..(c + 1) * h), &w, scratch, &mut y, 1, s, true, None)?;
     }
-    let stages = [(MoeStage::Router, "router, 257 rows, + routing", (e + 1) * h * 2), (MoeStage::GateUp, "gate|up, 8 experts + shared", (s.top_k + 1) * 2 * i * h * 2), (MoeStage::Down, "down, 8 experts + shared", (s.top_k + 1) * i * h * 2)];
+    let stages = [
+        (MoeStage::Router, "router, 257 rows, + routing", (e + 1) * h * 2),
+        (MoeStage::GateUp, "gate|up, 8 experts + shared", (s.top_k + 1) * 2 * i * h * 2),
+        (MoeStage::Down, "down, 8 experts + shared", (s.top_k + 1) * i * h * 2),
+        (MoeStage::Experts, "gate|up + down, one launch (fused)", (s.top_k + 1) * 3 * i * h * 2),
+    ];
     for (stage, what, bytes) in stages {
         b.row("moe launch t=1", what, bytes, inputs, |c| b.gpu.moe_stage(stage, &xs.slice(c * h..(c + 1) * h), &w, &mut routed[c], &mut y, 1, s))?;
     }
@@ -201,11 +206,19 @@ fn gdn_rows(b: &Bench) -> Result<()> {
             b.gpu.gdn_step(&conv, &ba, &ba, &a_log, &dt, &mut layer, read, write, &mut o, 1, s)
         })?;
     }
+    let z: CudaSlice<f32> = b.gpu.stream.clone_htod(&(0..s.hv * 128).map(|i| ((i % 7) as f32 - 3.0) * 0.2).collect::<Vec<_>>())?;
+    let norm_w = b.weights("bench.gdn_norm", 128, 0.5)?;
+    let mut y = b.gpu.stream.alloc_zeros::<f32>(s.hv * 128)?;
+    b.row("gdn_step t=1", "32 heads, in place, + output norm", 2 * s.rec_slot_bytes(), layers, |l| {
+        let mut layer = pool.slice_mut(l * lb..(l + 1) * lb);
+        b.gpu.gdn_step_gated(&conv, &ba, &ba, &a_log, &dt, &mut layer, 0, 0, &mut o, &z, &norm_w, &mut y, 1e-6, 1, s)
+    })?;
+    b.row("rmsnorm_gated", "32 heads x 128", 0, layers, |_| b.gpu.rmsnorm_gated(&o, &z, &norm_w, &mut y, s.hv, 128, 1e-6))?;
     Ok(())
 }
 
 fn attention_rows(b: &Bench) -> Result<()> {
-    for ctx in [4096, 32768] {
+    for ctx in [2048, 4096, 32768] {
         let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx: ctx, rot_dim: 64, rope_theta: 1e7, eps: 1e-6 };
         let per_layer = 2 * s.cache_len() * 2;
         let layers = copies_for(per_layer).min(16);

@@ -128,6 +128,13 @@ pub trait Backend: Sized {
     fn gdn_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut Self::Pool, slots: SlotPair, qkv: &Self::Buf, b: &Self::Buf, a: &Self::Buf, t: usize, out: &mut Self::Buf);
     /// GDN output norm per value head: `out = w · rmsnorm(o) · silu(z)`.
     fn gated_norm(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, o: &Self::Buf, z: &Self::Buf, t: usize, out: &mut Self::Buf);
+    /// [`Backend::gdn_recurrence`] into `o`, then [`Backend::gated_norm`] of it with the gate
+    /// `z` into `out`. A backend may do both in one pass.
+    #[allow(clippy::too_many_arguments)]
+    fn gdn_recurrence_gated(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut Self::Pool, slots: SlotPair, qkv: &Self::Buf, b: &Self::Buf, a: &Self::Buf, z: &Self::Buf, t: usize, o: &mut Self::Buf, out: &mut Self::Buf) {
+        self.gdn_recurrence(cfg, w, pool, slots, qkv, b, a, t, o);
+        self.gated_norm(cfg, w, o, z, t, out);
+    }
     /// Gated full attention for `t` positions starting at `pos0`: q/k RMSNorm, partial
     /// rotary, write k/v into the cache at `pos0..pos0+t`, causal GQA over the cache,
     /// `sigmoid(gate) ⊙ attn`. `qg` is the q_proj output (per head: query then gate).

@@ -24,6 +24,13 @@ pub struct AttnShape {
 
 /// q heads per kv head the decode kernel is instantiated for (all handled in one block).
 const GROUPS: [usize; 5] = [1, 2, 4, 6, 8];
+/// Threads of an `attn_decode` block for `group` q heads per kv head: whole warps per q head,
+/// eight warps in all (six for a group of six), as `AttnWarps` in kernels/attention.cu.
+fn decode_threads(group: usize) -> u32 {
+    let per_head = if group >= 6 { 1 } else { 8 / group };
+    (32 * group * per_head) as u32
+}
+
 /// Most splits of the keys per (kv head, position).
 pub const MAX_SPLITS: usize = 256;
 
@@ -94,8 +101,9 @@ impl Gpu {
         let out = output("attention output", out, t * s.hq * d, &self.stream)?;
         let scale = 1.0 / (d as f32).sqrt();
         let hq = dim("hq", s.hq)?;
-        let cfg = LaunchConfig { grid_dim: (s.hkv as u32, t as u32, splits as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, format!("attn_decode_d{d}_g{}", s.hq / s.hkv), cfg, &q, &kc, &vc, &pos0, &acc, &ml, &hq, &dim("max_ctx", s.max_ctx)?, &scale);
+        let group = s.hq / s.hkv;
+        let cfg = LaunchConfig { grid_dim: (s.hkv as u32, t as u32, splits as u32), block_dim: (decode_threads(group), 1, 1), shared_mem_bytes: 0 };
+        launch!(self, format!("attn_decode_d{d}_g{group}"), cfg, &q, &kc, &vc, &pos0, &acc, &ml, &hq, &dim("max_ctx", s.max_ctx)?, &scale);
         let cfg = LaunchConfig { grid_dim: (s.hq as u32, t as u32, (d / 32) as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         launch!(self, "attn_combine", cfg, &acc, &ml, &gate, &out, &hq, &dim("head dim", d)?, &dim("splits", splits)?);
         Ok(())

@@ -16,7 +16,7 @@ use half::bf16;
 
 use super::args::{dim, MAX_T};
 use super::attention::{AttnShape, MAX_SPLITS};
-use super::gdn::{GdnShape, HEAD_DIM};
+use super::gdn::{GatedOut, GdnShape, HEAD_DIM};
 use super::gemv::{ArgmaxScratch, FoldedNorm};
 use super::l2::{L2Arm, L2Audit, L2Session};
 use super::moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
@@ -334,6 +334,37 @@ impl CudaBackend {
         self.gpu.project(&p.ffn_gate, &mlp.down.data, acc, h, size, t, true)
     }
 
+    /// The recurrence of one GDN layer into `o`; with `gate` = (z, out), its output norm in
+    /// the same launch.
+    #[allow(clippy::too_many_arguments)]
+    fn gdn_step(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, (qkv, bb, a): (&CudaBuf, &CudaBuf, &CudaBuf), t: usize, o: &mut CudaBuf, gate: Option<(&CudaBuf, &mut CudaBuf)>) {
+        let shape = GdnShape { hk: cfg.gdn_key_heads, hv: cfg.gdn_value_heads };
+        let label = if gate.is_some() { "gdn_recurrence + gated_norm" } else { "gdn_recurrence" };
+        self.op(|| label.into(), (2 * cfg.rec_slot_bytes()) as u64, |b| {
+            let s = &b.gpu.stream;
+            let n = t * shape.hv * HEAD_DIM;
+            let base = super::args::output("state pool", pool, 0, s)?;
+            let inputs = [
+                super::args::input("gdn qkv", qkv.f32()?, t * shape.conv_channels(), s)?,
+                super::args::input("gdn b", bb.f32()?, t * shape.hv, s)?,
+                super::args::input("gdn a", a.f32()?, t * shape.hv, s)?,
+                super::args::input("gdn A_log", w.a_log.bf16()?, shape.hv, s)?,
+                super::args::input("gdn dt_bias", w.dt_bias.bf16()?, shape.hv, s)?,
+            ];
+            let o = super::args::output("gdn output", o.f32_mut()?, n, s)?;
+            let gated = match gate {
+                Some((z, out)) => Some(GatedOut {
+                    z: super::args::input("gate z", z.f32()?, n, s)?,
+                    w: super::args::input("gdn norm weight", w.norm.bf16()?, HEAD_DIM, s)?,
+                    y: super::args::output("gdn normed output", out.f32_mut()?, n, s)?,
+                    eps: cfg.rms_eps as f32,
+                }),
+                None => None,
+            };
+            b.gpu.gdn_step_at(inputs, base + slots.src as u64, base + slots.dst as u64, o, gated, t, shape)
+        });
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn attention_groups(&mut self, w: &AttnWeights<Self>, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) -> Result<()> {
         let gpu = &self.gpu;
@@ -641,20 +672,11 @@ impl Backend for CudaBackend {
     }
 
     fn gdn_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, qkv: &CudaBuf, bb: &CudaBuf, a: &CudaBuf, t: usize, out: &mut CudaBuf) {
-        let shape = GdnShape { hk: cfg.gdn_key_heads, hv: cfg.gdn_value_heads };
-        self.op(|| "gdn_recurrence".into(), (2 * cfg.rec_slot_bytes()) as u64, |b| {
-            let s = &b.gpu.stream;
-            let base = super::args::output("state pool", pool, 0, s)?;
-            let inputs = [
-                super::args::input("gdn qkv", qkv.f32()?, t * shape.conv_channels(), s)?,
-                super::args::input("gdn b", bb.f32()?, t * shape.hv, s)?,
-                super::args::input("gdn a", a.f32()?, t * shape.hv, s)?,
-                super::args::input("gdn A_log", w.a_log.bf16()?, shape.hv, s)?,
-                super::args::input("gdn dt_bias", w.dt_bias.bf16()?, shape.hv, s)?,
-            ];
-            let o = super::args::output("gdn output", out.f32_mut()?, t * shape.hv * HEAD_DIM, s)?;
-            b.gpu.gdn_step_at(inputs, base + slots.src as u64, base + slots.dst as u64, o, t, shape)
-        });
+        self.gdn_step(cfg, w, pool, slots, (qkv, bb, a), t, out, None);
+    }
+
+    fn gdn_recurrence_gated(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, qkv: &CudaBuf, bb: &CudaBuf, a: &CudaBuf, z: &CudaBuf, t: usize, o: &mut CudaBuf, out: &mut CudaBuf) {
+        self.gdn_step(cfg, w, pool, slots, (qkv, bb, a), t, o, Some((z, out)));
     }
 
     fn gated_norm(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, o: &CudaBuf, z: &CudaBuf, t: usize, out: &mut CudaBuf) {

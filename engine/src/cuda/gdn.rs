@@ -41,6 +41,16 @@ impl GdnShape {
     }
 }
 
+/// The GDN output norm done by the `gdn_step` launch itself (device addresses): `y = w ·
+/// rmsnorm(o) · silu(z)` per value head, z and y `[t][hv][128]` fp32, w `[128]` bf16.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GatedOut {
+    pub z: u64,
+    pub w: u64,
+    pub y: u64,
+    pub eps: f32,
+}
+
 fn slot(s: usize) -> Result<u64> {
     ensure!(s < 2, "state slot {s}: the pool keeps slots 0 and 1");
     Ok(s as u64)
@@ -77,6 +87,21 @@ impl Gpu {
     /// is read from slot `read` of the layer's pool and written to slot `write` (equal: in place).
     #[allow(clippy::too_many_arguments)]
     pub fn gdn_step(&self, qkv: &impl DevicePtr<f32>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, t: usize, shape: GdnShape) -> Result<()> {
+        self.gdn_step_slots(qkv, b, a, a_log, dt_bias, state, (read, write), o, None, t, shape)
+    }
+
+    /// [`Gpu::gdn_step`] followed, in the same launch, by the output norm of
+    /// [`Gpu::rmsnorm_gated`]: `y = norm_w · rmsnorm(o) · silu(z)` per value head, z and y
+    /// [t][hv][128] fp32, norm_w [128] bf16; `o` still receives the raw output.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gdn_step_gated(&self, qkv: &impl DevicePtr<f32>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, z: &impl DevicePtr<f32>, norm_w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, eps: f32, t: usize, shape: GdnShape) -> Result<()> {
+        let n = t * shape.hv * HEAD_DIM;
+        let gated = GatedOut { z: input("gate z", z, n, &self.stream)?, w: input("gdn norm weight", norm_w, HEAD_DIM, &self.stream)?, y: output("gdn normed output", y, n, &self.stream)?, eps };
+        self.gdn_step_slots(qkv, b, a, a_log, dt_bias, state, (read, write), o, Some(gated), t, shape)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn gdn_step_slots(&self, qkv: &impl DevicePtr<f32>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, (read, write): (usize, usize), o: &mut impl DevicePtrMut<f32>, gated: Option<GatedOut>, t: usize, shape: GdnShape) -> Result<()> {
         shape.check()?;
         ensure!(t > 0, "gdn step over 0 positions");
         let qkv = input("gdn qkv", qkv, t * shape.conv_channels(), &self.stream)?;
@@ -89,15 +114,19 @@ impl Gpu {
         let base = pool + 2 * shape.conv_slot_bytes() as u64;
         let bytes = shape.rec_slot_bytes() as u64;
         let (from, to) = (base + slot(read)? * bytes, base + slot(write)? * bytes);
-        self.gdn_step_at([qkv, b, a, a_log, dt_bias], from, to, o, t, shape)
+        self.gdn_step_at([qkv, b, a, a_log, dt_bias], from, to, o, gated, t, shape)
     }
 
     /// [`Gpu::gdn_step`] with device addresses: `inputs` are qkv, b, a, A_log, dt_bias;
-    /// `from` and `to` each hold one recurrent state slot `[hv][128][128]` fp32.
-    pub(crate) fn gdn_step_at(&self, inputs: [u64; 5], from: u64, to: u64, o: u64, t: usize, shape: GdnShape) -> Result<()> {
+    /// `from` and `to` each hold one recurrent state slot `[hv][128][128]` fp32; with
+    /// `gated`, the output norm in the same launch.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gdn_step_at(&self, inputs: [u64; 5], from: u64, to: u64, o: u64, gated: Option<GatedOut>, t: usize, shape: GdnShape) -> Result<()> {
         let [qkv, b, a, a_log, dt_bias] = inputs;
+        let g = gated.unwrap_or(GatedOut { z: 0, w: 0, y: 0, eps: 0.0 });
+        // Grid y: the head's column slices, one cluster (kernels/gdn.cu, SLICES).
         let cfg = LaunchConfig { grid_dim: (shape.hv as u32, (HEAD_DIM / 32) as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "gdn_step", cfg, &qkv, &b, &a, &a_log, &dt_bias, &from, &to, &o, &dim("t", t)?, &dim("hk", shape.hk)?, &dim("hv", shape.hv)?, &self.early_arg());
+        launch!(self, "gdn_step", cfg, &qkv, &b, &a, &a_log, &dt_bias, &from, &to, &o, &dim("t", t)?, &dim("hk", shape.hk)?, &dim("hv", shape.hv)?, &self.early_arg(), &g.z, &g.w, &g.y, &g.eps);
         Ok(())
     }
 }

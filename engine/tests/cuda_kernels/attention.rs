@@ -20,9 +20,10 @@ fn rms_rope(x: &[f32], w: &[f64], pos: usize, s: &AttnShape) -> Vec<f64> {
         .collect()
 }
 
-fn check(head_dim: usize, splits: usize) {
+/// `hq` q heads over 2 kv heads: groups of 1 to 8 q heads per kv head.
+fn check(head_dim: usize, hq: usize, splits: usize) {
     let Some(gpu) = gpu() else { return };
-    let s = AttnShape { hq: 8, hkv: 2, head_dim, max_ctx: 512, rot_dim: head_dim / 4, rope_theta: 1e7, eps: 1e-6 };
+    let s = AttnShape { hq, hkv: 2, head_dim, max_ctx: 512, rot_dim: head_dim / 4, rope_theta: 1e7, eps: 1e-6 };
     let (t, pos0, d) = (3, 300usize, head_dim);
     let mut rng = Rng::new(21);
     let (q, k, v, gate) = (rng.vec(t * s.hq * d, 2.0), rng.vec(t * s.hkv * d, 2.0), rng.vec(t * s.hkv * d, 1.0), rng.vec(t * s.hq * d, 2.0));
@@ -71,20 +72,27 @@ fn check(head_dim: usize, splits: usize) {
             }
         }
     }
-    assert_close(&format!("attention output (D {d}, {splits} splits)"), &download(gpu, &out), &want, 1e-4);
+    assert_close(&format!("attention output (D {d}, {} q heads per kv head, {splits} splits)", s.hq / s.hkv), &download(gpu, &out), &want, 1e-4);
 }
 
 #[test]
 fn attention_d256_matches_host() {
-    check(256, 7);
+    check(256, 8, 7);
+}
+
+#[test]
+fn attention_model_shape_matches_host() {
+    // The 35B-A3B's attention: 16 q heads over 2 kv heads of 256.
+    check(256, 16, 33);
 }
 
 #[test]
 fn attention_d128_with_empty_splits_matches_host() {
-    check(128, 64);
+    check(128, 12, 64);
 }
 
 #[test]
 fn attention_single_split_matches_host() {
-    check(64, 1);
+    check(64, 2, 1);
+    check(64, 4, 1);
 }

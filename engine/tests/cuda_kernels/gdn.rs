@@ -147,3 +147,35 @@ fn gdn_t_positions_in_one_launch_equal_single_steps() {
     assert_close("gdn state, one launch vs steps", &state, &rec_slot(&steps, last), 1e-5);
     assert_eq!(conv_slot(&all, 0), conv_slot(&steps, last), "conv state differs");
 }
+
+/// The output norm done by the gdn_step launch (its 4 column blocks exchanging their sums in a
+/// cluster) against the recurrence followed by the separate rmsnorm_gated kernel, over more
+/// positions than one exchange round holds.
+#[test]
+fn gdn_step_with_its_output_norm_equals_step_then_gated_norm() {
+    let Some(gpu) = gpu() else { return };
+    for t in [1, 3, 70] {
+        let (c, n) = (SHAPE.conv_channels(), t * SHAPE.hv * D);
+        let inp = inputs(t);
+        let mut rng = Rng::new(5 + t as u64);
+        let z = upload(gpu, &rng.vec(n, 3.0));
+        let (norm_w, _) = weights(gpu, "gdn.norm.weight", D, 1.0, 0.5);
+        let (a_log, _) = weights(gpu, "gdn.A_log", SHAPE.hv, 0.0, 1.0);
+        let (dt_bias, _) = weights(gpu, "gdn.dt_bias", SHAPE.hv, 0.0, 1.0);
+        let (qkv, b, a) = (upload(gpu, &inp.x[..t * c]), upload(gpu, &inp.b), upload(gpu, &inp.a));
+
+        let mut pool = upload(gpu, &inp.pool);
+        let (mut o, mut want) = (gpu.stream.alloc_zeros::<f32>(n).unwrap(), gpu.stream.alloc_zeros::<f32>(n).unwrap());
+        gpu.gdn_step(&qkv, &b, &a, &a_log, &dt_bias, &mut pool, 0, 1, &mut o, t, SHAPE).unwrap();
+        gpu.rmsnorm_gated(&o, &z, &norm_w, &mut want, t * SHAPE.hv, D, 1e-6).unwrap();
+        let (want_o, want_pool) = (download(gpu, &o), download(gpu, &pool));
+
+        let mut pool = upload(gpu, &inp.pool);
+        let (mut o, mut y) = (gpu.stream.alloc_zeros::<f32>(n).unwrap(), gpu.stream.alloc_zeros::<f32>(n).unwrap());
+        gpu.gdn_step_gated(&qkv, &b, &a, &a_log, &dt_bias, &mut pool, 0, 1, &mut o, &z, &norm_w, &mut y, 1e-6, t, SHAPE).unwrap();
+        assert_eq!(download(gpu, &o), want_o, "raw output differs with the norm fused (t = {t})");
+        assert_eq!(download(gpu, &pool), want_pool, "state differs with the norm fused (t = {t})");
+        let want: Vec<f64> = download(gpu, &want).iter().map(|v| *v as f64).collect();
+        assert_close(&format!("gdn output norm in the step launch (t = {t})"), &download(gpu, &y), &want, 1e-6);
+    }
+}

@@ -100,3 +100,40 @@ fn check_moe(t: usize, folded: bool) {
     }
     assert_close(&format!("moe output (accumulated) t={t} folded norm {folded}"), &download(gpu, &y), &want, 1e-5);
 }
+
+/// The experts in one launch with a grid-wide barrier (`ENGINE_MOE_FUSED`) give the same bits
+/// as gate‖up and down in two, for every T and both inputs; each call reads a new x, so a
+/// barrier that was not reset would let down read the previous call's activations.
+#[test]
+fn moe_fused_experts_equal_two_launches() {
+    let Some(two) = gpu() else { return };
+    let mut one = engine::cuda::Gpu::new(0).unwrap();
+    one.options.moe_fused = true;
+    // The model's expert sizes, so that the grid is capped by what the device holds.
+    let s = MoeShape { experts: 32, top_k: 8, hidden: 2048, expert_dim: 512, shared_dim: 512 };
+    let (e, h, i, is) = (s.experts, s.hidden, s.expert_dim, s.shared_dim);
+    let mut outs = Vec::new();
+    for gpu in [two, &one] {
+        let m = |name: &str, n: usize, scale: f32| weights(gpu, name, n, 0.0, scale).0;
+        let (router, gate, up, down) = (m("moe.router", e * h, 0.05), m("moe.gate", e * i * h, 0.05), m("moe.up", e * i * h, 0.05), m("moe.down", e * h * i, 0.05));
+        let (sgate, sup, sdown, seg) = (m("moe.shared.gate", is * h, 0.05), m("moe.shared.up", is * h, 0.05), m("moe.shared.down", h * is, 0.05), m("moe.shared_expert_gate", h, 0.05));
+        let nw = m("moe.post_norm", h, 0.5);
+        let w = MoeWeights { router: &router, gate: &gate, up: &up, down: &down, shared_gate: &sgate, shared_up: &sup, shared_down: &sdown, shared_expert_gate: &seg };
+        let mut scratch = MoeScratch::new(gpu, s).unwrap();
+        let mut got = Vec::new();
+        for (call, t) in [1, 3, 8, 1, 5].into_iter().enumerate() {
+            let folded = call % 2 == 1;
+            let mut rng = Rng::new(41 + call as u64);
+            let x = rng.vec(t * h, if folded { 6.0 } else { 1.0 });
+            let mut y = upload(gpu, &rng.vec(t * h, 1.0));
+            let norm = folded.then_some(FoldedNorm { w: &nw, eps: 1e-6 });
+            gpu.moe(&upload(gpu, &x), &w, &mut scratch, &mut y, t, s, true, norm).unwrap();
+            got.push(download(gpu, &y));
+        }
+        outs.push(got);
+    }
+    for (call, (a, b)) in outs[0].iter().zip(&outs[1]).enumerate() {
+        assert!(a.iter().any(|v| *v != 0.0), "call {call}: zero output");
+        assert_eq!(a, b, "call {call}: the fused experts launch differs from gate‖up then down");
+    }
+}
