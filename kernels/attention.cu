@@ -1,8 +1,8 @@
 // Gated full attention, decode and speculative verify over T new positions.
 //   attn_prep:    q/k RMSNorm over the head dim (the (1+w) kind), partial rotary (NeoX halves
 //                 over the first rot_dim dims), k and v appended to the bf16 cache.
-//   attn_decode:  split-K (flash decoding): block (kv head, t, split), warps owning one q head
-//                 of the group each; online softmax per q head.
+//   attn_decode:  split-K (flash decoding): block (kv head, t, split) stages its keys through
+//                 shared memory, warps owning one q head of the group each; online softmax.
 //   attn_combine: merges the splits and applies the output gate sigmoid(gate).
 // The first new position is read from the device (pos0), so a captured graph replays with
 // a new context length. Position t sees keys 0..pos0+t (causal).
@@ -65,25 +65,59 @@ struct AttnWarps {
     static constexpr int count = G * per_head;
 };
 
+// Keys of a split are staged through shared memory in tiles of ATTN_TILE_BYTES of keys and as
+// many of values, two tiles in flight (cp.async): the next tile streams in while the warps
+// score the current one, so a split costs about one trip to memory per tile rather than one
+// per key step.
+#define ATTN_TILE_BYTES 8192
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// Starts copying keys and values j0 .. j0+n-1 of one kv head into a tile, the block's threads
+// taking the 16-byte chunks in turn.
+template <int D>
+__device__ __forceinline__ void load_kv_tile(bf16* ks, bf16* vs, const bf16* __restrict__ kb, const bf16* __restrict__ vb,
+                                             int j0, int n) {
+    constexpr int CHUNKS = D / 8;
+    for (int c = threadIdx.x; c < n * CHUNKS; c += blockDim.x) {
+        const size_t at = (size_t)(j0 + c / CHUNKS) * D + (c % CHUNKS) * 8;
+        cp_async16(ks + (size_t)c * 8, kb + at);
+        cp_async16(vs + (size_t)c * 8, vb + at);
+    }
+    cp_async_commit();
+}
+
 // part_acc [T][Hq][nsplit][D] (unnormalised), part_ml [T][Hq][nsplit][2] (running max, sum).
-// Block (kv head, t, split): each warp owns one q head and walks every PER_HEAD-th run of KEYS
-// consecutive keys of the split, lane = E consecutive dims. A warp holds one head's query and
-// accumulator, so registers stay few and blocks many; the warps of a head share the keys'
-// cache lines in L1. The KEYS keys of a step are loaded together and their scores reduced as
-// independent shuffle chains, then one online-softmax update. The order of every sum depends
-// only on the split and the key, never on T (speculative verify equals plain decode).
+// Block (kv head, t, split): the split's keys go through shared memory tile by tile; each warp
+// owns one q head and scores every PER_HEAD-th run of KEYS consecutive keys of a tile, lane =
+// E consecutive dims, so a warp holds one head's query and accumulator. The KEYS scores of a
+// step are reduced as independent shuffle chains, then one online-softmax update. The order
+// of every sum depends only on the split and the key, never on T (speculative verify equals
+// plain decode).
 template <int D, int G>
 __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, const bf16* __restrict__ k_cache,
                                                  const bf16* __restrict__ v_cache, const int* __restrict__ pos0,
                                                  float* __restrict__ part_acc, float* __restrict__ part_ml,
                                                  int Hq, int max_ctx, float scale) {
     constexpr int E = D / 32, PER_HEAD = AttnWarps<G>::per_head, KEYS = E >= 8 ? 2 : 4;
+    constexpr int TILE = ATTN_TILE_BYTES / (D * 2);
+    __shared__ __align__(16) bf16 ks[2][TILE * D], vs[2][TILE * D];
     const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = warp / PER_HEAD, sub = warp % PER_HEAD, head = kvh * G + g;
     const int len = *pos0 + t + 1;
     const int chunk = (len + nsplit - 1) / nsplit;
     const int start = split * chunk, end = min(len, start + chunk);
+    const bf16* kb = k_cache + (size_t)kvh * max_ctx * D;
+    const bf16* vb = v_cache + (size_t)kvh * max_ctx * D;
+    const int tiles = end > start ? (end - start + TILE - 1) / TILE : 0;
+    if (tiles > 0) load_kv_tile<D>(ks[0], vs[0], kb, vb, start, min(TILE, end - start));
 
     float qr[E], acc[E], m = -INFINITY, l = 0.0f;
 #pragma unroll
@@ -91,45 +125,58 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
         acc[e] = 0.0f;
         qr[e] = q[((size_t)t * Hq + head) * D + lane * E + e] * scale;
     }
-    const bf16* kb = k_cache + (size_t)kvh * max_ctx * D + lane * E;
-    const bf16* vb = v_cache + (size_t)kvh * max_ctx * D + lane * E;
-    for (int j0 = start + sub * KEYS; j0 < end; j0 += PER_HEAD * KEYS) {
-        float kf[KEYS][E], vf[KEYS][E], sc[KEYS];
-#pragma unroll
-        for (int p = 0; p < KEYS; ++p) {
-            const int j = min(j0 + p, end - 1);
-            load_bf16<E>(kb + (size_t)j * D, kf[p]);
-            load_bf16<E>(vb + (size_t)j * D, vf[p]);
+    for (int it = 0; it < tiles; ++it) {
+        const int j0 = start + it * TILE, n = min(TILE, end - j0);
+        if (it + 1 < tiles) {
+            const int j1 = j0 + TILE;
+            load_kv_tile<D>(ks[(it + 1) & 1], vs[(it + 1) & 1], kb, vb, j1, min(TILE, end - j1));
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
         }
+        __syncthreads();
+        const bf16* kt = ks[it & 1] + lane * E;
+        const bf16* vt = vs[it & 1] + lane * E;
+        for (int p0 = sub * KEYS; p0 < n; p0 += PER_HEAD * KEYS) {
+            float kf[KEYS][E], vf[KEYS][E], sc[KEYS];
 #pragma unroll
-        for (int p = 0; p < KEYS; ++p) {
-            float s = 0.0f;
+            for (int p = 0; p < KEYS; ++p) {
+                const int pk = min(p0 + p, n - 1);
+                load_bf16<E>(kt + pk * D, kf[p]);
+                load_bf16<E>(vt + pk * D, vf[p]);
+            }
 #pragma unroll
-            for (int e = 0; e < E; ++e) s = fmaf(qr[e], kf[p][e], s);
-            sc[p] = s;
+            for (int p = 0; p < KEYS; ++p) {
+                float s = 0.0f;
+#pragma unroll
+                for (int e = 0; e < E; ++e) s = fmaf(qr[e], kf[p][e], s);
+                sc[p] = s;
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+                for (int p = 0; p < KEYS; ++p) sc[p] += __shfl_xor_sync(FULL_MASK, sc[p], o);
+            float m_new = m;
+#pragma unroll
+            for (int p = 0; p < KEYS; ++p) {
+                if (p0 + p >= n) sc[p] = -INFINITY;
+                m_new = fmaxf(m_new, sc[p]);
+            }
+            const float corr = __expf(m - m_new);
+            l *= corr;
+#pragma unroll
+            for (int e = 0; e < E; ++e) acc[e] *= corr;
+#pragma unroll
+            for (int p = 0; p < KEYS; ++p) {
+                const float w = __expf(sc[p] - m_new);
+                l += w;
+#pragma unroll
+                for (int e = 0; e < E; ++e) acc[e] = fmaf(w, vf[p][e], acc[e]);
+            }
+            m = m_new;
         }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-            for (int p = 0; p < KEYS; ++p) sc[p] += __shfl_xor_sync(FULL_MASK, sc[p], o);
-        float m_new = m;
-#pragma unroll
-        for (int p = 0; p < KEYS; ++p) {
-            if (j0 + p >= end) sc[p] = -INFINITY;
-            m_new = fmaxf(m_new, sc[p]);
-        }
-        const float corr = __expf(m - m_new);
-        l *= corr;
-#pragma unroll
-        for (int e = 0; e < E; ++e) acc[e] *= corr;
-#pragma unroll
-        for (int p = 0; p < KEYS; ++p) {
-            const float w = __expf(sc[p] - m_new);
-            l += w;
-#pragma unroll
-            for (int e = 0; e < E; ++e) acc[e] = fmaf(w, vf[p][e], acc[e]);
-        }
-        m = m_new;
+        // Every warp is done with this tile before the next iteration refills it.
+        __syncthreads();
     }
     const size_t part = ((size_t)t * Hq + head) * nsplit + split;
     if constexpr (PER_HEAD > 1) {

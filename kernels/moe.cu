@@ -13,7 +13,6 @@
 // position's sums run in the same order for every T (speculative verify equals plain decode).
 
 #define MAX_TOPK 16
-#define MAX_T 8
 
 #define MAX_EXPERTS_PER_LANE 16
 #define MOE_WARPS 4
@@ -166,18 +165,28 @@ __device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr,
 MOE_ROUTER_BOTH(1) MOE_ROUTER_BOTH(2) MOE_ROUTER_BOTH(3) MOE_ROUTER_BOTH(4)
 MOE_ROUTER_BOTH(5) MOE_ROUTER_BOTH(6) MOE_ROUTER_BOTH(7) MOE_ROUTER_BOTH(8)
 
-// act[t][r] = silu(gate . x[t]) * (up . x[t]) for activation row r of position t, by one warp:
-// routed rows 0..k*I-1, then the Is shared rows; act [T][k*I + Is]. The gate and up rows are
-// read as two rows of one pass (`up - gate` apart), the lanes splitting the hidden dim. With
-// `wait` (a shared row only: its weights do not depend on the routing), the first weights are
-// loaded before pdl_begin.
+// A warp per activation row r of position t (grid ceil(rows / MOE_WARPS) x T): routed rows
+// 0..k*I-1, then the Is shared rows; act [T][k*I + Is]. The gate and up rows are read as two
+// rows of one pass (`up - gate` apart), the warp's lanes splitting the hidden dim.
 template <bool FOLD>
-__device__ __forceinline__ void gate_up_row(const bf16* __restrict__ Wg, const bf16* __restrict__ Wu,
-                                            const bf16* __restrict__ Wsg, const bf16* __restrict__ Wsu,
-                                            const int* __restrict__ idx, const float* __restrict__ x,
-                                            float* __restrict__ act, int k, int I, int Is, int H,
-                                            const bf16* __restrict__ nw, float eps, int t, int r, bool wait) {
+__device__ __forceinline__ void moe_gate_up_body(
+    const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
+    const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
+    float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw, float eps,
+    int early) {
+    const int t = blockIdx.y, r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int rows = k * I + Is;
+    // The shared expert's rows are known before the routing is: they are fetched while the
+    // router finishes (`early`, EARLY_* bits).
+    const bool shared = r >= k * I && r < rows;
+    if ((early & EARLY_L2) && t == 0 && shared) {
+        const size_t off = (size_t)(r - k * I) * H;
+        prefetch_l2(Wsg + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
+        prefetch_l2(Wsu + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
+    }
+    const bool preload = shared && (early & EARLY_REGS);
+    if (!preload) pdl_begin();
+    if (r >= rows) return;
     const bf16 *g, *u;
     if (r < k * I) {
         const size_t off = ((size_t)idx[(size_t)t * k + r / I] * I + r % I) * H;
@@ -191,7 +200,7 @@ __device__ __forceinline__ void gate_up_row(const bf16* __restrict__ Wg, const b
     float acc[2][1] = {{0.0f}, {0.0f}};
     FoldedNorm<1> norm = {nw, {0.0f}};
     rows_dot_lane_u<MOE_UNROLL, 2, 1, FOLD>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, &norm,
-                                            wait);
+                                            preload);
     float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
     if constexpr (FOLD) {
         const float inv = rsqrtf(warp_sum(norm.ss[0]) / (float)H + eps);
@@ -199,29 +208,6 @@ __device__ __forceinline__ void gate_up_row(const bf16* __restrict__ Wg, const b
         up *= inv;
     }
     if ((threadIdx.x & 31) == 0) act[(size_t)t * rows + r] = silu(gate) * up;
-}
-
-// A warp per activation row r of position t (grid ceil(rows / MOE_WARPS) x T). The shared
-// expert's rows are known before the routing is: they are fetched while the router finishes
-// (`early`, EARLY_* bits).
-template <bool FOLD>
-__device__ __forceinline__ void moe_gate_up_body(
-    const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
-    const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
-    float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw, float eps,
-    int early) {
-    const int t = blockIdx.y, r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    const int rows = k * I + Is;
-    const bool shared = r >= k * I && r < rows;
-    if ((early & EARLY_L2) && t == 0 && shared) {
-        const size_t off = (size_t)(r - k * I) * H;
-        prefetch_l2(Wsg + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
-        prefetch_l2(Wsu + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
-    }
-    const bool preload = shared && (early & EARLY_REGS);
-    if (!preload) pdl_begin();
-    if (r >= rows) return;
-    gate_up_row<FOLD>(Wg, Wu, Wsg, Wsu, idx, x, act, k, I, Is, H, nw, eps, t, r, preload);
 }
 
 #define MOE_GATE_UP(NAME, FOLD)                                                                     \
@@ -234,60 +220,56 @@ __device__ __forceinline__ void moe_gate_up_body(
     }
 MOE_GATE_UP(moe_gate_up, false) MOE_GATE_UP(moe_gate_up_norm, true)
 
-// The down projection's view of one position's routing: per slot (k routed experts, then the
-// shared one), where its weights start, shifted so that virtual chunk c of a row indexes them,
-// the distance between its rows, and its routing weight.
-struct DownSlots {
-    const bf16* base[MAX_TOPK + 1];
-    int stride[MAX_TOPK + 1];
-    float weight[MAX_TOPK + 1];
-};
-
-// Fills slots[0..T) from the routing (idx [T][k], wts [T][k + 1]) of positions t0..t0+T-1,
-// the block's threads taking the entries in turn; the caller synchronises the block.
-__device__ __forceinline__ void fill_down_slots(DownSlots* slots, const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd,
-                                                const int* __restrict__ idx, const float* __restrict__ wts, int t0, int T,
-                                                int k, int I, int Is, int H) {
-    for (int e = threadIdx.x; e < T * (k + 1); e += blockDim.x) {
-        const int t = t0 + e / (k + 1), j = e % (k + 1);
-        DownSlots& d = slots[e / (k + 1)];
-        d.weight[j] = __ldcg(wts + (size_t)t * (k + 1) + j);
-        d.base[j] = j < k ? Wd + (size_t)__ldcg(idx + (size_t)t * k + j) * H * I - (size_t)j * I : Wsd - (size_t)k * I;
-        d.stride[j] = j < k ? I : Is;
-    }
-}
-
-// The chunks c0 + 32q (q < UNROLL) of the down projection's virtual row h.
+// The chunks c0 + 32q (q < UNROLL) of moe_down's virtual row h.
 template <int UNROLL>
-__device__ __forceinline__ void load_down_batch(uint4 (&wv)[UNROLL], const DownSlots& d, int h, int c0, int nchunks,
-                                                int per_slot, int k) {
+__device__ __forceinline__ void load_down_batch(uint4 (&wv)[UNROLL], const bf16* const* base, const int* stride, int h,
+                                                int c0, int nchunks, int per_slot, int k) {
 #pragma unroll
     for (int q = 0; q < UNROLL; ++q) {
         const int c = c0 + 32 * q;
         if (c < nchunks) {
             const int slot = min(c / per_slot, k);
-            wv[q] = load_weights16(reinterpret_cast<const uint4*>(d.base[slot] + (size_t)h * d.stride[slot] + (size_t)c * 8));
+            wv[q] = load_weights16(reinterpret_cast<const uint4*>(base[slot] + (size_t)h * stride[slot] + (size_t)c * 8));
         }
     }
 }
 
-// Eight activations from element 8*chunk, read from the L2: in the fused launch other blocks
-// wrote them during the same launch.
-__device__ __forceinline__ void load_act8(const float* a, int chunk, float* f) {
-    const float4 p = __ldcg(reinterpret_cast<const float4*>(a) + 2 * chunk);
-    const float4 q = __ldcg(reinterpret_cast<const float4*>(a) + 2 * chunk + 1);
-    f[0] = p.x; f[1] = p.y; f[2] = p.z; f[3] = p.w; f[4] = q.x; f[5] = q.y; f[6] = q.z; f[7] = q.w;
-}
-
-// One warp's down row h over the activations a = act[t] (k*I + Is values), the k routed rows
-// and the shared row walked as one virtual row split over the lanes, each chunk's dot product
-// scaled by its slot's routing weight; `wv` holds the row's first DOWN_UNROLL chunks a lane.
-// DOWN_UNROLL loads in flight per lane cover the whole virtual row of the 35B-A3B shape,
-// (8 + 1) x 512 values, in one batch: a row costs one trip to memory.
+// A warp per hidden row h of position t (grid ceil(H / MOE_WARPS) x T). The k routed rows and
+// the shared row are walked as one virtual row over act[t] (k*I + Is values), split over the
+// lanes; each chunk's dot product is scaled by its slot's routing weight. DOWN_UNROLL loads
+// in flight per lane cover the whole virtual row of the 35B-A3B shape, (8 + 1) x 512 values,
+// in one batch: a row costs one trip to memory. With EARLY_REGS (`early`) the routing and the
+// first weights are read before the wait for gate||up: the router wrote the routing two
+// launches back, and gate||up lets this kernel start only once its own wait has seen the
+// router finish.
 #define DOWN_UNROLL 18
-__device__ __forceinline__ float down_row(uint4 (&wv)[DOWN_UNROLL], const DownSlots& d, const float* __restrict__ a,
-                                          int h, int nchunks, int per_slot, int k) {
-    const int lane = threadIdx.x & 31;
+extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
+    const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const int* __restrict__ idx,
+    const float* __restrict__ wts, const float* __restrict__ act, float* __restrict__ y, int k,
+    int I, int Is, int H, int accumulate, int early) {
+    const bool preload = early & EARLY_REGS;
+    if (!preload) pdl_begin();
+    // Per slot: where its weights start, shifted so that virtual chunk c indexes them, and
+    // the distance between its rows.
+    __shared__ const bf16* base[MAX_TOPK + 1];
+    __shared__ int stride[MAX_TOPK + 1];
+    __shared__ float weight[MAX_TOPK + 1];
+    const int t = blockIdx.y, lane = threadIdx.x & 31;
+    const int rows = k * I + Is;
+    if (threadIdx.x <= k) {
+        const int j = threadIdx.x;
+        weight[j] = __ldcg(wts + (size_t)t * (k + 1) + j);
+        base[j] = j < k ? Wd + (size_t)__ldcg(idx + (size_t)t * k + j) * H * I - (size_t)j * I : Wsd - (size_t)k * I;
+        stride[j] = j < k ? I : Is;
+    }
+    __syncthreads();
+    const int h = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int nchunks = rows >> 3, per_slot = I >> 3;
+    uint4 wv[DOWN_UNROLL];
+    if (h < H) load_down_batch<DOWN_UNROLL>(wv, base, stride, h, lane, nchunks, per_slot, k);
+    if (preload) pdl_begin();
+    if (h >= H) return;
+    const float* a = act + (size_t)t * rows;
     float total = 0.0f;
     for (int c0 = lane; c0 < nchunks; c0 += 32 * DOWN_UNROLL) {
 #pragma unroll
@@ -295,125 +277,22 @@ __device__ __forceinline__ float down_row(uint4 (&wv)[DOWN_UNROLL], const DownSl
             const int c = c0 + 32 * q;
             if (c >= nchunks) break;
             float af[8], wf[8];
-            load_act8(a, c, af);
+            load_x8(a, c, af);
             unpack8(wv[q], wf);
-            float dot = 0.0f;
+            float d = 0.0f;
 #pragma unroll
-            for (int i = 0; i < 8; ++i) dot = fmaf(wf[i], af[i], dot);
-            total = fmaf(d.weight[min(c / per_slot, k)], dot, total);
+            for (int i = 0; i < 8; ++i) d = fmaf(wf[i], af[i], d);
+            total = fmaf(weight[min(c / per_slot, k)], d, total);
         }
-        if (c0 + 32 * DOWN_UNROLL < nchunks) load_down_batch<DOWN_UNROLL>(wv, d, h, c0 + 32 * DOWN_UNROLL, nchunks, per_slot, k);
+        if (c0 + 32 * DOWN_UNROLL < nchunks)
+            load_down_batch<DOWN_UNROLL>(wv, base, stride, h, c0 + 32 * DOWN_UNROLL, nchunks, per_slot, k);
     }
-    return warp_sum(total);
-}
-
-__device__ __forceinline__ void add_row(float* __restrict__ y, int t, int H, int h, int accumulate, float s) {
-    if ((threadIdx.x & 31) == 0) {
+    const float s = warp_sum(total);
+    if (lane == 0) {
         float* dst = y + (size_t)t * H + h;
         *dst = accumulate ? *dst + s : s;
     }
 }
-
-// y[t] (+)= sum_j w[t][j] Wd[e_j] act[t][j] + w[t][k] Wsd act[t][k]: a warp per hidden row h
-// of position t (grid ceil(H / MOE_WARPS) x T). With EARLY_REGS (`early`) the routing and the
-// first weights are read before the wait for gate||up: the router wrote the routing two
-// launches back, and gate||up lets this kernel start only once its own wait has seen the
-// router finish.
-extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
-    const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const int* __restrict__ idx,
-    const float* __restrict__ wts, const float* __restrict__ act, float* __restrict__ y, int k,
-    int I, int Is, int H, int accumulate, int early) {
-    const bool preload = early & EARLY_REGS;
-    if (!preload) pdl_begin();
-    __shared__ DownSlots slots;
-    const int t = blockIdx.y, lane = threadIdx.x & 31;
-    fill_down_slots(&slots, Wd, Wsd, idx, wts, t, 1, k, I, Is, H);
-    __syncthreads();
-    const int h = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    const int nchunks = (k * I + Is) >> 3, per_slot = I >> 3;
-    uint4 wv[DOWN_UNROLL];
-    if (h < H) load_down_batch<DOWN_UNROLL>(wv, slots, h, lane, nchunks, per_slot, k);
-    if (preload) pdl_begin();
-    if (h >= H) return;
-    add_row(y, t, H, h, accumulate, down_row(wv, slots, act + (size_t)t * (k * I + Is), h, nchunks, per_slot, k));
-}
-
-// Every block of the launch arrives, then waits until all have: the activations written before
-// it are visible to every block after it. Only valid when the whole grid is resident at once.
-// sync[0] counts arrivals, sync[1] departures; the last block to leave resets both for the next
-// launch (by then no block still reads them).
-__device__ __forceinline__ void grid_barrier(unsigned int* sync) {
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        atomicAdd(sync, 1u);
-        unsigned int seen;
-        do {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(sync) : "memory");
-        } while (seen < gridDim.x);
-        if (atomicAdd(sync + 1, 1u) == gridDim.x - 1) {
-            sync[0] = 0;
-            sync[1] = 0;
-        }
-    }
-    __syncthreads();
-}
-
-// Gate‖up and down in one launch (ENGINE_MOE_FUSED). The grid is no larger than the device
-// holds at once (the host sizes it from the kernel's occupancy), so that its blocks may wait
-// for each other. Every warp takes gate‖up rows in turn, the shared expert's first (those
-// warps load their first weights before the wait for the router), then loads the weights of
-// its first down row and waits at one grid-wide barrier for all activations, then takes down
-// rows in turn. The down weights stream while the last gate‖up rows finish, where two
-// launches would wait for the first to end and the second to ramp up. Each row is summed by
-// one warp in the same order as in the two kernels above, so the results are the same bits.
-template <bool FOLD>
-__device__ __forceinline__ void moe_experts_body(
-    const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
-    const bf16* __restrict__ Wsu, const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd,
-    const int* __restrict__ idx, const float* __restrict__ wts, const float* __restrict__ x,
-    float* __restrict__ act, float* __restrict__ y, unsigned int* __restrict__ sync, int T, int k, int I,
-    int Is, int H, int accumulate, const bf16* __restrict__ nw, float eps, int early) {
-    __shared__ DownSlots slots[MAX_T];
-    const int lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
-    const int warps = gridDim.x * nwarps, w0 = blockIdx.x * nwarps + (threadIdx.x >> 5);
-    const int rows = k * I + Is, shared_items = T * Is, n1 = T * rows, n2 = T * H;
-    bool waited = false;
-    for (int i = w0; i < n1; i += warps) {
-        const bool shared = i < shared_items;
-        const int j = shared ? i : i - shared_items;
-        const int t = shared ? j / Is : j / (k * I), r = shared ? k * I + j % Is : j % (k * I);
-        const bool preload = !waited && shared && (early & EARLY_REGS);
-        if (!waited && !preload) pdl_begin();
-        waited = true;
-        gate_up_row<FOLD>(Wg, Wu, Wsg, Wsu, idx, x, act, k, I, Is, H, nw, eps, t, r, preload);
-    }
-    if (!waited) pdl_begin();
-    fill_down_slots(slots, Wd, Wsd, idx, wts, 0, T, k, I, Is, H);
-    __syncthreads();
-    const int nchunks = rows >> 3, per_slot = I >> 3;
-    uint4 wv[DOWN_UNROLL];
-    if (w0 < n2) load_down_batch<DOWN_UNROLL>(wv, slots[w0 / H], w0 % H, lane, nchunks, per_slot, k);
-    grid_barrier(sync);
-    for (int i = w0; i < n2; i += warps) {
-        const int t = i / H, h = i % H;
-        if (i != w0) load_down_batch<DOWN_UNROLL>(wv, slots[t], h, lane, nchunks, per_slot, k);
-        add_row(y, t, H, h, accumulate, down_row(wv, slots[t], act + (size_t)t * rows, h, nchunks, per_slot, k));
-    }
-}
-
-#define MOE_EXPERTS(NAME, FOLD)                                                                     \
-    extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32, 4) NAME(                              \
-        const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,     \
-        const bf16* __restrict__ Wsu, const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd,    \
-        const int* __restrict__ idx, const float* __restrict__ wts, const float* __restrict__ x,    \
-        float* __restrict__ act, float* __restrict__ y, unsigned int* __restrict__ sync, int T,      \
-        int k, int I, int Is, int H, int accumulate, const bf16* __restrict__ nw, float eps,        \
-        int early) {                                                                                \
-        moe_experts_body<FOLD>(Wg, Wu, Wsg, Wsu, Wd, Wsd, idx, wts, x, act, y, sync, T, k, I, Is, H, \
-                               accumulate, nw, eps, early);                                         \
-    }
-MOE_EXPERTS(moe_experts, false) MOE_EXPERTS(moe_experts_norm, true)
 
 // ---- Prefill: a chunk of T positions with the experts' work grouped by expert ----
 // Each expert's weights are read once per chunk (instead of once per position) by tiles of 64

@@ -175,7 +175,6 @@ fn moe_row(b: &Bench) -> Result<()> {
         (MoeStage::Router, "router, 257 rows, + routing", (e + 1) * h * 2),
         (MoeStage::GateUp, "gate|up, 8 experts + shared", (s.top_k + 1) * 2 * i * h * 2),
         (MoeStage::Down, "down, 8 experts + shared", (s.top_k + 1) * i * h * 2),
-        (MoeStage::Experts, "gate|up + down, one launch (fused)", (s.top_k + 1) * 3 * i * h * 2),
     ];
     for (stage, what, bytes) in stages {
         b.row("moe launch t=1", what, bytes, inputs, |c| b.gpu.moe_stage(stage, &xs.slice(c * h..(c + 1) * h), &w, &mut routed[c], &mut y, 1, s))?;

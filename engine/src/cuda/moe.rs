@@ -71,8 +71,6 @@ pub struct MoeScratch {
     act: CudaSlice<f32>,
     /// Router blocks finished in the running launch (the last one routes, then resets it to 0).
     done: CudaSlice<u32>,
-    /// The fused experts launch's barrier: blocks arrived, blocks left (reset by the last).
-    sync: CudaSlice<u32>,
 }
 
 impl MoeScratch {
@@ -83,7 +81,6 @@ impl MoeScratch {
             weights: gpu.stream.alloc_zeros(MAX_T * (shape.top_k + 1))?,
             act: gpu.stream.alloc_zeros(MAX_T * shape.act_len())?,
             done: gpu.stream.alloc_zeros(1)?,
-            sync: gpu.stream.alloc_zeros(2)?,
         })
     }
 }
@@ -106,12 +103,11 @@ impl Gpu {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn moe_at<W: DevicePtr<bf16>>(&self, xp: u64, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: u64, t: usize, s: MoeShape, accumulate: bool, norm: Option<FoldedNorm>) -> Result<()> {
         let args = MoeArgs::new(self, xp, w, scratch, y, t, s, accumulate, norm)?;
-        let stages: &[MoeStage] = if self.options.moe_fused { &MoeStage::FUSED } else { &MoeStage::ALL };
-        stages.iter().try_for_each(|&stage| args.launch(self, stage))
+        MoeStage::ALL.into_iter().try_for_each(|stage| args.launch(self, stage))
     }
 
-    /// One of [`Gpu::moe`]'s launches alone, to time it: `GateUp`, `Down` and `Experts` read
-    /// the routing and activations that `scratch` holds from an earlier call.
+    /// One of [`Gpu::moe`]'s three launches alone, to time it: `GateUp` and `Down` read the
+    /// routing and activations that `scratch` holds from an earlier call.
     #[allow(clippy::too_many_arguments)]
     pub fn moe_stage<W: DevicePtr<bf16>>(&self, stage: MoeStage, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape) -> Result<()> {
         let xp = input("moe input", x, t * s.hidden, &self.stream)?;
@@ -129,16 +125,10 @@ pub enum MoeStage {
     GateUp,
     /// The down projections, weighted and summed onto y.
     Down,
-    /// `GateUp` and `Down` in one launch, with a grid-wide barrier between them
-    /// (`ENGINE_MOE_FUSED`).
-    Experts,
 }
 
 impl MoeStage {
-    /// The launches of a decode MoE, one kernel a stage.
     pub const ALL: [MoeStage; 3] = [MoeStage::Router, MoeStage::GateUp, MoeStage::Down];
-    /// The launches with the experts fused (`ENGINE_MOE_FUSED`).
-    pub const FUSED: [MoeStage; 2] = [MoeStage::Router, MoeStage::Experts];
 }
 
 /// Device addresses and dimensions of one decode MoE call, checked once for its launches.
@@ -163,7 +153,6 @@ struct MoeArgs<'a> {
     shared_down: u64,
     logits: u64,
     done: u64,
-    sync: u64,
     idx: u64,
     wts: u64,
     act: u64,
@@ -197,7 +186,6 @@ impl<'a> MoeArgs<'a> {
             shared_down: input("shared expert down proj", w.shared_down, h * is, st)?,
             logits: output("router logits", &mut scratch.logits, t * (e + 1), st)?,
             done: output("router counter", &mut scratch.done, 1, st)?,
-            sync: output("experts barrier", &mut scratch.sync, 2, st)?,
             idx: output("expert ids", &mut scratch.idx, t * k, st)?,
             wts: output("expert weights", &mut scratch.weights, t * (k + 1), st)?,
             act: output("expert activations", &mut scratch.act, t * s.act_len(), st)?,
@@ -213,24 +201,8 @@ impl<'a> MoeArgs<'a> {
             MoeStage::Router => launch!(gpu, format!("{}_t{t}", fold("moe_router")), warps_config((s.experts + 1).div_ceil(MOE_WARPS), 1), &self.router, &self.x, &self.logits, &e, &k, &h, &self.shared_expert_gate, &self.done, &self.idx, &self.wts, &self.nw, &self.eps, &early),
             MoeStage::GateUp => launch!(gpu, fold("moe_gate_up"), warps_config(s.act_len().div_ceil(MOE_WARPS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &self.x, &self.act, &k, &i, &is, &h, &self.nw, &self.eps, &early),
             MoeStage::Down => launch!(gpu, "moe_down", warps_config(s.hidden.div_ceil(MOE_WARPS), t), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate, &early),
-            MoeStage::Experts => {
-                let name = fold("moe_experts");
-                let blocks = self.resident_blocks(gpu, &name)?;
-                let td = dim("positions", t)?;
-                launch!(gpu, name, warps_config(blocks, 1), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.down, &self.shared_down, &self.idx, &self.wts, &self.x, &self.act, &self.y, &self.sync, &td, &k, &i, &is, &h, &self.accumulate, &self.nw, &self.eps, &early)
-            }
         }
         Ok(())
-    }
-
-    /// Blocks of the fused experts launch: enough for every warp to take one row of the larger
-    /// phase, but never more than the device holds at once, since they wait for each other at
-    /// the grid-wide barrier.
-    fn resident_blocks(&self, gpu: &Gpu, kernel: &str) -> Result<usize> {
-        let per_sm = gpu.function(kernel)?.occupancy_max_active_blocks_per_multiprocessor(MOE_WARPS as u32 * 32, 0, None)?;
-        ensure!(per_sm > 0, "{kernel}: no block of {} threads fits on an SM", MOE_WARPS * 32);
-        let rows = self.t * self.s.act_len().max(self.s.hidden);
-        Ok(rows.div_ceil(MOE_WARPS).min(per_sm as usize * gpu.info.sm_count as usize))
     }
 }
 

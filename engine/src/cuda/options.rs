@@ -20,10 +20,7 @@ pub const OPTIONS_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each
       prefetch their weights (state) into the L2 before waiting for the kernel before them]
   ENGINE_WEIGHT_PRELOAD=on|off   [default: on; on: the projection, router and MoE kernels
       load their first weights into registers before that wait (gate‖up: the shared
-      expert's rows; down: every row, from the routing the router wrote)]
-  ENGINE_MOE_FUSED=on|off   [default: off; on: the MoE's gate‖up and down rows run in one
-      launch, its blocks meeting at a grid-wide barrier in between, so the down weights load
-      while gate‖up finishes; off: a launch each]";
+      expert's rows; down: every row, from the routing the router wrote)]";
 
 /// How the CUDA backend runs a decode round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,13 +33,11 @@ pub struct GpuOptions {
     pub weight_prefetch: bool,
     /// First weights into registers before the dependency wait (`ENGINE_WEIGHT_PRELOAD`).
     pub weight_preload: bool,
-    /// The MoE's gate‖up and down in one launch (`ENGINE_MOE_FUSED`).
-    pub moe_fused: bool,
 }
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: true, moe_fused: false }
+        GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: true }
     }
 }
 
@@ -60,15 +55,13 @@ impl GpuOptions {
             fold_norms: flag("ENGINE_FOLD_NORM", d.fold_norms)?,
             weight_prefetch: flag("ENGINE_WEIGHT_PREFETCH", d.weight_prefetch)?,
             weight_preload: flag("ENGINE_WEIGHT_PRELOAD", d.weight_preload)?,
-            moe_fused: flag("ENGINE_MOE_FUSED", d.moe_fused)?,
         })
     }
 
-    /// `pdl=on fold_norm=off weight_prefetch=off weight_preload=on moe_fused=off`, for the
-    /// start-up line.
+    /// `pdl=on fold_norm=off weight_prefetch=off weight_preload=on`, for the start-up line.
     pub fn describe(&self) -> String {
         let word = |b: bool| if b { "on" } else { "off" };
-        format!("pdl={} fold_norm={} weight_prefetch={} weight_preload={} moe_fused={}", word(self.pdl), word(self.fold_norms), word(self.weight_prefetch), word(self.weight_preload), word(self.moe_fused))
+        format!("pdl={} fold_norm={} weight_prefetch={} weight_preload={}", word(self.pdl), word(self.fold_norms), word(self.weight_prefetch), word(self.weight_preload))
     }
 }
 
@@ -91,12 +84,11 @@ mod tests {
 
     #[test]
     fn dependent_launch_and_preload_are_the_default_and_each_option_turns_alone() {
-        assert_eq!(read(&[]).unwrap(), GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: true, moe_fused: false });
+        assert_eq!(read(&[]).unwrap(), GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: true });
         assert_eq!(read(&[("ENGINE_PDL", "off")]).unwrap(), GpuOptions { pdl: false, ..Default::default() });
         assert_eq!(read(&[("ENGINE_FOLD_NORM", "on")]).unwrap(), GpuOptions { fold_norms: true, ..Default::default() });
         assert_eq!(read(&[("ENGINE_WEIGHT_PREFETCH", "on"), ("ENGINE_PDL", "on")]).unwrap(), GpuOptions { weight_prefetch: true, ..Default::default() });
         assert_eq!(read(&[("ENGINE_WEIGHT_PRELOAD", "off")]).unwrap(), GpuOptions { weight_preload: false, ..Default::default() });
-        assert_eq!(read(&[("ENGINE_MOE_FUSED", "on")]).unwrap(), GpuOptions { moe_fused: true, ..Default::default() });
     }
 
     #[test]
