@@ -61,11 +61,16 @@ GEMV(1) GEMV(2) GEMV(3) GEMV(4) GEMV(5) GEMV(6) GEMV(7) GEMV(8)
 // Segment ends are multiples of GEMV_ROWS, so that a block stays inside one segment; an unused
 // segment repeats the previous end. gemv_multi_norm_t* first RMS-normalises the input,
 // x/rms·(1+nw) (the layer's input norm, folded in: see FoldedNorm); gemv_multi_t* ignores nw.
+// At T = 1 both keep to 64 registers a thread, so that four blocks fit an SM. With conv_w not null, segment 0 is a GDN layer's q||k||v and the launch also runs its conv
+// (gdn_conv_channel: state slots conv_in -> conv_state, output conv_out [T][e0]), sparing the
+// decode chain the gdn_conv launch.
 template <int T, bool FOLD>
 __device__ __forceinline__ void gemv_multi_body(const bf16* W0, const bf16* W1, const bf16* W2, const bf16* W3,
                                                 float* y0, float* y1, float* y2, float* y3, int e0, int e1,
                                                 int e2, int e3, const float* __restrict__ x, int cols,
-                                                const bf16* __restrict__ nw, float eps, int early) {
+                                                const bf16* __restrict__ nw, float eps, int early,
+                                                const bf16* __restrict__ conv_w, const bf16* conv_in,
+                                                bf16* conv_state, float* __restrict__ conv_out) {
     const int row = blockIdx.x * GEMV_ROWS;
     const int s = row < e0 ? 0 : row < e1 ? 1 : row < e2 ? 2 : 3;
     const bf16* W = s == 0 ? W0 : s == 1 ? W1 : s == 2 ? W2 : W3;
@@ -74,16 +79,24 @@ __device__ __forceinline__ void gemv_multi_body(const bf16* W0, const bf16* W1, 
     const int end = s == 0 ? e0 : s == 1 ? e1 : s == 2 ? e2 : e3;
     gemv_prologue(W, end - begin, cols, row - begin, early);
     gemv_body<T, FOLD>(W, x, y, end - begin, cols, 0, row - begin, early, nw, eps);
+    if (s == 0 && conv_w != nullptr) {
+        // The block's rows of segment 0 are channels of the GDN's q||k||v: their conv over
+        // the T positions just written (visible to the block after the barrier).
+        __syncthreads();
+        const int r = threadIdx.x;
+        if (r < GEMV_ROWS && row + r < e0) gdn_conv_channel(y0, conv_w, conv_in, conv_state, conv_out, T, e0, row + r);
+    }
 }
 
 #define GEMV_MULTI(NAME, T, FOLD)                                                                   \
-    extern "C" __global__ void __launch_bounds__(256) NAME##_t##T(                                  \
+    extern "C" __global__ void __launch_bounds__(256, T == 1 ? 4 : 1) NAME##_t##T(                  \
         const bf16* __restrict__ W0, const bf16* __restrict__ W1, const bf16* __restrict__ W2,      \
         const bf16* __restrict__ W3, float* y0, float* y1, float* y2, float* y3, int e0, int e1,    \
         int e2, int e3, const float* __restrict__ x, int cols, const bf16* __restrict__ nw,         \
-        float eps, int early) {                                                                     \
+        float eps, int early, const bf16* __restrict__ conv_w, const bf16* conv_in,                 \
+        bf16* conv_state, float* __restrict__ conv_out) {                                           \
         gemv_multi_body<T, FOLD>(W0, W1, W2, W3, y0, y1, y2, y3, e0, e1, e2, e3, x, cols, nw, eps,  \
-                                 early);                                                            \
+                                 early, conv_w, conv_in, conv_state, conv_out);                     \
     }
 #define GEMV_MULTI_BOTH(T) GEMV_MULTI(gemv_multi, T, false) GEMV_MULTI(gemv_multi_norm, T, true)
 GEMV_MULTI_BOTH(1) GEMV_MULTI_BOTH(2) GEMV_MULTI_BOTH(3) GEMV_MULTI_BOTH(4)
