@@ -210,12 +210,17 @@ __device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out, c
     }
 }
 
+// SiLU from the fast intrinsics, so that it gives the same bits whether or not its file is
+// compiled with --use_fast_math (the GDN conv runs in files of both kinds; the flag's
+// flush-to-zero only touches values below 1e-38).
+__device__ __forceinline__ float silu_intrinsic(float x) { return __fdividef(x, 1.0f + __expf(-x)); }
+
 // The GDN's causal depthwise conv (kernel 4) then SiLU for channel c of q||k||v over T
 // positions: x, out [T][C]; w [C][4] with tap 3 on the newest input; state [3][C] bf16, rows
 // x(t-3), x(t-2), x(t-1), read from state_in and written to state_out. Inputs are rounded to
 // bf16 as they enter the window (the state's precision), so T positions at once equal T
 // single steps. Here because two kernels run it: gdn_conv, and the q||k||v projection that
-// finishes with it (gemv_multi with a conv).
+// finishes with it (gemv_multi with a conv); both give the same bits.
 __device__ __forceinline__ void gdn_conv_channel(const float* x, const bf16* __restrict__ w, const bf16* state_in,
                                                  bf16* state_out, float* __restrict__ out, int T, int C, int c) {
     const float w0 = __bfloat162float(w[4 * c]), w1 = __bfloat162float(w[4 * c + 1]);
@@ -225,7 +230,7 @@ __device__ __forceinline__ void gdn_conv_channel(const float* x, const bf16* __r
         const bf16 xt = __float2bfloat16_rn(x[(size_t)t * C + c]);
         const float s = w0 * __bfloat162float(h0) + w1 * __bfloat162float(h1) +
                         w2 * __bfloat162float(h2) + w3 * __bfloat162float(xt);
-        out[(size_t)t * C + c] = silu(s);
+        out[(size_t)t * C + c] = silu_intrinsic(s);
         h0 = h1; h1 = h2; h2 = xt;
     }
     state_out[c] = h0;
