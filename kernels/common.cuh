@@ -215,25 +215,36 @@ __device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out, c
 // flush-to-zero only touches values below 1e-38).
 __device__ __forceinline__ float silu_intrinsic(float x) { return __fdividef(x, 1.0f + __expf(-x)); }
 
-// The GDN's causal depthwise conv (kernel 4) then SiLU for channel c of q||k||v over T
-// positions: x, out [T][C]; w [C][4] with tap 3 on the newest input; state [3][C] bf16, rows
-// x(t-3), x(t-2), x(t-1), read from state_in and written to state_out. Inputs are rounded to
-// bf16 as they enter the window (the state's precision), so T positions at once equal T
-// single steps. Here because two kernels run it: gdn_conv, and the q||k||v projection that
-// finishes with it (gemv_multi with a conv); both give the same bits.
-__device__ __forceinline__ void gdn_conv_channel(const float* x, const bf16* __restrict__ w, const bf16* state_in,
-                                                 bf16* state_out, float* __restrict__ out, int T, int C, int c) {
-    const float w0 = __bfloat162float(w[4 * c]), w1 = __bfloat162float(w[4 * c + 1]);
-    const float w2 = __bfloat162float(w[4 * c + 2]), w3 = __bfloat162float(w[4 * c + 3]);
-    bf16 h0 = state_in[c], h1 = state_in[C + c], h2 = state_in[2 * C + c];
-    for (int t = 0; t < T; ++t) {
-        const bf16 xt = __float2bfloat16_rn(x[(size_t)t * C + c]);
-        const float s = w0 * __bfloat162float(h0) + w1 * __bfloat162float(h1) +
-                        w2 * __bfloat162float(h2) + w3 * __bfloat162float(xt);
-        out[(size_t)t * C + c] = silu_intrinsic(s);
-        h0 = h1; h1 = h2; h2 = xt;
-    }
-    state_out[c] = h0;
-    state_out[C + c] = h1;
-    state_out[2 * C + c] = h2;
+// One channel of the GDN's causal depthwise conv (kernel 4) then SiLU: its taps w (w[3] on the
+// newest input) and its window h, the last three inputs (oldest first) in bf16, the state's
+// precision. Inputs are rounded to bf16 as they enter the window, so T positions at once equal
+// T single steps. Here because two kernels run it: gdn_conv, and the q||k||v projection that
+// finishes with it (gemv_multi with a conv); both give the same bits. The state of C channels
+// is [3][C] bf16.
+struct ConvWindow {
+    float w[4];
+    bf16 h[3];
+};
+
+__device__ __forceinline__ void conv_load(ConvWindow& cw, const bf16* __restrict__ w, const bf16* state, int C, int c) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) cw.w[i] = __bfloat162float(w[4 * c + i]);
+#pragma unroll
+    for (int i = 0; i < 3; ++i) cw.h[i] = state[(size_t)i * C + c];
+}
+
+// Takes input x into the window and returns silu of the conv over it.
+__device__ __forceinline__ float conv_step(ConvWindow& cw, float x) {
+    const bf16 xt = __float2bfloat16_rn(x);
+    const float s = cw.w[0] * __bfloat162float(cw.h[0]) + cw.w[1] * __bfloat162float(cw.h[1]) +
+                    cw.w[2] * __bfloat162float(cw.h[2]) + cw.w[3] * __bfloat162float(xt);
+    cw.h[0] = cw.h[1];
+    cw.h[1] = cw.h[2];
+    cw.h[2] = xt;
+    return silu_intrinsic(s);
+}
+
+__device__ __forceinline__ void conv_store(const ConvWindow& cw, bf16* state, int C, int c) {
+#pragma unroll
+    for (int i = 0; i < 3; ++i) state[(size_t)i * C + c] = cw.h[i];
 }

@@ -7,14 +7,18 @@
 #define DK 128
 #define DV 128
 
-// Causal depthwise conv (kernel 4) then SiLU, one thread per channel of q||k||v
-// (gdn_conv_channel in common.cuh).
+// Causal depthwise conv (kernel 4) then SiLU, one thread per channel of q||k||v (ConvWindow
+// in common.cuh): x, out [T][C]; w [C][4]; state slots [3][C] bf16.
 extern "C" __global__ void gdn_conv(const float* __restrict__ x, const bf16* __restrict__ w,
                                     const bf16* state_in, bf16* state_out,
                                     float* __restrict__ out, int T, int C) {
     pdl_begin();
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < C) gdn_conv_channel(x, w, state_in, state_out, out, T, C, c);
+    if (c >= C) return;
+    ConvWindow cw;
+    conv_load(cw, w, state_in, C, c);
+    for (int t = 0; t < T; ++t) out[(size_t)t * C + c] = conv_step(cw, x[(size_t)t * C + c]);
+    conv_store(cw, state_out, C, c);
 }
 
 // Thread block clusters (sm_90): the blocks of a cluster read each other's shared memory.

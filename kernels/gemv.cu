@@ -15,8 +15,9 @@ __device__ __forceinline__ void gemv_prologue(const bf16* __restrict__ W, int ro
     if (!(early & EARLY_REGS)) pdl_begin();
 }
 
+// Returns the product thread r*T + t wrote (row row0 + r, position t), for the epilogues.
 template <int T, bool FOLD = false, typename XT>
-__device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* __restrict__ x,
+__device__ __forceinline__ float gemv_body(const bf16* __restrict__ W, const XT* __restrict__ x,
                                           float* __restrict__ y, int rows, int cols, int accumulate,
                                           int row0, int early, const bf16* __restrict__ nw = nullptr,
                                           float eps = 0.0f) {
@@ -31,13 +32,14 @@ __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* 
     for (int t = 0; t < T; ++t) norm.ss[t] = 0.0f;
     rows_dot_lane<GEMV_ROWS, T, FOLD>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, threadIdx.x, blockDim.x, acc,
                                       &norm, early & EARLY_REGS);
-    float s;
+    float s = 0.0f;
     block_sum_rows<GEMV_ROWS, T, FOLD>(acc, &s, &norm, cols, eps);
     const int r = threadIdx.x / T, t = threadIdx.x % T;
     if (threadIdx.x < GEMV_ROWS * T && row0 + r < rows) {
         float* dst = y + (size_t)t * rows + row0 + r;
         *dst = accumulate ? *dst + s : s;
     }
+    return s;
 }
 
 #define GEMV(T)                                                                                     \
@@ -61,9 +63,9 @@ GEMV(1) GEMV(2) GEMV(3) GEMV(4) GEMV(5) GEMV(6) GEMV(7) GEMV(8)
 // Segment ends are multiples of GEMV_ROWS, so that a block stays inside one segment; an unused
 // segment repeats the previous end. gemv_multi_norm_t* first RMS-normalises the input,
 // x/rms·(1+nw) (the layer's input norm, folded in: see FoldedNorm); gemv_multi_t* ignores nw.
-// At T = 1 both keep to 64 registers a thread, so that four blocks fit an SM. With conv_w not null, segment 0 is a GDN layer's q||k||v and the launch also runs its conv
-// (gdn_conv_channel: state slots conv_in -> conv_state, output conv_out [T][e0]), sparing the
-// decode chain the gdn_conv launch.
+// With conv_w not null, segment 0 is a GDN layer's q||k||v and the launch also runs its conv
+// (ConvWindow in common.cuh: state slots conv_in -> conv_state, output conv_out [T][e0]),
+// sparing the decode chain the gdn_conv launch.
 template <int T, bool FOLD>
 __device__ __forceinline__ void gemv_multi_body(const bf16* W0, const bf16* W1, const bf16* W2, const bf16* W3,
                                                 float* y0, float* y1, float* y2, float* y3, int e0, int e1,
@@ -77,19 +79,29 @@ __device__ __forceinline__ void gemv_multi_body(const bf16* W0, const bf16* W1, 
     float* y = s == 0 ? y0 : s == 1 ? y1 : s == 2 ? y2 : y3;
     const int begin = s == 0 ? 0 : s == 1 ? e0 : s == 2 ? e1 : e2;
     const int end = s == 0 ? e0 : s == 1 ? e1 : s == 2 ? e2 : e3;
+    // The conv's taps and window, read while the projection runs (the window was written a
+    // round ago): kept in shared memory, so that the dot products keep their registers.
+    __shared__ ConvWindow windows[GEMV_ROWS];
+    const bool conv = conv_w != nullptr && s == 0;
+    const int lane = threadIdx.x;
+    const bool channel = conv && lane < GEMV_ROWS && row + lane < e0;
+    if (channel) conv_load(windows[lane], conv_w, conv_in, e0, row + lane);
     gemv_prologue(W, end - begin, cols, row - begin, early);
-    gemv_body<T, FOLD>(W, x, y, end - begin, cols, 0, row - begin, early, nw, eps);
-    if (s == 0 && conv_w != nullptr) {
-        // The block's rows of segment 0 are channels of the GDN's q||k||v: their conv over
-        // the T positions just written (visible to the block after the barrier).
-        __syncthreads();
-        const int r = threadIdx.x;
-        if (r < GEMV_ROWS && row + r < e0) gdn_conv_channel(y0, conv_w, conv_in, conv_state, conv_out, T, e0, row + r);
+    const float sum = gemv_body<T, FOLD>(W, x, y, end - begin, cols, 0, row - begin, early, nw, eps);
+    if (!conv || lane >= 32) return;
+    // Lane r of the first warp convolves channel row + r over the T positions: the product of
+    // (r, t) is in lane r*T + t.
+    ConvWindow cw;
+    if (channel) cw = windows[lane];
+    for (int t = 0; t < T; ++t) {
+        const float v = __shfl_sync(FULL_MASK, sum, (lane * T + t) & 31);
+        if (channel) conv_out[(size_t)t * e0 + row + lane] = conv_step(cw, v);
     }
+    if (channel) conv_store(cw, conv_state, e0, row + lane);
 }
 
 #define GEMV_MULTI(NAME, T, FOLD)                                                                   \
-    extern "C" __global__ void __launch_bounds__(256, T == 1 ? 4 : 1) NAME##_t##T(                  \
+    extern "C" __global__ void __launch_bounds__(256) NAME##_t##T(                                  \
         const bf16* __restrict__ W0, const bf16* __restrict__ W1, const bf16* __restrict__ W2,      \
         const bf16* __restrict__ W3, float* y0, float* y1, float* y2, float* y3, int e0, int e1,    \
         int e2, int e3, const float* __restrict__ x, int cols, const bf16* __restrict__ nw,         \
