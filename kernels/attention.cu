@@ -2,7 +2,7 @@
 //   attn_prep:    q/k RMSNorm over the head dim (the (1+w) kind), partial rotary (NeoX halves
 //                 over the first rot_dim dims), k and v appended to the bf16 cache.
 //   attn_decode:  split-K (flash decoding): block (kv head, t, split) stages its keys through
-//                 shared memory, a warp per q head of the group; online softmax per tile.
+//                 shared memory, warps owning one q head of the group each; online softmax.
 //   attn_combine: merges the splits and applies the output gate sigmoid(gate).
 // The first new position is read from the device (pos0), so a captured graph replays with
 // a new context length. Position t sees keys 0..pos0+t (causal).
@@ -57,21 +57,19 @@ __device__ __forceinline__ void load_bf16(const bf16* p, float* f) {
     }
 }
 
-// Keys of a split are staged through shared memory in tiles of up to 32 keys (at most
-// ATTN_TILE_BYTES of keys and as many of values), two tiles in flight (cp.async): the next
-// tile streams in while the warps score the current one. Within a tile each lane scores whole
-// keys (two lanes a key at D = 256), so a tile costs one softmax update and no per-key
-// shuffle chains. Rows are padded by 16 bytes so that the lanes of a quarter-warp, each on
-// another key, read distinct banks.
-#define ATTN_TILE_BYTES 8192
-
-template <int D>
-struct AttnTile {
-    static constexpr int keys = ATTN_TILE_BYTES / (2 * D) < 32 ? ATTN_TILE_BYTES / (2 * D) : 32;
-    static constexpr int lanes_per_key = 32 / keys;
-    static constexpr int dims_per_lane = D / lanes_per_key;
-    static constexpr int stride = D + 8;
+// Warps of an attn_decode block: PER_HEAD warps for each of the G q heads of its kv head
+// (8 warps in all, 6 when G = 6).
+template <int G>
+struct AttnWarps {
+    static constexpr int per_head = G >= 6 ? 1 : 8 / G;
+    static constexpr int count = G * per_head;
 };
+
+// Keys of a split are staged through shared memory in tiles of ATTN_TILE_BYTES of keys and as
+// many of values, two tiles in flight (cp.async): the next tile streams in while the warps
+// score the current one, so a split costs about one trip to memory per tile rather than one
+// per key step.
+#define ATTN_TILE_BYTES 8192
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
     const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
@@ -81,101 +79,137 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-// Starts copying keys and values j0 .. j0+n-1 of one kv head into a tile (rows of
-// AttnTile<D>::stride), the block's threads taking the 16-byte chunks in turn.
+// Starts copying keys and values j0 .. j0+n-1 of one kv head into a tile, the block's threads
+// taking the 16-byte chunks in turn.
 template <int D>
 __device__ __forceinline__ void load_kv_tile(bf16* ks, bf16* vs, const bf16* __restrict__ kb, const bf16* __restrict__ vb,
                                              int j0, int n) {
     constexpr int CHUNKS = D / 8;
     for (int c = threadIdx.x; c < n * CHUNKS; c += blockDim.x) {
-        const int p = c / CHUNKS, o = (c % CHUNKS) * 8;
-        const size_t at = (size_t)(j0 + p) * D + o;
-        cp_async16(ks + p * AttnTile<D>::stride + o, kb + at);
-        cp_async16(vs + p * AttnTile<D>::stride + o, vb + at);
+        const size_t at = (size_t)(j0 + c / CHUNKS) * D + (c % CHUNKS) * 8;
+        cp_async16(ks + (size_t)c * 8, kb + at);
+        cp_async16(vs + (size_t)c * 8, vb + at);
     }
     cp_async_commit();
 }
 
 // part_acc [T][Hq][nsplit][D] (unnormalised), part_ml [T][Hq][nsplit][2] (running max, sum).
-// Block (kv head, t, split), a warp per q head of the group: per tile, lane `key` scores its
-// key against the head's query (held in shared memory), the warp takes the tile's maximum and
-// sum in one online-softmax update, then each lane adds the weighted values of its E dims,
-// key by key. The order of every sum depends only on the split and the key, never on T
-// (speculative verify equals plain decode).
+// Block (kv head, t, split): the split's keys go through shared memory tile by tile; each warp
+// owns one q head and scores every PER_HEAD-th run of KEYS consecutive keys of a tile, lane =
+// E consecutive dims, so a warp holds one head's query and accumulator. The KEYS scores of a
+// step are reduced as independent shuffle chains, then one online-softmax update. The order
+// of every sum depends only on the split and the key, never on T (speculative verify equals
+// plain decode).
 template <int D, int G>
 __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, const bf16* __restrict__ k_cache,
                                                  const bf16* __restrict__ v_cache, const int* __restrict__ pos0,
                                                  float* __restrict__ part_acc, float* __restrict__ part_ml,
                                                  int Hq, int max_ctx, float scale) {
-    using Tile = AttnTile<D>;
-    constexpr int E = D / 32, TK = Tile::keys, DPL = Tile::dims_per_lane, RS = Tile::stride;
-    __shared__ __align__(16) bf16 ks[2][TK * RS], vs[2][TK * RS];
-    __shared__ __align__(16) float qs[G][D];
+    constexpr int E = D / 32, PER_HEAD = AttnWarps<G>::per_head, KEYS = E >= 8 ? 2 : 4;
+    constexpr int TILE = ATTN_TILE_BYTES / (D * 2);
+    __shared__ __align__(16) bf16 ks[2][TILE * D], vs[2][TILE * D];
     const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
-    const int lane = threadIdx.x & 31, g = threadIdx.x >> 5, head = kvh * G + g;
-    const int key = lane % TK, part = lane / TK;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = warp / PER_HEAD, sub = warp % PER_HEAD, head = kvh * G + g;
     const int len = *pos0 + t + 1;
     const int chunk = (len + nsplit - 1) / nsplit;
     const int start = split * chunk, end = min(len, start + chunk);
     const bf16* kb = k_cache + (size_t)kvh * max_ctx * D;
     const bf16* vb = v_cache + (size_t)kvh * max_ctx * D;
-    const int tiles = end > start ? (end - start + TK - 1) / TK : 0;
-    if (tiles > 0) load_kv_tile<D>(ks[0], vs[0], kb, vb, start, min(TK, end - start));
-    for (int i = threadIdx.x; i < G * D; i += blockDim.x) qs[i / D][i % D] = q[((size_t)t * Hq + kvh * G) * D + i] * scale;
+    const int tiles = end > start ? (end - start + TILE - 1) / TILE : 0;
+    if (tiles > 0) load_kv_tile<D>(ks[0], vs[0], kb, vb, start, min(TILE, end - start));
 
-    float acc[E], m = -INFINITY, l = 0.0f;
+    float qr[E], acc[E], m = -INFINITY, l = 0.0f;
 #pragma unroll
-    for (int e = 0; e < E; ++e) acc[e] = 0.0f;
+    for (int e = 0; e < E; ++e) {
+        acc[e] = 0.0f;
+        qr[e] = q[((size_t)t * Hq + head) * D + lane * E + e] * scale;
+    }
     for (int it = 0; it < tiles; ++it) {
-        const int j0 = start + it * TK, n = min(TK, end - j0);
+        const int j0 = start + it * TILE, n = min(TILE, end - j0);
         if (it + 1 < tiles) {
-            load_kv_tile<D>(ks[(it + 1) & 1], vs[(it + 1) & 1], kb, vb, j0 + TK, min(TK, end - j0 - TK));
+            const int j1 = j0 + TILE;
+            load_kv_tile<D>(ks[(it + 1) & 1], vs[(it + 1) & 1], kb, vb, j1, min(TILE, end - j1));
             cp_async_wait<1>();
         } else {
             cp_async_wait<0>();
         }
         __syncthreads();
-        const bf16* kt = ks[it & 1];
-        const bf16* vt = vs[it & 1];
-        float s = 0.0f;
-        if (key < n) {
-            const bf16* kr = kt + key * RS + part * DPL;
-            const float* qr = qs[g] + part * DPL;
+        const bf16* kt = ks[it & 1] + lane * E;
+        const bf16* vt = vs[it & 1] + lane * E;
+        for (int p0 = sub * KEYS; p0 < n; p0 += PER_HEAD * KEYS) {
+            float kf[KEYS][E], vf[KEYS][E], sc[KEYS];
 #pragma unroll
-            for (int c = 0; c < DPL / 8; ++c) {
-                float kf[8];
-                unpack8(*reinterpret_cast<const uint4*>(kr + 8 * c), kf);
-                const float4 q0 = *reinterpret_cast<const float4*>(qr + 8 * c);
-                const float4 q1 = *reinterpret_cast<const float4*>(qr + 8 * c + 4);
-                s = fmaf(q0.x, kf[0], s); s = fmaf(q0.y, kf[1], s); s = fmaf(q0.z, kf[2], s); s = fmaf(q0.w, kf[3], s);
-                s = fmaf(q1.x, kf[4], s); s = fmaf(q1.y, kf[5], s); s = fmaf(q1.z, kf[6], s); s = fmaf(q1.w, kf[7], s);
+            for (int p = 0; p < KEYS; ++p) {
+                const int pk = min(p0 + p, n - 1);
+                load_bf16<E>(kt + pk * D, kf[p]);
+                load_bf16<E>(vt + pk * D, vf[p]);
             }
-        }
-        if constexpr (Tile::lanes_per_key == 2) s += __shfl_xor_sync(FULL_MASK, s, TK);
-        if (key >= n) s = -INFINITY;
-        const float m_new = fmaxf(m, warp_max(s));
-        const float corr = __expf(m - m_new);
-        const float w = __expf(s - m_new);
-        l = l * corr + warp_sum(part == 0 ? w : 0.0f);
 #pragma unroll
-        for (int e = 0; e < E; ++e) acc[e] *= corr;
-        for (int p = 0; p < n; ++p) {
-            const float wp = __shfl_sync(FULL_MASK, w, p);
-            float vf[E];
-            load_bf16<E>(vt + p * RS + lane * E, vf);
+            for (int p = 0; p < KEYS; ++p) {
+                float s = 0.0f;
 #pragma unroll
-            for (int e = 0; e < E; ++e) acc[e] = fmaf(wp, vf[e], acc[e]);
+                for (int e = 0; e < E; ++e) s = fmaf(qr[e], kf[p][e], s);
+                sc[p] = s;
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+                for (int p = 0; p < KEYS; ++p) sc[p] += __shfl_xor_sync(FULL_MASK, sc[p], o);
+            float m_new = m;
+#pragma unroll
+            for (int p = 0; p < KEYS; ++p) {
+                if (p0 + p >= n) sc[p] = -INFINITY;
+                m_new = fmaxf(m_new, sc[p]);
+            }
+            const float corr = __expf(m - m_new);
+            l *= corr;
+#pragma unroll
+            for (int e = 0; e < E; ++e) acc[e] *= corr;
+#pragma unroll
+            for (int p = 0; p < KEYS; ++p) {
+                const float w = __expf(sc[p] - m_new);
+                l += w;
+#pragma unroll
+                for (int e = 0; e < E; ++e) acc[e] = fmaf(w, vf[p][e], acc[e]);
+            }
+            m = m_new;
         }
-        m = m_new;
         // Every warp is done with this tile before the next iteration refills it.
         __syncthreads();
     }
-    const size_t at = ((size_t)t * Hq + head) * nsplit + split;
+    const size_t part = ((size_t)t * Hq + head) * nsplit + split;
+    if constexpr (PER_HEAD > 1) {
+        // Merge the head's warps through shared memory; its first warp writes the split.
+        __shared__ float sacc[AttnWarps<G>::count][D];
+        __shared__ float sm[AttnWarps<G>::count], sl[AttnWarps<G>::count];
 #pragma unroll
-    for (int e = 0; e < E; ++e) part_acc[at * D + lane * E + e] = acc[e];
+        for (int e = 0; e < E; ++e) sacc[warp][lane * E + e] = acc[e];
+        if (lane == 0) { sm[warp] = m; sl[warp] = l; }
+        __syncthreads();
+        if (sub != 0) return;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < PER_HEAD; ++w) M = fmaxf(M, sm[warp + w]);
+        l = 0.0f;
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[e] = 0.0f;
+        if (M != -INFINITY) {
+#pragma unroll
+            for (int w = 0; w < PER_HEAD; ++w) {
+                const float c = __expf(sm[warp + w] - M);
+                l = fmaf(sl[warp + w], c, l);
+#pragma unroll
+                for (int e = 0; e < E; ++e) acc[e] = fmaf(sacc[warp + w][lane * E + e], c, acc[e]);
+            }
+        }
+        m = M;
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) part_acc[part * D + lane * E + e] = acc[e];
     if (lane == 0) {
-        part_ml[2 * at] = m;
-        part_ml[2 * at + 1] = l;
+        part_ml[2 * part] = m;
+        part_ml[2 * part + 1] = l;
     }
 }
 

@@ -24,9 +24,11 @@ pub struct AttnShape {
 
 /// q heads per kv head the decode kernel is instantiated for (all handled in one block).
 const GROUPS: [usize; 5] = [1, 2, 4, 6, 8];
-/// Threads of an `attn_decode` block for `group` q heads per kv head: a warp per q head.
+/// Threads of an `attn_decode` block for `group` q heads per kv head: whole warps per q head,
+/// eight warps in all (six for a group of six), as `AttnWarps` in kernels/attention.cu.
 fn decode_threads(group: usize) -> u32 {
-    (32 * group) as u32
+    let per_head = if group >= 6 { 1 } else { 8 / group };
+    (32 * group * per_head) as u32
 }
 
 /// Most splits of the keys per (kv head, position).
