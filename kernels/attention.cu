@@ -71,6 +71,14 @@ struct AttnWarps {
 // per key step.
 #define ATTN_TILE_BYTES 8192
 
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
 // Starts copying keys and values j0 .. j0+n-1 of one kv head into a tile, the block's threads
 // taking the 16-byte chunks in turn.
 template <int D>

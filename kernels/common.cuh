@@ -78,20 +78,6 @@ __device__ __forceinline__ void prefetch_l2(const void* p, size_t bytes, int lan
         asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
 }
 
-// Asynchronous copies from global into shared memory (cp.async, sm_80+): issued without
-// waiting; cp_async_wait<N> waits until at most N committed groups are still in flight.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async8(void* smem, const void* gmem) {
-    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
 // Weights are read once per token: stream them past L1 and mark them evict-first in L2 so
 // that the recurrent state and the KV cache keep the L2.
 __device__ __forceinline__ uint4 load_weights16(const uint4* p) { return __ldcs(p); }
@@ -222,43 +208,4 @@ __device__ __forceinline__ void block_sum_rows(float (&acc)[R][T], float* out, c
         }
         *out = s;
     }
-}
-
-// SiLU from the fast intrinsics, so that it gives the same bits whether or not its file is
-// compiled with --use_fast_math (the GDN conv runs in files of both kinds; the flag's
-// flush-to-zero only touches values below 1e-38).
-__device__ __forceinline__ float silu_intrinsic(float x) { return __fdividef(x, 1.0f + __expf(-x)); }
-
-// One channel of the GDN's causal depthwise conv (kernel 4) then SiLU: its taps w (w[3] on the
-// newest input) and its window h, the last three inputs (oldest first) in bf16, the state's
-// precision. Inputs are rounded to bf16 as they enter the window, so T positions at once equal
-// T single steps. Here because two kernels run it: gdn_conv, and the q||k||v projection that
-// finishes with it (gemv_multi with a conv); both give the same bits. The state of C channels
-// is [3][C] bf16.
-struct ConvWindow {
-    float w[4];
-    bf16 h[3];
-};
-
-__device__ __forceinline__ void conv_load(ConvWindow& cw, const bf16* __restrict__ w, const bf16* state, int C, int c) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) cw.w[i] = __bfloat162float(w[4 * c + i]);
-#pragma unroll
-    for (int i = 0; i < 3; ++i) cw.h[i] = state[(size_t)i * C + c];
-}
-
-// Takes input x into the window and returns silu of the conv over it.
-__device__ __forceinline__ float conv_step(ConvWindow& cw, float x) {
-    const bf16 xt = __float2bfloat16_rn(x);
-    const float s = cw.w[0] * __bfloat162float(cw.h[0]) + cw.w[1] * __bfloat162float(cw.h[1]) +
-                    cw.w[2] * __bfloat162float(cw.h[2]) + cw.w[3] * __bfloat162float(xt);
-    cw.h[0] = cw.h[1];
-    cw.h[1] = cw.h[2];
-    cw.h[2] = xt;
-    return silu_intrinsic(s);
-}
-
-__device__ __forceinline__ void conv_store(const ConvWindow& cw, bf16* state, int C, int c) {
-#pragma unroll
-    for (int i = 0; i < 3; ++i) state[(size_t)i * C + c] = cw.h[i];
 }

@@ -7,18 +7,28 @@
 #define DK 128
 #define DV 128
 
-// Causal depthwise conv (kernel 4) then SiLU, one thread per channel of q||k||v (ConvWindow
-// in common.cuh): x, out [T][C]; w [C][4]; state slots [3][C] bf16.
+// Causal depthwise conv (kernel 4) then SiLU, one thread per channel of q||k||v.
+// x, out [T][C]; w [C][4] with tap 3 on the newest input. Inputs are rounded to bf16 as they
+// enter the window (the state's precision), so T positions in one launch equal T launches.
 extern "C" __global__ void gdn_conv(const float* __restrict__ x, const bf16* __restrict__ w,
                                     const bf16* state_in, bf16* state_out,
                                     float* __restrict__ out, int T, int C) {
     pdl_begin();
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
-    ConvWindow cw;
-    conv_load(cw, w, state_in, C, c);
-    for (int t = 0; t < T; ++t) out[(size_t)t * C + c] = conv_step(cw, x[(size_t)t * C + c]);
-    conv_store(cw, state_out, C, c);
+    const float w0 = __bfloat162float(w[4 * c]), w1 = __bfloat162float(w[4 * c + 1]);
+    const float w2 = __bfloat162float(w[4 * c + 2]), w3 = __bfloat162float(w[4 * c + 3]);
+    bf16 h0 = state_in[c], h1 = state_in[C + c], h2 = state_in[2 * C + c];
+    for (int t = 0; t < T; ++t) {
+        const bf16 xt = __float2bfloat16_rn(x[(size_t)t * C + c]);
+        const float s = w0 * __bfloat162float(h0) + w1 * __bfloat162float(h1) +
+                        w2 * __bfloat162float(h2) + w3 * __bfloat162float(xt);
+        out[(size_t)t * C + c] = silu(s);
+        h0 = h1; h1 = h2; h2 = xt;
+    }
+    state_out[c] = h0;
+    state_out[C + c] = h1;
+    state_out[2 * C + c] = h2;
 }
 
 // Thread block clusters (sm_90): the blocks of a cluster read each other's shared memory.

@@ -15,9 +15,8 @@ __device__ __forceinline__ void gemv_prologue(const bf16* __restrict__ W, int ro
     if (!(early & EARLY_REGS)) pdl_begin();
 }
 
-// Returns the product thread r*T + t wrote (row row0 + r, position t), for the epilogues.
 template <int T, bool FOLD = false, typename XT>
-__device__ __forceinline__ float gemv_body(const bf16* __restrict__ W, const XT* __restrict__ x,
+__device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* __restrict__ x,
                                           float* __restrict__ y, int rows, int cols, int accumulate,
                                           int row0, int early, const bf16* __restrict__ nw = nullptr,
                                           float eps = 0.0f) {
@@ -32,14 +31,13 @@ __device__ __forceinline__ float gemv_body(const bf16* __restrict__ W, const XT*
     for (int t = 0; t < T; ++t) norm.ss[t] = 0.0f;
     rows_dot_lane<GEMV_ROWS, T, FOLD>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, threadIdx.x, blockDim.x, acc,
                                       &norm, early & EARLY_REGS);
-    float s = 0.0f;
+    float s;
     block_sum_rows<GEMV_ROWS, T, FOLD>(acc, &s, &norm, cols, eps);
     const int r = threadIdx.x / T, t = threadIdx.x % T;
     if (threadIdx.x < GEMV_ROWS * T && row0 + r < rows) {
         float* dst = y + (size_t)t * rows + row0 + r;
         *dst = accumulate ? *dst + s : s;
     }
-    return s;
 }
 
 #define GEMV(T)                                                                                     \
@@ -63,51 +61,19 @@ GEMV(1) GEMV(2) GEMV(3) GEMV(4) GEMV(5) GEMV(6) GEMV(7) GEMV(8)
 // Segment ends are multiples of GEMV_ROWS, so that a block stays inside one segment; an unused
 // segment repeats the previous end. gemv_multi_norm_t* first RMS-normalises the input,
 // x/rms·(1+nw) (the layer's input norm, folded in: see FoldedNorm); gemv_multi_t* ignores nw.
-// With conv_w not null, segment 0 is a GDN layer's q||k||v and the launch also runs its conv
-// (ConvWindow in common.cuh: state slots conv_in -> conv_state, output conv_out [T][e0]),
-// sparing the decode chain the gdn_conv launch.
 template <int T, bool FOLD>
 __device__ __forceinline__ void gemv_multi_body(const bf16* W0, const bf16* W1, const bf16* W2, const bf16* W3,
                                                 float* y0, float* y1, float* y2, float* y3, int e0, int e1,
                                                 int e2, int e3, const float* __restrict__ x, int cols,
-                                                const bf16* __restrict__ nw, float eps, int early,
-                                                const bf16* __restrict__ conv_w, const bf16* conv_in,
-                                                bf16* conv_state, float* __restrict__ conv_out) {
+                                                const bf16* __restrict__ nw, float eps, int early) {
     const int row = blockIdx.x * GEMV_ROWS;
     const int s = row < e0 ? 0 : row < e1 ? 1 : row < e2 ? 2 : 3;
     const bf16* W = s == 0 ? W0 : s == 1 ? W1 : s == 2 ? W2 : W3;
     float* y = s == 0 ? y0 : s == 1 ? y1 : s == 2 ? y2 : y3;
     const int begin = s == 0 ? 0 : s == 1 ? e0 : s == 2 ? e1 : e2;
     const int end = s == 0 ? e0 : s == 1 ? e1 : s == 2 ? e2 : e3;
-    // The conv's taps and window for the block's GEMV_ROWS channels (segment ends are
-    // multiples of GEMV_ROWS), copied into shared memory while the projection runs: the window
-    // was written a round ago, and nothing waits for the copy before the epilogue.
-    __shared__ __align__(16) bf16 taps[GEMV_ROWS * 4];
-    __shared__ __align__(8) bf16 window[3][GEMV_ROWS];
-    const bool conv = conv_w != nullptr && s == 0;
-    const int lane = threadIdx.x;
-    if (conv && lane == 0) {
-        cp_async16(taps, conv_w + 4 * row);
-        cp_async16(taps + 8, conv_w + 4 * row + 8);
-#pragma unroll
-        for (int i = 0; i < 3; ++i) cp_async8(window[i], conv_in + (size_t)i * e0 + row);
-        cp_async_commit();
-    }
     gemv_prologue(W, end - begin, cols, row - begin, early);
-    const float sum = gemv_body<T, FOLD>(W, x, y, end - begin, cols, 0, row - begin, early, nw, eps);
-    if (!conv || lane >= 32) return;
-    if (lane == 0) cp_async_wait<0>();
-    __syncwarp();
-    // Lane r of the first warp convolves channel row + r over the T positions: the product of
-    // (r, t) is in lane r*T + t.
-    const bool channel = lane < GEMV_ROWS;
-    ConvWindow cw;
-    if (channel) conv_load(cw, taps, &window[0][0], GEMV_ROWS, lane);
-    for (int t = 0; t < T; ++t) {
-        const float v = __shfl_sync(FULL_MASK, sum, (lane * T + t) & 31);
-        if (channel) conv_out[(size_t)t * e0 + row + lane] = conv_step(cw, v);
-    }
-    if (channel) conv_store(cw, conv_state, e0, row + lane);
+    gemv_body<T, FOLD>(W, x, y, end - begin, cols, 0, row - begin, early, nw, eps);
 }
 
 #define GEMV_MULTI(NAME, T, FOLD)                                                                   \
@@ -115,10 +81,9 @@ __device__ __forceinline__ void gemv_multi_body(const bf16* W0, const bf16* W1, 
         const bf16* __restrict__ W0, const bf16* __restrict__ W1, const bf16* __restrict__ W2,      \
         const bf16* __restrict__ W3, float* y0, float* y1, float* y2, float* y3, int e0, int e1,    \
         int e2, int e3, const float* __restrict__ x, int cols, const bf16* __restrict__ nw,         \
-        float eps, int early, const bf16* __restrict__ conv_w, const bf16* conv_in,                 \
-        bf16* conv_state, float* __restrict__ conv_out) {                                           \
+        float eps, int early) {                                                                     \
         gemv_multi_body<T, FOLD>(W0, W1, W2, W3, y0, y1, y2, y3, e0, e1, e2, e3, x, cols, nw, eps,  \
-                                 early, conv_w, conv_in, conv_state, conv_out);                     \
+                                 early);                                                            \
     }
 #define GEMV_MULTI_BOTH(T) GEMV_MULTI(gemv_multi, T, false) GEMV_MULTI(gemv_multi_norm, T, true)
 GEMV_MULTI_BOTH(1) GEMV_MULTI_BOTH(2) GEMV_MULTI_BOTH(3) GEMV_MULTI_BOTH(4)

@@ -5,8 +5,8 @@
 //!     cargo run --release -p engine --example cuda_kernels_bench
 
 use anyhow::Result;
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
-use engine::cuda::gemv::{ArgmaxScratch, ConvEpilogue, FoldedNorm};
+use cudarc::driver::CudaSlice;
+use engine::cuda::gemv::{ArgmaxScratch, FoldedNorm};
 use engine::cuda::{synthetic_key, AttnShape, GdnShape, Gpu, GpuOptions, MoeScratch, MoeShape, MoeStage, MoeWeights};
 use half::bf16;
 
@@ -107,18 +107,9 @@ fn fused_rows(b: &Bench, pool: &CudaSlice<bf16>, x: &CudaSlice<f32>) -> Result<(
     let norm_w = b.weights("bench.input_norm", cols, 0.5)?;
     let mut ys: Vec<CudaSlice<f32>> = parts.iter().map(|&r| b.gpu.stream.alloc_zeros(r)).collect::<Result<_, _>>()?;
     let copies = copies_for(rows * cols * 2);
-    // The layer's conv run by the same launch: taps, a state slot per copy, its output.
-    let conv_w = b.weights("bench.conv", 4 * parts[0], 0.5)?;
-    let states = b.weights("bench.conv_state", copies * 3 * parts[0], 1.0)?;
-    let mut conv_out = b.gpu.stream.alloc_zeros::<f32>(parts[0])?;
-    let (conv_w, states, conv_out) = (addr(b, &conv_w), addr(b, &states), addr_mut(b, &mut conv_out));
-    for (folded, conv) in [(false, false), (true, false), (false, true)] {
+    for folded in [false, true] {
         let norm = folded.then_some(FoldedNorm { w: &norm_w, eps: 1e-6 });
-        let name = match (folded, conv) {
-            (true, _) => "gemv 4 parts, norm, t=1",
-            (_, true) => "gemv 4 parts + conv, t=1",
-            _ => "gemv 4 parts, t=1",
-        };
+        let name = if folded { "gemv 4 parts, norm, t=1" } else { "gemv 4 parts, t=1" };
         b.row(name, &format!("gdn in_proj qkv|z|b|a {rows}x{cols}"), rows * cols * 2, copies, |c| {
             // Copy c of the four weights, back to back in the pool.
             let mut ws = Vec::with_capacity(parts.len());
@@ -128,21 +119,10 @@ fn fused_rows(b: &Bench, pool: &CudaSlice<bf16>, x: &CudaSlice<f32>) -> Result<(
                 at += r * cols;
             }
             let mut p: Vec<_> = ws.iter().zip(&parts).zip(ys.iter_mut()).map(|((w, &r), y)| (w, r, y)).collect();
-            let slot = states + (c * 3 * parts[0] * 2) as u64;
-            let epilogue = conv.then_some(ConvEpilogue { w: conv_w, from: slot, to: slot, out: conv_out });
-            b.gpu.project_many_conv(x, cols, 1, &mut p, norm, epilogue)
+            b.gpu.project_many(x, cols, 1, &mut p, norm)
         })?;
     }
     Ok(())
-}
-
-/// The device address of a buffer the bench keeps for its whole run.
-fn addr<T>(b: &Bench, buf: &CudaSlice<T>) -> u64 {
-    buf.device_ptr(&b.gpu.stream).0
-}
-
-fn addr_mut<T>(b: &Bench, buf: &mut CudaSlice<T>) -> u64 {
-    buf.device_ptr_mut(&b.gpu.stream).0
 }
 
 fn lm_head_row(b: &Bench) -> Result<()> {

@@ -118,14 +118,6 @@ pub trait Backend: Sized {
     /// `out[i] = a[i] ‖ b[i]` (the MTP fc input), rows of `wa` and `wb`.
     fn concat(&mut self, a: &Self::Buf, b: &Self::Buf, t: usize, wa: usize, wb: usize, out: &mut Self::Buf);
 
-    /// A GDN layer's input projections of `rmsnorm(x)` ([`Backend::norm_matmul_many`], the
-    /// first of `outs` being q‖k‖v), then [`Backend::gdn_conv`] of q‖k‖v into `conv_out`. A
-    /// backend may run the conv in the projections' pass.
-    #[allow(clippy::too_many_arguments)]
-    fn gdn_in_proj(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, x: &Self::Buf, norm: &Self::Buf, eps: f32, t: usize, normed: &mut Self::Buf, outs: &mut [(&Self::Mat, &mut Self::Buf)], pool: &mut Self::Pool, slots: SlotPair, conv_out: &mut Self::Buf) {
-        self.norm_matmul_many(x, norm, eps, cfg.hidden, t, normed, outs);
-        self.gdn_conv(cfg, w, pool, slots, outs[0].1, t, conv_out);
-    }
     /// GDN causal depthwise conv + SiLU over `t` positions of the projected q‖k‖v `x`,
     /// reading the conv state (bf16, last `kernel − 1` inputs) at `slots.src` and writing
     /// it at `slots.dst`.

@@ -235,7 +235,7 @@ impl<B: Backend> Model<B> {
                 let (conv, rec) = self.slots(g, Pass::Verify);
                 let st = &self.stash[g];
                 let out = (&mut self.s.conv, &mut self.s.o);
-                gdn_core(&mut self.backend, &self.cfg, &mut self.pool, w, (conv, rec), (&st.x, &st.b, &st.a), t, out);
+                gdn_core(&mut self.backend, &self.cfg, &mut self.pool, w, (conv, rec), (&st.x, &st.b, &st.a), t, out, None);
                 g += 1;
             }
         }
@@ -270,12 +270,15 @@ enum MixerIo<'a, B: Backend> {
 }
 
 /// Conv + recurrence of one GDN layer from its projections (q‖k‖v, b, a) into
-/// (conv output, o).
+/// (conv output, o); with `gate` = (z, out), the output norm of o into out as well.
 #[allow(clippy::too_many_arguments)]
-fn gdn_core<B: Backend>(b: &mut B, cfg: &ModelConfig, pool: &mut B::Pool, w: &GdnWeights<B>, slots: (SlotPair, SlotPair), proj: (&B::Buf, &B::Buf, &B::Buf), t: usize, out: (&mut B::Buf, &mut B::Buf)) {
+fn gdn_core<B: Backend>(b: &mut B, cfg: &ModelConfig, pool: &mut B::Pool, w: &GdnWeights<B>, slots: (SlotPair, SlotPair), proj: (&B::Buf, &B::Buf, &B::Buf), t: usize, out: (&mut B::Buf, &mut B::Buf), gate: Option<(&B::Buf, &mut B::Buf)>) {
     let (x, bb, aa) = proj;
     b.gdn_conv(cfg, w, pool, slots.0, x, t, out.0);
-    b.gdn_recurrence(cfg, w, pool, slots.1, out.0, bb, aa, t, out.1);
+    match gate {
+        Some((z, normed)) => b.gdn_recurrence_gated(cfg, w, pool, slots.1, out.0, bb, aa, z, t, out.1, normed),
+        None => b.gdn_recurrence(cfg, w, pool, slots.1, out.0, bb, aa, t, out.1),
+    }
 }
 
 /// One decoder layer over `t` rows of the residual stream `s.x`: norm, mixer, residual,
@@ -289,8 +292,8 @@ fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: Mi
                 Some(st) => (&mut st.x, &mut st.b, &mut st.a),
                 None => (&mut s.qkv, &mut s.b, &mut s.a),
             };
-            b.gdn_in_proj(cfg, w, &s.x, &lw.input_norm, eps, t, &mut s.xn, &mut [(&w.qkv, &mut *x), (&w.z, &mut s.z), (&w.b, &mut *bb), (&w.a, &mut *aa)], pool, conv, &mut s.conv);
-            b.gdn_recurrence_gated(cfg, w, pool, rec, &s.conv, bb, aa, &s.z, t, &mut s.o, &mut s.on);
+            b.norm_matmul_many(&s.x, &lw.input_norm, eps, h, t, &mut s.xn, &mut [(&w.qkv, &mut *x), (&w.z, &mut s.z), (&w.b, &mut *bb), (&w.a, &mut *aa)]);
+            gdn_core(b, cfg, pool, w, (conv, rec), (x, bb, aa), t, (&mut s.conv, &mut s.o), Some((&s.z, &mut s.on)));
             b.matmul_add(&w.out, &s.on, t, &mut s.x);
         }
         (Mixer::Attn(w), MixerIo::Attn { cache }) => {

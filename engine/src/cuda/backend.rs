@@ -17,7 +17,7 @@ use half::bf16;
 use super::args::{dim, MAX_T};
 use super::attention::{AttnShape, MAX_SPLITS};
 use super::gdn::{GatedOut, GdnShape, HEAD_DIM};
-use super::gemv::{ArgmaxScratch, ConvEpilogue, FoldedNorm};
+use super::gemv::{ArgmaxScratch, FoldedNorm};
 use super::l2::{L2Arm, L2Audit, L2Session};
 use super::moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
 use super::Gpu;
@@ -334,12 +334,6 @@ impl CudaBackend {
         self.gpu.project(&p.ffn_gate, &mlp.down.data, acc, h, size, t, true)
     }
 
-    /// Whether projections of `width`-wide rows run as one GEMV launch (which can fold the
-    /// input norm and run the GDN conv).
-    fn one_launch(width: usize, t: usize, outs: &[(&CudaMat, &mut CudaBuf)]) -> bool {
-        outs.iter().all(|(w, _)| w.cols == width) && Gpu::can_fuse(width, t, outs.iter().map(|(w, _)| w.rows))
-    }
-
     /// The recurrence of one GDN layer into `o`; with `gate` = (z, out), its output norm in
     /// the same launch.
     #[allow(clippy::too_many_arguments)]
@@ -642,7 +636,7 @@ impl Backend for CudaBackend {
     }
 
     fn norm_matmul_many(&mut self, x: &CudaBuf, norm: &CudaBuf, eps: f32, width: usize, t: usize, normed: &mut CudaBuf, outs: &mut [(&CudaMat, &mut CudaBuf)]) {
-        let folds = self.gpu.options.fold_norms && Self::one_launch(width, t, outs);
+        let folds = self.gpu.options.fold_norms && outs.iter().all(|(w, _)| w.cols == width) && Gpu::can_fuse(width, t, outs.iter().map(|(w, _)| w.rows));
         if !folds {
             self.rms_norm(x, norm, t, width, eps, normed);
             return self.matmul_many(normed, t, outs);
@@ -662,34 +656,6 @@ impl Backend for CudaBackend {
             let cfg = LaunchConfig { grid_dim: ((wa + wb).div_ceil(256) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
             launch!(b.gpu, "concat_rows", cfg, &a, &bp, &o, &dim("width a", wa)?, &dim("width b", wb)?);
             Ok(())
-        });
-    }
-
-    fn gdn_in_proj(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, x: &CudaBuf, norm: &CudaBuf, eps: f32, t: usize, normed: &mut CudaBuf, outs: &mut [(&CudaMat, &mut CudaBuf)], pool: &mut CudaSlice<u8>, slots: SlotPair, conv_out: &mut CudaBuf) {
-        let (width, c) = (cfg.hidden, cfg.conv_channels());
-        if !Self::one_launch(width, t, outs) || outs[0].0.rows != c {
-            self.norm_matmul_many(x, norm, eps, width, t, normed, outs);
-            return self.gdn_conv(cfg, w, pool, slots, outs[0].1, t, conv_out);
-        }
-        let fold = self.gpu.options.fold_norms;
-        if !fold {
-            self.rms_norm(x, norm, t, width, eps, normed);
-        }
-        let input: &CudaBuf = if fold { x } else { normed };
-        let rows: usize = outs.iter().map(|(w, _)| w.rows).sum();
-        let label = || format!("gemv {rows}x{width} fused{} + gdn_conv", if fold { ", norm folded" } else { "" });
-        self.op(label, (rows * width * 2) as u64, |b| {
-            let s = &b.gpu.stream;
-            let base = super::args::output("state pool", pool, 0, s)?;
-            let conv = ConvEpilogue {
-                w: super::args::input("gdn conv weight", w.conv.bf16()?, 4 * c, s)?,
-                from: base + slots.src as u64,
-                to: base + slots.dst as u64,
-                out: super::args::output("gdn conv output", conv_out.f32_mut()?, t * c, s)?,
-            };
-            let folded = if fold { Some(FoldedNorm { w: norm.bf16()?, eps }) } else { None };
-            let mut parts = outs.iter_mut().map(|(w, out)| Ok((&w.data, w.rows, out.f32_mut()?))).collect::<Result<Vec<_>>>()?;
-            b.gpu.project_many_conv(input.f32()?, width, t, &mut parts, folded, Some(conv))
         });
     }
 

@@ -74,17 +74,6 @@ impl FoldedNorm<'_> {
 /// Most projections one fused GEMV launch takes (`gemv_multi_t*`).
 pub const MAX_FUSED: usize = 4;
 
-/// The GDN conv run by a projection launch on its first part, q‖k‖v (channel = row, C = the
-/// part's rows), as device addresses: the conv weight `[C][4]` bf16, the conv state slots read
-/// and written (`[3][C]` bf16 each) and the conv output `[t][C]` fp32.
-#[derive(Debug, Clone, Copy)]
-pub struct ConvEpilogue {
-    pub w: u64,
-    pub from: u64,
-    pub to: u64,
-    pub out: u64,
-}
-
 /// Scratch of the two-pass LM head argmax, sized for a vocabulary and up to [`MAX_T`] positions.
 pub struct ArgmaxScratch {
     vals: CudaSlice<f32>,
@@ -179,16 +168,8 @@ impl Gpu {
     /// one projection after another otherwise. With `norm`, the projections read
     /// `rmsnorm(x)` instead (one launch only: see [`Gpu::can_fuse`]).
     pub fn project_many<W: DevicePtr<bf16>>(&self, x: &impl DevicePtr<f32>, cols: usize, t: usize, parts: &mut [(&W, usize, &mut CudaSlice<f32>)], norm: Option<FoldedNorm>) -> Result<()> {
-        self.project_many_conv(x, cols, t, parts, norm, None)
-    }
-
-    /// [`Gpu::project_many`] whose first part is a GDN layer's q‖k‖v projection, with the
-    /// layer's conv ([`Gpu::gdn_conv`]) run by the same launch when `conv` is given (one
-    /// launch only: see [`Gpu::can_fuse`]).
-    pub fn project_many_conv<W: DevicePtr<bf16>>(&self, x: &impl DevicePtr<f32>, cols: usize, t: usize, parts: &mut [(&W, usize, &mut CudaSlice<f32>)], norm: Option<FoldedNorm>, conv: Option<ConvEpilogue>) -> Result<()> {
         let fused = Self::can_fuse(cols, t, parts.iter().map(|(_, rows, _)| *rows));
         ensure!(fused || norm.is_none(), "a norm folded into {} projections of {cols} columns over {t} positions: only one GEMV launch (t <= {MAX_T}, at most {MAX_FUSED} parts of a multiple of {GEMV_ROWS} rows) can fold it", parts.len());
-        ensure!(fused || conv.is_none(), "the GDN conv after {} projections of {cols} columns over {t} positions: only one GEMV launch can run it", parts.len());
         if !fused {
             for (w, rows, y) in parts.iter_mut() {
                 self.project(x, *w, *y, *rows, cols, t, false)?;
@@ -213,8 +194,7 @@ impl Gpu {
         let [y0, y1, y2, y3] = ys;
         let [e0, e1, e2, e3] = ends;
         let (nw, eps) = FoldedNorm::args(norm, cols, &self.stream)?;
-        let c = conv.unwrap_or(ConvEpilogue { w: 0, from: 0, to: 0, out: 0 });
-        launch!(self, format!("{}_t{t}", FoldedNorm::kernel(norm, "gemv_multi")), cfg, &w0, &w1, &w2, &w3, &y0, &y1, &y2, &y3, &e0, &e1, &e2, &e3, &xp, &dim("cols", cols)?, &nw, &eps, &self.early_arg(), &c.w, &c.from, &c.to, &c.out);
+        launch!(self, format!("{}_t{t}", FoldedNorm::kernel(norm, "gemv_multi")), cfg, &w0, &w1, &w2, &w3, &y0, &y1, &y2, &y3, &e0, &e1, &e2, &e3, &xp, &dim("cols", cols)?, &nw, &eps, &self.early_arg());
         Ok(())
     }
 

@@ -3,9 +3,7 @@
 
 use super::{assert_close, bf16_round, download, gpu, sigmoid, silu, upload, weights, Rng};
 use engine::cuda::gdn::HEAD_DIM as D;
-use engine::cuda::gemv::ConvEpilogue;
 use engine::cuda::GdnShape;
-use cudarc::driver::DevicePtr;
 use half::bf16;
 
 const SHAPE: GdnShape = GdnShape { hk: 2, hv: 4 };
@@ -179,46 +177,5 @@ fn gdn_step_with_its_output_norm_equals_step_then_gated_norm() {
         assert_eq!(download(gpu, &pool), want_pool, "state differs with the norm fused (t = {t})");
         let want: Vec<f64> = download(gpu, &want).iter().map(|v| *v as f64).collect();
         assert_close(&format!("gdn output norm in the step launch (t = {t})"), &download(gpu, &y), &want, 1e-6);
-    }
-}
-
-/// The conv run by the projection launch (gemv_multi with a conv, its first part q‖k‖v) writes
-/// the same conv output and conv state bits as the projection followed by gdn_conv, reading and
-/// writing other slots or in place, and leaves the raw q‖k‖v in the first part's output.
-#[test]
-fn gdn_conv_in_the_projection_launch_equals_gdn_conv_after_it() {
-    let Some(gpu) = gpu() else { return };
-    let (cols, c) = (256, SHAPE.conv_channels());
-    let shapes = [c, 64, SHAPE.hv, SHAPE.hv];
-    let ws: Vec<_> = shapes.iter().enumerate().map(|(i, &r)| weights(gpu, &format!("gdn.in_proj{i}"), r * cols, 0.0, 0.05).0).collect();
-    let (conv_w, _) = weights(gpu, "gdn.conv1d.weight", 4 * c, 0.0, 0.5);
-    for (t, read, write) in [(1, 0, 1), (5, 1, 1), (8, 0, 0)] {
-        let inp = inputs(t);
-        let x = upload(gpu, &Rng::new(9 + t as u64).vec(t * cols, 1.0));
-        let run = |conv_in_launch: bool| {
-            let mut pool = upload(gpu, &inp.pool);
-            let mut ys: Vec<_> = shapes.iter().map(|&r| gpu.stream.alloc_zeros::<f32>(t * r).unwrap()).collect();
-            let mut conv = gpu.stream.alloc_zeros::<f32>(t * c).unwrap();
-            let mut parts: Vec<_> = ws.iter().zip(&shapes).zip(ys.iter_mut()).map(|((w, &r), y)| (w, r, y)).collect();
-            if conv_in_launch {
-                let bytes = SHAPE.conv_slot_bytes() as u64;
-                let base = { let (p, _g) = pool.device_ptr(&gpu.stream); p };
-                let (w, _g) = conv_w.device_ptr(&gpu.stream);
-                let (out, _g2) = conv.device_ptr(&gpu.stream);
-                let epilogue = ConvEpilogue { w, from: base + read as u64 * bytes, to: base + write as u64 * bytes, out };
-                gpu.project_many_conv(&x, cols, t, &mut parts, None, Some(epilogue)).unwrap();
-            } else {
-                gpu.project_many(&x, cols, t, &mut parts, None).unwrap();
-                let qkv = gpu.stream.clone_dtod(&ys[0]).unwrap();
-                gpu.gdn_conv(&qkv, &conv_w, &mut pool, read, write, &mut conv, t, SHAPE).unwrap();
-            }
-            (download(gpu, &conv), download(gpu, &pool), download(gpu, &ys[0]))
-        };
-        let (want_conv, want_pool, want_qkv) = run(false);
-        let (conv, pool, qkv) = run(true);
-        assert!(want_conv.iter().any(|v| *v != 0.0), "t = {t}: zero conv output");
-        assert_eq!(conv, want_conv, "t = {t}: conv output");
-        assert_eq!(pool, want_pool, "t = {t}, slots {read} -> {write}: state pool");
-        assert_eq!(qkv, want_qkv, "t = {t}: raw q‖k‖v");
     }
 }
