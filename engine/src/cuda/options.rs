@@ -7,8 +7,8 @@
 //! decode and +1.2 % prefill against none of the first three, and the register preload of the
 //! weights, +3.8 % decode on top of it; folding the norms and prefetching the weights into the
 //! L2 each cost about 2 % of decode, so both are off unless asked for. Folding, measured again
-//! once it had kernels of its own (`reports/engine-fold-h200.md`), read +0.5 % in a ladder that
-//! its reflexive control disqualified: still off.
+//! once it had kernels of its own (`reports/engine-fold-h200.md`), read +0.5 % and +1.1 % of
+//! decode in two ladders that their reflexive controls disqualified: still off.
 
 use anyhow::{bail, Result};
 
