@@ -416,6 +416,11 @@ fn to_bf16(host: &[f32]) -> Vec<bf16> {
     host.iter().map(|v| bf16::from_f32(*v)).collect()
 }
 
+/// `(weight, rows, output)` of each projection, as [`Gpu::project_many`] takes them.
+fn projection_parts<'a>(outs: &'a mut [(&CudaMat, &mut CudaBuf)]) -> Result<Vec<(&'a CudaSlice<bf16>, usize, &'a mut CudaSlice<f32>)>> {
+    outs.iter_mut().map(|(w, out)| Ok((&w.data, w.rows, out.f32_mut()?))).collect()
+}
+
 impl Backend for CudaBackend {
     type Buf = CudaBuf;
     type Mat = CudaMat;
@@ -630,7 +635,7 @@ impl Backend for CudaBackend {
         let rows: usize = outs.iter().map(|(w, _)| w.rows).sum();
         let label = || format!("{} {}x{} fused", if t <= MAX_T { "gemv" } else { "gemm" }, rows, cols);
         self.op(label, (rows * cols * 2) as u64, |b| {
-            let mut parts = outs.iter_mut().map(|(w, out)| Ok((&w.data, w.rows, out.f32_mut()?))).collect::<Result<Vec<_>>>()?;
+            let mut parts = projection_parts(outs)?;
             b.gpu.project_many(x.f32()?, cols, t, &mut parts, None)
         });
     }
@@ -643,7 +648,7 @@ impl Backend for CudaBackend {
         }
         let rows: usize = outs.iter().map(|(w, _)| w.rows).sum();
         self.op(|| format!("gemv {rows}x{width} fused, norm folded"), (rows * width * 2) as u64, |b| {
-            let mut parts = outs.iter_mut().map(|(w, out)| Ok((&w.data, w.rows, out.f32_mut()?))).collect::<Result<Vec<_>>>()?;
+            let mut parts = projection_parts(outs)?;
             b.gpu.project_many(x.f32()?, width, t, &mut parts, Some(FoldedNorm { w: norm.bf16()?, eps }))
         });
     }

@@ -33,8 +33,8 @@ pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     pub info: DeviceInfo,
-    /// How decode kernels are launched and fused (`ENGINE_PDL`, `ENGINE_FOLD_NORM`,
-    /// `ENGINE_WEIGHT_PREFETCH`); every option on by default.
+    /// How decode kernels are launched and fused: the `ENGINE_*` options of [`super::GpuOptions`],
+    /// at their defaults until the caller sets them.
     pub options: super::GpuOptions,
     functions: HashMap<String, CudaFunction>,
     /// cuBLAS and the split activations of the prefill GEMMs, made on first use (decode never
