@@ -49,22 +49,12 @@ __device__ __forceinline__ void unpack8(uint4 v, float* f) {
 }
 
 // Programmatic dependent launch (sm_90). The engine launches every kernel so that it may start
-// while the previous kernel of the stream is still running. `pdl_begin` first lets the next
-// kernel start (its blocks are scheduled as soon as every block of this one has begun, and load
-// their weights while the chain ahead of them runs), then waits until the kernel before has
-// finished and its writes are visible: every kernel calls it before touching memory that another
-// kernel writes or reads, and nothing but weights and L2 prefetches comes before it (the L2 is
-// where the device's memory is coherent, so a prefetch cannot return stale data). A kernel's
-// wait returning means the whole chain before it has finished, since each kernel of that chain
-// waited for its own predecessor. Launched without the attribute, both instructions do nothing.
+// while the previous kernel of the stream is still running. `pdl_begin` waits until that kernel
+// has finished and its writes are visible, then lets the next kernel start: every kernel calls
+// it before touching memory that another kernel writes or reads, and nothing but L2 prefetches
+// comes before it (the L2 is where the device's memory is coherent, so a prefetch cannot return
+// stale data). Launched without the attribute, both instructions do nothing.
 __device__ __forceinline__ void pdl_begin() {
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-
-// The wait, then the next kernel: for a kernel whose successor reads, before its own wait, what
-// the kernel before this one wrote (moe_down reads the router's routing early, past gate||up).
-__device__ __forceinline__ void pdl_wait_then_release() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }

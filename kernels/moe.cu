@@ -185,9 +185,7 @@ __device__ __forceinline__ void moe_gate_up_body(
         prefetch_l2(Wsu + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
     }
     const bool preload = shared && (early & EARLY_REGS);
-    // The routed rows let moe_down start only after their wait has seen the router finish:
-    // moe_down reads the routing before its own wait.
-    if (!preload) pdl_wait_then_release();
+    if (!preload) pdl_begin();
     if (r >= rows) return;
     const bf16 *g, *u;
     if (r < k * I) {
@@ -242,8 +240,8 @@ __device__ __forceinline__ void load_down_batch(uint4 (&wv)[UNROLL], const bf16*
 // in flight per lane cover the whole virtual row of the 35B-A3B shape, (8 + 1) x 512 values,
 // in one batch: a row costs one trip to memory. With EARLY_REGS (`early`) the routing and the
 // first weights are read before the wait for gate||up: the router wrote the routing two
-// launches back, and gate||up's routed rows let this kernel start only once their wait has
-// seen the router finish (pdl_wait_then_release).
+// launches back, and gate||up lets this kernel start only once its own wait has seen the
+// router finish.
 #define DOWN_UNROLL 18
 extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
     const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const int* __restrict__ idx,
