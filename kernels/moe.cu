@@ -165,34 +165,15 @@ __device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr,
 MOE_ROUTER_BOTH(1) MOE_ROUTER_BOTH(2) MOE_ROUTER_BOTH(3) MOE_ROUTER_BOTH(4)
 MOE_ROUTER_BOTH(5) MOE_ROUTER_BOTH(6) MOE_ROUTER_BOTH(7) MOE_ROUTER_BOTH(8)
 
-// Down's weights for position t's experts into the L2, a share per gate||up warp (`warp` of
-// `nwarps`, 32 lines of 128 bytes at a time): known from the routing as soon as gate||up's own
-// are, they stream from memory while gate||up's do, and moe_down then reads them from the L2
-// instead of starting its trip to memory when gate||up ends. Marked evict-last: gate||up's
-// weights, read once, are evict-first and pass them by.
-__device__ __forceinline__ void prefetch_down_l2(const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd,
-                                                 const int* __restrict__ idx, int t, int k, int I, int Is, int H,
-                                                 int warp, int nwarps) {
-    const size_t per_expert = (size_t)H * I * sizeof(bf16) / 128;
-    const size_t lines = k * per_expert + (size_t)H * Is * sizeof(bf16) / 128;
-    for (size_t line = (size_t)warp * 32 + (threadIdx.x & 31); line < lines; line += (size_t)nwarps * 32) {
-        const size_t slot = line / per_expert;
-        const char* p = slot < (size_t)k
-                            ? reinterpret_cast<const char*>(Wd + (size_t)idx[(size_t)t * k + slot] * H * I) + (line - slot * per_expert) * 128
-                            : reinterpret_cast<const char*>(Wsd) + (line - k * per_expert) * 128;
-        asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p));
-    }
-}
-
 // A warp per activation row r of position t (grid ceil(rows / MOE_WARPS) x T): routed rows
 // 0..k*I-1, then the Is shared rows; act [T][k*I + Is]. The gate and up rows are read as two
 // rows of one pass (`up - gate` apart), the warp's lanes splitting the hidden dim.
 template <bool FOLD>
 __device__ __forceinline__ void moe_gate_up_body(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
-    const bf16* __restrict__ Wsu, const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd,
-    const int* __restrict__ idx, const float* __restrict__ x, float* __restrict__ act, int k, int I, int Is,
-    int H, const bf16* __restrict__ nw, float eps, int early) {
+    const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
+    float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw, float eps,
+    int early) {
     const int t = blockIdx.y, r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int rows = k * I + Is;
     // The shared expert's rows are known before the routing is: they are fetched while the
@@ -218,14 +199,8 @@ __device__ __forceinline__ void moe_gate_up_body(
     }
     float acc[2][1] = {{0.0f}, {0.0f}};
     FoldedNorm<1> norm = {nw, {0.0f}};
-#ifdef DOWN_PREFETCH_FIRST
-    prefetch_down_l2(Wd, Wsd, idx, t, k, I, Is, H, r, rows);
-#endif
     rows_dot_lane_u<MOE_UNROLL, 2, 1, FOLD>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, &norm,
                                             preload);
-#ifndef DOWN_PREFETCH_FIRST
-    prefetch_down_l2(Wd, Wsd, idx, t, k, I, Is, H, r, rows);
-#endif
     float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
     if constexpr (FOLD) {
         const float inv = rsqrtf(warp_sum(norm.ss[0]) / (float)H + eps);
@@ -238,10 +213,10 @@ __device__ __forceinline__ void moe_gate_up_body(
 #define MOE_GATE_UP(NAME, FOLD)                                                                     \
     extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) NAME(                              \
         const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,     \
-        const bf16* __restrict__ Wsu, const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd,   \
-        const int* __restrict__ idx, const float* __restrict__ x, float* __restrict__ act, int k,  \
-        int I, int Is, int H, const bf16* __restrict__ nw, float eps, int early) {                  \
-        moe_gate_up_body<FOLD>(Wg, Wu, Wsg, Wsu, Wd, Wsd, idx, x, act, k, I, Is, H, nw, eps, early); \
+        const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,     \
+        float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw,         \
+        float eps, int early) {                                                                     \
+        moe_gate_up_body<FOLD>(Wg, Wu, Wsg, Wsu, idx, x, act, k, I, Is, H, nw, eps, early);        \
     }
 MOE_GATE_UP(moe_gate_up, false) MOE_GATE_UP(moe_gate_up_norm, true)
 

@@ -199,7 +199,7 @@ impl<'a> MoeArgs<'a> {
         let early = gpu.early_arg();
         match stage {
             MoeStage::Router => launch!(gpu, format!("{}_t{t}", fold("moe_router")), warps_config((s.experts + 1).div_ceil(MOE_WARPS), 1), &self.router, &self.x, &self.logits, &e, &k, &h, &self.shared_expert_gate, &self.done, &self.idx, &self.wts, &self.nw, &self.eps, &early),
-            MoeStage::GateUp => launch!(gpu, fold("moe_gate_up"), warps_config(s.act_len().div_ceil(MOE_WARPS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.down, &self.shared_down, &self.idx, &self.x, &self.act, &k, &i, &is, &h, &self.nw, &self.eps, &early),
+            MoeStage::GateUp => launch!(gpu, fold("moe_gate_up"), warps_config(s.act_len().div_ceil(MOE_WARPS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &self.x, &self.act, &k, &i, &is, &h, &self.nw, &self.eps, &early),
             MoeStage::Down => launch!(gpu, "moe_down", warps_config(s.hidden.div_ceil(MOE_WARPS), t), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate, &early),
         }
         Ok(())
