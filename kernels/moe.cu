@@ -1,9 +1,11 @@
 // Sparse MoE for T positions in three launches, with no host round trip (a decode round stays
-// capturable as a CUDA graph). The `_norm` variants of the first two read x RMS-normalised,
-// x/rms·(1+nw) (the layer's post-attention norm, folded in: see FoldedNorm):
+// capturable as a CUDA graph):
 //   moe_router:  router GEMV (a warp per expert row) and the shared expert's gate logit (one
 //                more row); the last block to finish does the routing: softmax over the
 //                logits, top-k, renormalise; the shared expert's sigmoid gate goes to slot k.
+//                `moe_router_norm` reads x RMS-normalised, x/rms·(1+nw) (the layer's
+//                post-attention norm, folded in: see FoldedNorm), and its blocks also write
+//                the normalised rows for gate||up, sparing the norm a launch.
 //   moe_gate_up: act[t][slot] = silu(Wg[e] x[t]) * (Wu[e] x[t]) for the k routed experts and
 //                the shared expert (slot k).
 //   moe_down:    y[t] (+)= sum_j w[t][j] Wd[e_j] act[t][j] + w[t][k] Wsd act[t][k].
@@ -100,6 +102,9 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, int E, in
 // Router GEMV and routing in one launch: logits [T][E + 1] = [Wr; shared_gate_w] x, a warp
 // per row, the shared expert's gate logit last; the last block to finish (counted in `done`,
 // which it resets for the next launch) routes the T positions, its warps taking them in turn.
+// With FOLD every block also writes its share of the normalised rows to xn (a thread per
+// element, with the 1/rms its first warp found: every warp sums x² in the same order), so
+// that gate||up needs no norm of its own and the routing tail no more work.
 // Grid ceil((E + 1) / MOE_WARPS), MOE_WARPS warps.
 template <int T, bool FOLD>
 __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, const float* __restrict__ x,
@@ -107,10 +112,14 @@ __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, con
                                                 const bf16* __restrict__ shared_gate_w,
                                                 unsigned int* __restrict__ done, int* __restrict__ idx,
                                                 float* __restrict__ wts, const bf16* __restrict__ nw, float eps,
-                                                int early) {
+                                                float* __restrict__ xn, int early) {
     __shared__ bool last;
+    __shared__ float inv_rms[T];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     const int e = blockIdx.x * nwarps + warp;
+    // This thread's first element of xn, and its norm weight (a weight: read before the wait).
+    const int i0 = blockIdx.x * blockDim.x + threadIdx.x, nthreads = gridDim.x * blockDim.x;
+    const float w0 = FOLD && i0 < H ? 1.0f + __bfloat162float(nw[i0]) : 0.0f;
     if (e <= E) {
         float acc[1][T];
         FoldedNorm<T> norm;
@@ -122,11 +131,24 @@ __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, con
 #pragma unroll
         for (int t = 0; t < T; ++t) {
             float s = warp_sum(acc[0][t]);
-            if constexpr (FOLD) s *= rsqrtf(warp_sum(norm.ss[t]) / (float)H + eps);
+            if constexpr (FOLD) {
+                const float inv = rsqrtf(warp_sum(norm.ss[t]) / (float)H + eps);
+                s *= inv;
+                if (warp == 0 && lane == 0) inv_rms[t] = inv;
+            }
             if (lane == 0) logits[(size_t)t * (E + 1) + e] = s;
         }
     } else {
         pdl_begin();
+    }
+    if constexpr (FOLD) {
+        // Warp 0 always has a row: the grid has ceil((E + 1) / nwarps) blocks.
+        __syncthreads();
+        for (int i = i0; i < H; i += nthreads) {
+            const float w = i == i0 ? w0 : 1.0f + __bfloat162float(nw[i]);
+#pragma unroll
+            for (int t = 0; t < T; ++t) xn[(size_t)t * H + i] = __ldg(x + (size_t)t * H + i) * inv_rms[t] * w;
+        }
     }
     // Publish this block's logits before counting it done.
     __threadfence();
@@ -156,9 +178,9 @@ __device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr,
         const bf16* __restrict__ Wr, const float* __restrict__ x, float* __restrict__ logits, int E, \
         int k, int H, const bf16* __restrict__ shared_gate_w, unsigned int* __restrict__ done,      \
         int* __restrict__ idx, float* __restrict__ wts, const bf16* __restrict__ nw, float eps,     \
-        int early) {                                                                                \
+        float* __restrict__ xn, int early) {                                                        \
         moe_router_prologue(Wr, E, H, early);                                                       \
-        moe_router_body<T, FOLD>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts, nw, eps,    \
+        moe_router_body<T, FOLD>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts, nw, eps, xn, \
                                  early);                                                            \
     }
 #define MOE_ROUTER_BOTH(T) MOE_ROUTER(moe_router, T, false) MOE_ROUTER(moe_router_norm, T, true)
@@ -168,12 +190,10 @@ MOE_ROUTER_BOTH(5) MOE_ROUTER_BOTH(6) MOE_ROUTER_BOTH(7) MOE_ROUTER_BOTH(8)
 // A warp per activation row r of position t (grid ceil(rows / MOE_WARPS) x T): routed rows
 // 0..k*I-1, then the Is shared rows; act [T][k*I + Is]. The gate and up rows are read as two
 // rows of one pass (`up - gate` apart), the warp's lanes splitting the hidden dim.
-template <bool FOLD>
-__device__ __forceinline__ void moe_gate_up_body(
+extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
     const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
-    float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw, float eps,
-    int early) {
+    float* __restrict__ act, int k, int I, int Is, int H, int early) {
     const int t = blockIdx.y, r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int rows = k * I + Is;
     // The shared expert's rows are known before the routing is: they are fetched while the
@@ -198,27 +218,12 @@ __device__ __forceinline__ void moe_gate_up_body(
         u = Wsu + off;
     }
     float acc[2][1] = {{0.0f}, {0.0f}};
-    FoldedNorm<1> norm = {nw, {0.0f}};
-    rows_dot_lane_u<MOE_UNROLL, 2, 1, FOLD>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, &norm,
-                                            preload);
-    float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
-    if constexpr (FOLD) {
-        const float inv = rsqrtf(warp_sum(norm.ss[0]) / (float)H + eps);
-        gate *= inv;
-        up *= inv;
-    }
+    rows_dot_lane_u<MOE_UNROLL, 2, 1>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, nullptr,
+                                      preload);
+    const float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
     if ((threadIdx.x & 31) == 0) act[(size_t)t * rows + r] = silu(gate) * up;
 }
 
-#define MOE_GATE_UP(NAME, FOLD)                                                                     \
-    extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) NAME(                              \
-        const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,     \
-        const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,     \
-        float* __restrict__ act, int k, int I, int Is, int H, const bf16* __restrict__ nw,         \
-        float eps, int early) {                                                                     \
-        moe_gate_up_body<FOLD>(Wg, Wu, Wsg, Wsu, idx, x, act, k, I, Is, H, nw, eps, early);        \
-    }
-MOE_GATE_UP(moe_gate_up, false) MOE_GATE_UP(moe_gate_up_norm, true)
 
 // The chunks c0 + 32q (q < UNROLL) of moe_down's virtual row h.
 template <int UNROLL>

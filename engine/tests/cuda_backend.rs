@@ -162,8 +162,9 @@ fn every_block_matches_the_cpu_backend() {
         p.gpu.ffn_add(&c, &p.wg.layers[0].ffn, &out_g, t, &mut acc_g);
         assert!(rel_err(&tag("moe"), &p.gpu.read_buf(&acc_g, t * h), &acc_c) < 1e-4);
 
-        // The input and post-attention norms folded into the projections and the MoE
-        // (ENGINE_FOLD_NORM=on), on a raw residual stream (larger than a normalised one).
+        // The input norm folded into the projections (ENGINE_FOLD_NORM=on) and the
+        // post-attention norm into the MoE's router (always), on a raw residual stream
+        // (larger than a normalised one).
         p.gpu.gpu.options.fold_norms = true;
         let (xr, xrg) = input(&mut p.gpu, "x residual", t * h, 6.0);
         let (mut xn_c, mut xn_g) = (vec![0.0; t * h], p.gpu.alloc(t * h).unwrap());

@@ -277,12 +277,13 @@ impl CudaBackend {
         }
     }
 
-    /// Whether the FFN of `w` over `t` positions can read the residual stream with its norm
-    /// folded in ([`FfnInput::Residual`]).
-    fn ffn_folds_norm(w: &FfnWeights<Self>, t: usize) -> bool {
+    /// Whether the FFN of `w` over `t` positions reads the residual stream with its norm
+    /// folded in ([`FfnInput::Residual`]): a decode MoE always does (its router normalises the
+    /// rows for the experts, in place of a norm launch), a dense FFN with `ENGINE_FOLD_NORM`.
+    fn ffn_folds_norm(&self, w: &FfnWeights<Self>, t: usize) -> bool {
         match w {
             FfnWeights::Moe { .. } => (1..=MAX_T).contains(&t),
-            FfnWeights::Dense(mlp) => Gpu::can_fuse(mlp.gate.cols, t, [mlp.gate.rows, mlp.up.rows].into_iter()),
+            FfnWeights::Dense(mlp) => self.gpu.options.fold_norms && Gpu::can_fuse(mlp.gate.cols, t, [mlp.gate.rows, mlp.up.rows].into_iter()),
         }
     }
 
@@ -700,7 +701,7 @@ impl Backend for CudaBackend {
     }
 
     fn norm_ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, norm: &CudaBuf, eps: f32, t: usize, normed: &mut CudaBuf, x: &mut CudaBuf) {
-        if self.gpu.options.fold_norms && Self::ffn_folds_norm(w, t) {
+        if self.ffn_folds_norm(w, t) {
             return self.ffn(cfg, w, FfnInput::Residual { norm, eps }, t, x);
         }
         self.rms_norm(x, norm, t, cfg.hidden, eps, normed);

@@ -69,6 +69,9 @@ pub struct MoeScratch {
     /// Renormalised routing weights [t][top_k], then the shared expert's gate: [t][top_k + 1].
     pub weights: CudaSlice<f32>,
     act: CudaSlice<f32>,
+    /// The input rows RMS-normalised by the router when the norm is folded in (gate‖up
+    /// reads them): [t][hidden].
+    pub normed: CudaSlice<f32>,
     /// Router blocks finished in the running launch (the last one routes, then resets it to 0).
     done: CudaSlice<u32>,
 }
@@ -80,6 +83,7 @@ impl MoeScratch {
             idx: gpu.stream.alloc_zeros(MAX_T * shape.top_k)?,
             weights: gpu.stream.alloc_zeros(MAX_T * (shape.top_k + 1))?,
             act: gpu.stream.alloc_zeros(MAX_T * shape.act_len())?,
+            normed: gpu.stream.alloc_zeros(MAX_T * shape.hidden)?,
             done: gpu.stream.alloc_zeros(1)?,
         })
     }
@@ -89,7 +93,8 @@ impl Gpu {
     /// y[t] (+)= sum over the top-k experts of softmax-renormalised weight x SwiGLU expert,
     /// plus sigmoid(x . shared_expert_gate) x shared SwiGLU expert, for t < `t` (1..=8).
     /// x [t][H], y [t][H] fp32 (`accumulate` adds onto y: the residual). With `norm`, the
-    /// experts read `rmsnorm(x)` instead.
+    /// experts read `rmsnorm(x)` instead: the router folds the norm into its rows and
+    /// writes the normalised rows for gate‖up (`scratch.normed`).
     #[allow(clippy::too_many_arguments)]
     pub fn moe<W: DevicePtr<bf16>>(&self, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape, accumulate: bool, norm: Option<FoldedNorm>) -> Result<()> {
         let xp = input("moe input", x, t * s.hidden, &self.stream)?;
@@ -156,6 +161,7 @@ struct MoeArgs<'a> {
     idx: u64,
     wts: u64,
     act: u64,
+    normed: u64,
 }
 
 impl<'a> MoeArgs<'a> {
@@ -189,17 +195,20 @@ impl<'a> MoeArgs<'a> {
             idx: output("expert ids", &mut scratch.idx, t * k, st)?,
             wts: output("expert weights", &mut scratch.weights, t * (k + 1), st)?,
             act: output("expert activations", &mut scratch.act, t * s.act_len(), st)?,
+            normed: output("normalised moe input", &mut scratch.normed, t * h, st)?,
         })
     }
 
     fn launch(&self, gpu: &Gpu, stage: MoeStage) -> Result<()> {
         let (s, t) = (self.s, self.t);
         let [e, k, h, i, is] = self.dims;
-        let fold = |base: &str| FoldedNorm::kernel(self.norm, base);
         let early = gpu.early_arg();
         match stage {
-            MoeStage::Router => launch!(gpu, format!("{}_t{t}", fold("moe_router")), warps_config((s.experts + 1).div_ceil(MOE_WARPS), 1), &self.router, &self.x, &self.logits, &e, &k, &h, &self.shared_expert_gate, &self.done, &self.idx, &self.wts, &self.nw, &self.eps, &early),
-            MoeStage::GateUp => launch!(gpu, fold("moe_gate_up"), warps_config(s.act_len().div_ceil(MOE_WARPS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &self.x, &self.act, &k, &i, &is, &h, &self.nw, &self.eps, &early),
+            MoeStage::Router => launch!(gpu, format!("{}_t{t}", FoldedNorm::kernel(self.norm, "moe_router")), warps_config((s.experts + 1).div_ceil(MOE_WARPS), 1), &self.router, &self.x, &self.logits, &e, &k, &h, &self.shared_expert_gate, &self.done, &self.idx, &self.wts, &self.nw, &self.eps, &self.normed, &early),
+            MoeStage::GateUp => {
+                let x = if self.norm.is_some() { self.normed } else { self.x };
+                launch!(gpu, "moe_gate_up", warps_config(s.act_len().div_ceil(MOE_WARPS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &x, &self.act, &k, &i, &is, &h, &early)
+            }
             MoeStage::Down => launch!(gpu, "moe_down", warps_config(s.hidden.div_ceil(MOE_WARPS), t), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate, &early),
         }
         Ok(())

@@ -9,7 +9,8 @@ fn moe_matches_host() {
     check_moe(3, false);
 }
 
-/// The post-attention norm folded into the router, the shared gate and gate‖up.
+/// The post-attention norm folded into the router, which writes the normalised rows that
+/// gate‖up reads.
 #[test]
 fn moe_with_folded_norm_matches_host() {
     check_moe(5, true);
@@ -44,10 +45,11 @@ fn check_moe(t: usize, folded: bool) {
     let (nw, nwh) = weights(gpu, "moe.post_norm", h, 0.0, 0.5);
     let eps = 1e-6;
     let norm = folded.then_some(FoldedNorm { w: &nw, eps: eps as f32 });
-    let got_idx = if t <= 8 {
+    let (got_idx, got_normed) = if t <= 8 {
         let mut scratch = MoeScratch::new(gpu, s).unwrap();
         gpu.moe(&upload(gpu, &x), &w, &mut scratch, &mut y, t, s, true, norm).unwrap();
         let got_idx = download(gpu, &scratch.idx);
+        let got_normed = folded.then(|| download(gpu, &scratch.normed)[..t * h].to_vec());
         // Each position alone gives the same bits (speculative verify equals plain decode);
         // the repeated launches also check that the router's last-block counter resets.
         let together = download(gpu, &y);
@@ -56,11 +58,11 @@ fn check_moe(t: usize, folded: bool) {
             gpu.moe(&upload(gpu, &x[p * h..][..h]), &w, &mut scratch, &mut alone, 1, s, true, norm).unwrap();
             assert_eq!(download(gpu, &alone), together[p * h..][..h], "moe position {p} alone differs from {t} positions together");
         }
-        Some(got_idx)
+        (Some(got_idx), got_normed)
     } else {
         let mut scratch = MoePrefillScratch::new(gpu, s, t).unwrap();
         gpu.moe_prefill(&upload(gpu, &x), &w, &mut scratch, &mut y, t, s, true).unwrap();
-        None
+        (None, None)
     };
 
     let dot = |w: &[f64], x: &[f64]| -> f64 { w.iter().zip(x).map(|(a, b)| a * b).sum() };
@@ -70,6 +72,9 @@ fn check_moe(t: usize, folded: bool) {
         if folded {
             let inv = 1.0 / (xp.iter().map(|v| v * v).sum::<f64>() / h as f64 + eps).sqrt();
             xp.iter_mut().zip(&nwh).for_each(|(v, w)| *v *= inv * (1.0 + w));
+        }
+        if let Some(normed) = &got_normed {
+            assert_close(&format!("normalised rows of position {p}"), &normed[p * h..][..h], &xp, 1e-5);
         }
         let logits: Vec<f64> = (0..e).map(|j| dot(&rh[j * h..][..h], &xp)).collect();
         let mut order: Vec<usize> = (0..e).collect();
