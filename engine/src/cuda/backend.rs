@@ -417,8 +417,11 @@ fn to_bf16(host: &[f32]) -> Vec<bf16> {
     host.iter().map(|v| bf16::from_f32(*v)).collect()
 }
 
+/// One projection of a fused launch: its weights, its row count and its output.
+type ProjectionPart<'a> = (&'a CudaSlice<bf16>, usize, &'a mut CudaSlice<f32>);
+
 /// `(weight, rows, output)` of each projection, as [`Gpu::project_many`] takes them.
-fn projection_parts<'a>(outs: &'a mut [(&CudaMat, &mut CudaBuf)]) -> Result<Vec<(&'a CudaSlice<bf16>, usize, &'a mut CudaSlice<f32>)>> {
+fn projection_parts<'a>(outs: &'a mut [(&CudaMat, &mut CudaBuf)]) -> Result<Vec<ProjectionPart<'a>>> {
     outs.iter_mut().map(|(w, out)| Ok((&w.data, w.rows, out.f32_mut()?))).collect()
 }
 

@@ -8,7 +8,11 @@
 //! weights, +3.8 % decode on top of it; folding the norms and prefetching the weights into the
 //! L2 each cost about 2 % of decode, so both are off unless asked for. Folding, measured again
 //! once it had kernels of its own (`reports/engine-fold-h200.md`), read +0.5 % and +1.1 % of
-//! decode in two ladders that their reflexive controls disqualified: still off.
+//! decode in two ladders that their reflexive controls disqualified. Since the MoE router
+//! normalises the post-attention rows itself, the option folds only the input norm (and a dense
+//! FFN's): +2.1 % of 35B-A3B decode in a qualified ladder (`reports/engine-fold-proj-h200.md`),
+//! but −7.5 % on dense-27b's speculative decode, whose verify folds it into 4-position
+//! projections of 5,120 columns: off by default.
 
 use anyhow::{bail, Result};
 
@@ -16,8 +20,9 @@ use anyhow::{bail, Result};
 pub const OPTIONS_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each kernel may start while the one before runs
       (programmatic dependent launch) and waits for it inside; off: each starts when the one
       before ends]
-  ENGINE_FOLD_NORM=on|off   [default: off; on: a layer's input and post-attention RMSNorms
-      are computed inside the projections and the MoE that read them; off: a kernel each]
+  ENGINE_FOLD_NORM=on|off   [default: off; on: a layer's input RMSNorm (and a dense FFN's
+      post-attention norm) is computed inside the projections that read it; off: a kernel
+      each. A decode MoE's post-attention norm is always computed by its router]
   ENGINE_WEIGHT_PREFETCH=on|off   [default: off; on: the projection, router and state kernels
       prefetch their weights (state) into the L2 before waiting for the kernel before them]
   ENGINE_WEIGHT_PRELOAD=on|off   [default: on; on: the projection, router and MoE kernels
