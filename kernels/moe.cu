@@ -224,7 +224,6 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
     if ((threadIdx.x & 31) == 0) act[(size_t)t * rows + r] = silu(gate) * up;
 }
 
-
 // The chunks c0 + 32q (q < UNROLL) of moe_down's virtual row h.
 template <int UNROLL>
 __device__ __forceinline__ void load_down_batch(uint4 (&wv)[UNROLL], const bf16* const* base, const int* stride, int h,
