@@ -354,12 +354,7 @@ impl CudaBackend {
             ];
             let o = super::args::output("gdn output", o.f32_mut()?, n, s)?;
             let gated = match gate {
-                Some((z, out)) => Some(GatedOut {
-                    z: super::args::input("gate z", z.f32()?, n, s)?,
-                    w: super::args::input("gdn norm weight", w.norm.bf16()?, HEAD_DIM, s)?,
-                    y: super::args::output("gdn normed output", out.f32_mut()?, n, s)?,
-                    eps: cfg.rms_eps as f32,
-                }),
+                Some((z, out)) => Some(GatedOut::new(z.f32()?, w.norm.bf16()?, out.f32_mut()?, cfg.rms_eps as f32, t, shape, s)?),
                 None => None,
             };
             b.gpu.gdn_step_at(inputs, base + slots.src as u64, base + slots.dst as u64, o, gated, t, shape)

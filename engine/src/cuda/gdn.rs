@@ -51,6 +51,14 @@ pub(crate) struct GatedOut {
     pub eps: f32,
 }
 
+impl GatedOut {
+    /// The addresses of z, the norm weight and y for `t` positions of `shape`, lengths checked.
+    pub(crate) fn new(z: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, eps: f32, t: usize, shape: GdnShape, stream: &cudarc::driver::CudaStream) -> Result<Self> {
+        let n = t * shape.hv * HEAD_DIM;
+        Ok(Self { z: input("gate z", z, n, stream)?, w: input("gdn norm weight", w, HEAD_DIM, stream)?, y: output("gdn normed output", y, n, stream)?, eps })
+    }
+}
+
 fn slot(s: usize) -> Result<u64> {
     ensure!(s < 2, "state slot {s}: the pool keeps slots 0 and 1");
     Ok(s as u64)
@@ -95,8 +103,7 @@ impl Gpu {
     /// [t][hv][128] fp32, norm_w [128] bf16; `o` still receives the raw output.
     #[allow(clippy::too_many_arguments)]
     pub fn gdn_step_gated(&self, qkv: &impl DevicePtr<f32>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, z: &impl DevicePtr<f32>, norm_w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, eps: f32, t: usize, shape: GdnShape) -> Result<()> {
-        let n = t * shape.hv * HEAD_DIM;
-        let gated = GatedOut { z: input("gate z", z, n, &self.stream)?, w: input("gdn norm weight", norm_w, HEAD_DIM, &self.stream)?, y: output("gdn normed output", y, n, &self.stream)?, eps };
+        let gated = GatedOut::new(z, norm_w, y, eps, t, shape, &self.stream)?;
         self.gdn_step_slots(qkv, b, a, a_log, dt_bias, state, (read, write), o, Some(gated), t, shape)
     }
 
