@@ -18,6 +18,7 @@ use super::args::{dim, MAX_T};
 use super::attention::{AttnShape, MAX_SPLITS};
 use super::gdn::{GatedOut, GdnShape, HEAD_DIM};
 use super::gemv::{ArgmaxScratch, FoldedNorm};
+use super::options::FoldNorms;
 use super::l2::{L2Arm, L2Audit, L2Session};
 use super::moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
 use super::Gpu;
@@ -279,12 +280,19 @@ impl CudaBackend {
 
     /// Whether the FFN of `w` over `t` positions reads the residual stream with its norm
     /// folded in ([`FfnInput::Residual`]): a decode MoE always does (its router normalises the
-    /// rows for the experts, in place of a norm launch), a dense FFN with `ENGINE_FOLD_NORM`.
+    /// rows for the experts, in place of a norm launch), a dense FFN with `ENGINE_FOLD_NORM=on`.
     fn ffn_folds_norm(&self, w: &FfnWeights<Self>, t: usize) -> bool {
         match w {
             FfnWeights::Moe { .. } => (1..=MAX_T).contains(&t),
-            FfnWeights::Dense(mlp) => self.gpu.options.fold_norms && Gpu::can_fuse(mlp.gate.cols, t, [mlp.gate.rows, mlp.up.rows].into_iter()),
+            FfnWeights::Dense(mlp) => self.gpu.options.fold_norms == FoldNorms::On && Gpu::can_fuse(mlp.gate.cols, t, [mlp.gate.rows, mlp.up.rows].into_iter()),
         }
+    }
+
+    /// Whether a layer's input norm is folded into its projections (`ENGINE_FOLD_NORM`; `auto`
+    /// folds it in MoE models).
+    fn folds_input_norm(&self) -> bool {
+        let moe = self.prep.as_ref().is_some_and(|p| matches!(p.cfg.ffn, Ffn::Moe { .. }));
+        self.gpu.options.fold_norms.input_norm(moe)
     }
 
     /// MoE added onto the residual stream: the grouped prefill kernels above [`MAX_T`] rows.
@@ -640,7 +648,7 @@ impl Backend for CudaBackend {
     }
 
     fn norm_matmul_many(&mut self, x: &CudaBuf, norm: &CudaBuf, eps: f32, width: usize, t: usize, normed: &mut CudaBuf, outs: &mut [(&CudaMat, &mut CudaBuf)]) {
-        let folds = self.gpu.options.fold_norms && outs.iter().all(|(w, _)| w.cols == width) && Gpu::can_fuse(width, t, outs.iter().map(|(w, _)| w.rows));
+        let folds = self.folds_input_norm() && outs.iter().all(|(w, _)| w.cols == width) && Gpu::can_fuse(width, t, outs.iter().map(|(w, _)| w.rows));
         if !folds {
             self.rms_norm(x, norm, t, width, eps, normed);
             return self.matmul_many(normed, t, outs);

@@ -44,6 +44,6 @@ pub use backend::{CudaBackend, CudaBuf, CudaMat, ProfileRow};
 pub use device::{driver_present, DeviceInfo, Gpu};
 pub use gdn::GdnShape;
 pub use gemv::GemvInput;
-pub use options::GpuOptions;
+pub use options::{FoldNorms, GpuOptions};
 pub use moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeStage, MoeWeights};
 pub use synthetic::synthetic_key;

@@ -10,9 +10,10 @@
 //! once it had kernels of its own (`reports/engine-fold-h200.md`), read +0.5 % and +1.1 % of
 //! decode in two ladders that their reflexive controls disqualified. Since the MoE router
 //! normalises the post-attention rows itself, the option folds only the input norm (and a dense
-//! FFN's): +2.1 % of 35B-A3B decode in a qualified ladder (`reports/engine-fold-proj-h200.md`),
-//! but −7.5 % on dense-27b's speculative decode, whose verify folds it into 4-position
-//! projections of 5,120 columns: off by default.
+//! FFN's): +2.1 % of 35B-A3B decode in a qualified ladder (`reports/engine-fold-proj-h200.md`)
+//! and +3.2 % of its speculative decode, but −7.5 % on dense-27b's speculative decode, whose
+//! verify folds it into 4-position projections of 5,120 columns (and its FFN's norm into
+//! 17,408-row ones). So the default, `auto`, folds the input norm of MoE models only.
 
 use anyhow::{bail, Result};
 
@@ -20,9 +21,10 @@ use anyhow::{bail, Result};
 pub const OPTIONS_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each kernel may start while the one before runs
       (programmatic dependent launch) and waits for it inside; off: each starts when the one
       before ends]
-  ENGINE_FOLD_NORM=on|off   [default: off; on: a layer's input RMSNorm (and a dense FFN's
-      post-attention norm) is computed inside the projections that read it; off: a kernel
-      each. A decode MoE's post-attention norm is always computed by its router]
+  ENGINE_FOLD_NORM=auto|on|off   [default: auto; on: a layer's input RMSNorm (and a dense
+      FFN's post-attention norm) is computed inside the projections that read it; off: a
+      kernel each; auto: on for the input norm of MoE models, off for dense ones. A decode
+      MoE's post-attention norm is always computed by its router]
   ENGINE_WEIGHT_PREFETCH=on|off   [default: off; on: the projection, router and state kernels
       prefetch their weights (state) into the L2 before waiting for the kernel before them]
   ENGINE_WEIGHT_PRELOAD=on|off   [default: on; on: the projection, router and MoE kernels
@@ -35,7 +37,7 @@ pub struct GpuOptions {
     /// Programmatic dependent launch (`ENGINE_PDL`).
     pub pdl: bool,
     /// Norms folded into the kernels that read them (`ENGINE_FOLD_NORM`).
-    pub fold_norms: bool,
+    pub fold_norms: FoldNorms,
     /// L2 prefetch of weights before the dependency wait (`ENGINE_WEIGHT_PREFETCH`).
     pub weight_prefetch: bool,
     /// First weights into registers before the dependency wait (`ENGINE_WEIGHT_PRELOAD`).
@@ -44,7 +46,36 @@ pub struct GpuOptions {
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: true }
+        GpuOptions { pdl: true, fold_norms: FoldNorms::Auto, weight_prefetch: false, weight_preload: true }
+    }
+}
+
+/// Which RMSNorms the decode kernels fold into the projections that read them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FoldNorms {
+    /// The input norm of MoE models (where the ladders measured a gain), none of dense ones.
+    Auto,
+    /// The input norm, and a dense FFN's post-attention norm.
+    On,
+    Off,
+}
+
+impl FoldNorms {
+    /// Whether a layer's input norm is folded, in a model whose FFN is an MoE or dense.
+    pub fn input_norm(self, moe: bool) -> bool {
+        match self {
+            FoldNorms::Auto => moe,
+            FoldNorms::On => true,
+            FoldNorms::Off => false,
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            FoldNorms::Auto => "auto",
+            FoldNorms::On => "on",
+            FoldNorms::Off => "off",
+        }
     }
 }
 
@@ -59,16 +90,25 @@ impl GpuOptions {
         let flag = |var: &str, default: bool| on_off(var, lookup(var).as_deref(), default);
         Ok(GpuOptions {
             pdl: flag("ENGINE_PDL", d.pdl)?,
-            fold_norms: flag("ENGINE_FOLD_NORM", d.fold_norms)?,
+            fold_norms: fold_norms(lookup("ENGINE_FOLD_NORM").as_deref())?,
             weight_prefetch: flag("ENGINE_WEIGHT_PREFETCH", d.weight_prefetch)?,
             weight_preload: flag("ENGINE_WEIGHT_PRELOAD", d.weight_preload)?,
         })
     }
 
-    /// `pdl=on fold_norm=off weight_prefetch=off weight_preload=on`, for the start-up line.
+    /// `pdl=on fold_norm=auto weight_prefetch=off weight_preload=on`, for the start-up line.
     pub fn describe(&self) -> String {
         let word = |b: bool| if b { "on" } else { "off" };
-        format!("pdl={} fold_norm={} weight_prefetch={} weight_preload={}", word(self.pdl), word(self.fold_norms), word(self.weight_prefetch), word(self.weight_preload))
+        format!("pdl={} fold_norm={} weight_prefetch={} weight_preload={}", word(self.pdl), self.fold_norms.word(), word(self.weight_prefetch), word(self.weight_preload))
+    }
+}
+
+fn fold_norms(value: Option<&str>) -> Result<FoldNorms> {
+    match value {
+        None | Some("auto") => Ok(FoldNorms::Auto),
+        Some("on") => Ok(FoldNorms::On),
+        Some("off") => Ok(FoldNorms::Off),
+        Some(other) => bail!("unknown value `{other}` for environment variable ENGINE_FOLD_NORM; allowed: auto, on, off"),
     }
 }
 
@@ -91,16 +131,26 @@ mod tests {
 
     #[test]
     fn dependent_launch_and_preload_are_the_default_and_each_option_turns_alone() {
-        assert_eq!(read(&[]).unwrap(), GpuOptions { pdl: true, fold_norms: false, weight_prefetch: false, weight_preload: true });
+        assert_eq!(read(&[]).unwrap(), GpuOptions { pdl: true, fold_norms: FoldNorms::Auto, weight_prefetch: false, weight_preload: true });
         assert_eq!(read(&[("ENGINE_PDL", "off")]).unwrap(), GpuOptions { pdl: false, ..Default::default() });
-        assert_eq!(read(&[("ENGINE_FOLD_NORM", "on")]).unwrap(), GpuOptions { fold_norms: true, ..Default::default() });
+        assert_eq!(read(&[("ENGINE_FOLD_NORM", "on")]).unwrap(), GpuOptions { fold_norms: FoldNorms::On, ..Default::default() });
+        assert_eq!(read(&[("ENGINE_FOLD_NORM", "off")]).unwrap(), GpuOptions { fold_norms: FoldNorms::Off, ..Default::default() });
+        assert_eq!(read(&[("ENGINE_FOLD_NORM", "auto")]).unwrap(), GpuOptions::default());
         assert_eq!(read(&[("ENGINE_WEIGHT_PREFETCH", "on"), ("ENGINE_PDL", "on")]).unwrap(), GpuOptions { weight_prefetch: true, ..Default::default() });
         assert_eq!(read(&[("ENGINE_WEIGHT_PRELOAD", "off")]).unwrap(), GpuOptions { weight_preload: false, ..Default::default() });
     }
 
     #[test]
     fn a_bad_value_names_the_variable_and_the_choices() {
+        let err = read(&[("ENGINE_PDL", "yes")]).unwrap_err().to_string();
+        assert!(err.contains("ENGINE_PDL") && err.contains("`yes`") && err.contains("on, off"), "{err}");
         let err = read(&[("ENGINE_FOLD_NORM", "yes")]).unwrap_err().to_string();
-        assert!(err.contains("ENGINE_FOLD_NORM") && err.contains("`yes`") && err.contains("on, off"), "{err}");
+        assert!(err.contains("ENGINE_FOLD_NORM") && err.contains("`yes`") && err.contains("auto, on, off"), "{err}");
+    }
+
+    #[test]
+    fn auto_folds_the_input_norm_of_moe_models_only() {
+        assert!(FoldNorms::Auto.input_norm(true) && !FoldNorms::Auto.input_norm(false));
+        assert!(FoldNorms::On.input_norm(false) && !FoldNorms::Off.input_norm(true));
     }
 }
