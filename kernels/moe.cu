@@ -187,41 +187,52 @@ __device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr,
 MOE_ROUTER_BOTH(1) MOE_ROUTER_BOTH(2) MOE_ROUTER_BOTH(3) MOE_ROUTER_BOTH(4)
 MOE_ROUTER_BOTH(5) MOE_ROUTER_BOTH(6) MOE_ROUTER_BOTH(7) MOE_ROUTER_BOTH(8)
 
-// A warp per activation row r of position t (grid ceil(rows / MOE_WARPS) x T): routed rows
-// 0..k*I-1, then the Is shared rows; act [T][k*I + Is]. The gate and up rows are read as two
-// rows of one pass (`up - gate` apart), the warp's lanes splitting the hidden dim.
+// Activation rows per warp of moe_gate_up: two, one after the other. The launch alone is a
+// little slower than with a row a warp, but its 2,304 warps (35B-A3B) fit the device at once
+// and leave room for moe_down's blocks, which load their weights before their wait while
+// gate||up still runs: the whole MoE is faster (README-cuda, seventh pass).
+#define GATE_UP_ROWS 2
+
+// GATE_UP_ROWS activation rows r of position t a warp (grid ceil(rows / (MOE_WARPS *
+// GATE_UP_ROWS)) x T): routed rows 0..k*I-1, then the Is shared rows; act [T][k*I + Is]. The
+// gate and up rows are read as two rows of one pass (`up - gate` apart), the warp's lanes
+// splitting the hidden dim.
 extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
     const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
     float* __restrict__ act, int k, int I, int Is, int H, int early) {
-    const int t = blockIdx.y, r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int t = blockIdx.y, r0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * GATE_UP_ROWS;
     const int rows = k * I + Is;
     // The shared expert's rows are known before the routing is: they are fetched while the
-    // router finishes (`early`, EARLY_* bits).
-    const bool shared = r >= k * I && r < rows;
+    // router finishes (`early`, EARLY_* bits). A warp preloads only when all its rows are
+    // shared ones.
+    const bool shared = r0 >= k * I && r0 < rows;
     if ((early & EARLY_L2) && t == 0 && shared) {
-        const size_t off = (size_t)(r - k * I) * H;
-        prefetch_l2(Wsg + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
-        prefetch_l2(Wsu + off, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
+        const size_t off = (size_t)(r0 - k * I) * H;
+        const size_t n = (size_t)min(GATE_UP_ROWS, rows - r0) * H * sizeof(bf16);
+        prefetch_l2(Wsg + off, n, threadIdx.x & 31, 32);
+        prefetch_l2(Wsu + off, n, threadIdx.x & 31, 32);
     }
-    const bool preload = shared && (early & EARLY_REGS);
+    bool preload = shared && (early & EARLY_REGS);
     if (!preload) pdl_begin();
-    if (r >= rows) return;
-    const bf16 *g, *u;
-    if (r < k * I) {
-        const size_t off = ((size_t)idx[(size_t)t * k + r / I] * I + r % I) * H;
-        g = Wg + off;
-        u = Wu + off;
-    } else {
-        const size_t off = (size_t)(r - k * I) * H;
-        g = Wsg + off;
-        u = Wsu + off;
+    for (int r = r0; r < min(r0 + GATE_UP_ROWS, rows); ++r) {
+        const bf16 *g, *u;
+        if (r < k * I) {
+            const size_t off = ((size_t)idx[(size_t)t * k + r / I] * I + r % I) * H;
+            g = Wg + off;
+            u = Wu + off;
+        } else {
+            const size_t off = (size_t)(r - k * I) * H;
+            g = Wsg + off;
+            u = Wsu + off;
+        }
+        float acc[2][1] = {{0.0f}, {0.0f}};
+        rows_dot_lane_u<MOE_UNROLL, 2, 1>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, nullptr,
+                                          preload);
+        preload = false;
+        const float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
+        if ((threadIdx.x & 31) == 0) act[(size_t)t * rows + r] = silu(gate) * up;
     }
-    float acc[2][1] = {{0.0f}, {0.0f}};
-    rows_dot_lane_u<MOE_UNROLL, 2, 1>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, nullptr,
-                                      preload);
-    const float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
-    if ((threadIdx.x & 31) == 0) act[(size_t)t * rows + r] = silu(gate) * up;
 }
 
 // The chunks c0 + 32q (q < UNROLL) of moe_down's virtual row h.

@@ -15,6 +15,8 @@ const MAX_TOP_K: usize = 16;
 const MAX_EXPERTS: usize = 512;
 /// Warps per block of the decode kernels (kernels/moe.cu `MOE_WARPS`).
 const MOE_WARPS: usize = 4;
+/// Activation rows per warp of `moe_gate_up` (kernels/moe.cu `GATE_UP_ROWS`).
+const GATE_UP_ROWS: usize = 2;
 
 /// A grid of `blocks` x `t` blocks of [`MOE_WARPS`] warps.
 fn warps_config(blocks: usize, t: usize) -> LaunchConfig {
@@ -207,7 +209,7 @@ impl<'a> MoeArgs<'a> {
             MoeStage::Router => launch!(gpu, format!("{}_t{t}", FoldedNorm::kernel(self.norm, "moe_router")), warps_config((s.experts + 1).div_ceil(MOE_WARPS), 1), &self.router, &self.x, &self.logits, &e, &k, &h, &self.shared_expert_gate, &self.done, &self.idx, &self.wts, &self.nw, &self.eps, &self.normed, &early),
             MoeStage::GateUp => {
                 let x = if self.norm.is_some() { self.normed } else { self.x };
-                launch!(gpu, "moe_gate_up", warps_config(s.act_len().div_ceil(MOE_WARPS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &x, &self.act, &k, &i, &is, &h, &early)
+                launch!(gpu, "moe_gate_up", warps_config(s.act_len().div_ceil(MOE_WARPS * GATE_UP_ROWS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &x, &self.act, &k, &i, &is, &h, &early)
             }
             MoeStage::Down => launch!(gpu, "moe_down", warps_config(s.hidden.div_ceil(MOE_WARPS), t), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate, &early),
         }
