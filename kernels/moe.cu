@@ -235,33 +235,41 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
     }
 }
 
-// The chunks c0 + 32q (q < UNROLL) of moe_down's virtual row h.
-template <int UNROLL>
-__device__ __forceinline__ void load_down_batch(uint4 (&wv)[UNROLL], const bf16* const* base, const int* stride, int h,
-                                                int c0, int nchunks, int per_slot, int k) {
+// The chunks c0 + 32q (q < UNROLL) of moe_down's virtual rows h0 .. h0+R-1 (rows >= H skipped).
+template <int UNROLL, int R>
+__device__ __forceinline__ void load_down_batch(uint4 (&wv)[UNROLL][R], const bf16* const* base, const int* stride,
+                                                int h0, int H, int c0, int nchunks, int per_slot, int k) {
 #pragma unroll
     for (int q = 0; q < UNROLL; ++q) {
         const int c = c0 + 32 * q;
         if (c < nchunks) {
             const int slot = min(c / per_slot, k);
-            wv[q] = load_weights16(reinterpret_cast<const uint4*>(base[slot] + (size_t)h * stride[slot] + (size_t)c * 8));
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                if (h0 + r < H)
+                    wv[q][r] = load_weights16(
+                        reinterpret_cast<const uint4*>(base[slot] + (size_t)(h0 + r) * stride[slot] + (size_t)c * 8));
         }
     }
 }
 
-// A warp per hidden row h of position t (grid ceil(H / MOE_WARPS) x T). The k routed rows and
-// the shared row are walked as one virtual row over act[t] (k*I + Is values), split over the
-// lanes; each chunk's dot product is scaled by its slot's routing weight. DOWN_UNROLL loads
-// in flight per lane cover the whole virtual row of the 35B-A3B shape, (8 + 1) x 512 values,
-// in one batch: a row costs one trip to memory. With EARLY_REGS (`early`) the routing and the
-// first weights are read before the wait for gate||up: the router wrote the routing two
+// ROWS hidden rows h0.. of position t a warp (grid ceil(H / (MOE_WARPS * ROWS)) x T). The k
+// routed rows and the shared row are walked as one virtual row over act[t] (k*I + Is values),
+// split over the lanes; each chunk's dot product is scaled by its slot's routing weight, and
+// each chunk of act is loaded once for the ROWS rows. UNROLL * ROWS loads are in flight per
+// lane: with one row, 18 cover the whole virtual row of the 35B-A3B shape, (8 + 1) x 512
+// values, in one batch (a row costs one trip to memory). Two rows of 9 loads each take two
+// trips but read act half as often, which pays when act holds several positions (speculative
+// verify): moe_down runs a single position, moe_down_rows2 several. Both sum a row's chunks in
+// the same order, so verify equals plain decode. With EARLY_REGS (`early`) the routing and
+// the first weights are read before the wait for gate||up: the router wrote the routing two
 // launches back, and gate||up lets this kernel start only once its own wait has seen the
 // router finish.
-#define DOWN_UNROLL 18
-extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
-    const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const int* __restrict__ idx,
-    const float* __restrict__ wts, const float* __restrict__ act, float* __restrict__ y, int k,
-    int I, int Is, int H, int accumulate, int early) {
+template <int UNROLL, int ROWS>
+__device__ __forceinline__ void moe_down_body(const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd,
+                                              const int* __restrict__ idx, const float* __restrict__ wts,
+                                              const float* __restrict__ act, float* __restrict__ y, int k, int I,
+                                              int Is, int H, int accumulate, int early) {
     const bool preload = early & EARLY_REGS;
     if (!preload) pdl_begin();
     // Per slot: where its weights start, shifted so that virtual chunk c indexes them, and
@@ -278,36 +286,54 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_down(
         stride[j] = j < k ? I : Is;
     }
     __syncthreads();
-    const int h = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int h0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * ROWS;
     const int nchunks = rows >> 3, per_slot = I >> 3;
-    uint4 wv[DOWN_UNROLL];
-    if (h < H) load_down_batch<DOWN_UNROLL>(wv, base, stride, h, lane, nchunks, per_slot, k);
+    uint4 wv[UNROLL][ROWS];
+    if (h0 < H) load_down_batch<UNROLL, ROWS>(wv, base, stride, h0, H, lane, nchunks, per_slot, k);
     if (preload) pdl_begin();
-    if (h >= H) return;
+    if (h0 >= H) return;
     const float* a = act + (size_t)t * rows;
-    float total = 0.0f;
-    for (int c0 = lane; c0 < nchunks; c0 += 32 * DOWN_UNROLL) {
+    float total[ROWS] = {};
+    for (int c0 = lane; c0 < nchunks; c0 += 32 * UNROLL) {
 #pragma unroll
-        for (int q = 0; q < DOWN_UNROLL; ++q) {
+        for (int q = 0; q < UNROLL; ++q) {
             const int c = c0 + 32 * q;
             if (c >= nchunks) break;
-            float af[8], wf[8];
+            float af[8];
             load_x8(a, c, af);
-            unpack8(wv[q], wf);
-            float d = 0.0f;
+            const float w = weight[min(c / per_slot, k)];
 #pragma unroll
-            for (int i = 0; i < 8; ++i) d = fmaf(wf[i], af[i], d);
-            total = fmaf(weight[min(c / per_slot, k)], d, total);
+            for (int r = 0; r < ROWS; ++r) {
+                float wf[8];
+                unpack8(wv[q][r], wf);
+                float d = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 8; ++i) d = fmaf(wf[i], af[i], d);
+                total[r] = fmaf(w, d, total[r]);
+            }
         }
-        if (c0 + 32 * DOWN_UNROLL < nchunks)
-            load_down_batch<DOWN_UNROLL>(wv, base, stride, h, c0 + 32 * DOWN_UNROLL, nchunks, per_slot, k);
+        if (c0 + 32 * UNROLL < nchunks)
+            load_down_batch<UNROLL, ROWS>(wv, base, stride, h0, H, c0 + 32 * UNROLL, nchunks, per_slot, k);
     }
-    const float s = warp_sum(total);
-    if (lane == 0) {
-        float* dst = y + (size_t)t * H + h;
-        *dst = accumulate ? *dst + s : s;
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        const float s = warp_sum(total[r]);
+        if (lane == 0 && h0 + r < H) {
+            float* dst = y + (size_t)t * H + h0 + r;
+            *dst = accumulate ? *dst + s : s;
+        }
     }
 }
+
+#define MOE_DOWN(NAME, UNROLL, ROWS)                                                                   \
+    extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) NAME(                                 \
+        const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const int* __restrict__ idx,        \
+        const float* __restrict__ wts, const float* __restrict__ act, float* __restrict__ y, int k,    \
+        int I, int Is, int H, int accumulate, int early) {                                             \
+        moe_down_body<UNROLL, ROWS>(Wd, Wsd, idx, wts, act, y, k, I, Is, H, accumulate, early);        \
+    }
+MOE_DOWN(moe_down, 18, 1)
+MOE_DOWN(moe_down_rows2, 9, 2)
 
 // ---- Prefill: a chunk of T positions with the experts' work grouped by expert ----
 // Each expert's weights are read once per chunk (instead of once per position) by tiles of 64

@@ -17,6 +17,12 @@ const MAX_EXPERTS: usize = 512;
 const MOE_WARPS: usize = 4;
 /// Activation rows per warp of `moe_gate_up` (kernels/moe.cu `GATE_UP_ROWS`).
 const GATE_UP_ROWS: usize = 2;
+/// `moe_down`'s variant for `t` positions, and the hidden rows each of its warps takes
+/// (kernels/moe.cu `MOE_DOWN`): two rows a warp read the activations half as often, which pays
+/// only when they hold several positions.
+fn down_kernel(t: usize) -> (&'static str, usize) {
+    if t == 1 { ("moe_down", 1) } else { ("moe_down_rows2", 2) }
+}
 
 /// A grid of `blocks` x `t` blocks of [`MOE_WARPS`] warps.
 fn warps_config(blocks: usize, t: usize) -> LaunchConfig {
@@ -211,7 +217,10 @@ impl<'a> MoeArgs<'a> {
                 let x = if self.norm.is_some() { self.normed } else { self.x };
                 launch!(gpu, "moe_gate_up", warps_config(s.act_len().div_ceil(MOE_WARPS * GATE_UP_ROWS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &x, &self.act, &k, &i, &is, &h, &early)
             }
-            MoeStage::Down => launch!(gpu, "moe_down", warps_config(s.hidden.div_ceil(MOE_WARPS), t), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate, &early),
+            MoeStage::Down => {
+                let (kernel, rows) = down_kernel(t);
+                launch!(gpu, kernel, warps_config(s.hidden.div_ceil(MOE_WARPS * rows), t), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate, &early)
+            }
         }
         Ok(())
     }
