@@ -8,7 +8,8 @@
 //                the normalised rows for gate||up, sparing the norm a launch.
 //   moe_gate_up: act[t][slot] = silu(Wg[e] x[t]) * (Wu[e] x[t]) for the k routed experts and
 //                the shared expert (slot k).
-//   moe_down:    y[t] (+)= sum_j w[t][j] Wd[e_j] act[t][j] + w[t][k] Wsd act[t][k].
+//   moe_down:    y[t] (+)= sum_j w[t][j] Wd[e_j] act[t][j] + w[t][k] Wsd act[t][k]
+//                (moe_down_rows2 over several positions).
 // Expert weights are stacked: Wg, Wu [E][I][H], Wd [E][H][I]; the shared expert's are
 // Wsg, Wsu [Is][H], Wsd [H][Is]. Every kernel gives each warp whole rows and reduces with
 // shuffles, with 8 (router), 16 (gate||up) or 18 (down) 16-byte loads in flight per lane; a
