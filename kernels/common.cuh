@@ -48,6 +48,44 @@ __device__ __forceinline__ void unpack8(uint4 v, float* f) {
     f[6] = bf16_lo(v.w); f[7] = bf16_hi(v.w);
 }
 
+// Thread block clusters (sm_90): the blocks of a cluster read each other's shared memory.
+// Every thread of every block of the cluster must reach each cluster_sync.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// cluster_sync in two halves: a thread arrives, may work on, and waits for the others later.
+__device__ __forceinline__ void cluster_arrive() {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// This block's rank in its cluster (x fastest), and its x coordinate and the cluster's width in x.
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ unsigned cluster_x() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctaid.x;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ unsigned cluster_width() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(r));
+    return r;
+}
+// `*p` in the shared memory of block `rank` of this cluster.
+__device__ __forceinline__ float cluster_load(const float* p, unsigned rank) {
+    const unsigned local = (unsigned)__cvta_generic_to_shared(p);
+    unsigned remote;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    return v;
+}
+
 // Programmatic dependent launch (sm_90). The engine launches every kernel so that it may start
 // while the previous kernel of the stream is still running. `pdl_begin` waits until that kernel
 // has finished and its writes are visible, then lets the next kernel start: every kernel calls

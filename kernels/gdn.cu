@@ -7,51 +7,68 @@
 #define DK 128
 #define DV 128
 
-// Causal depthwise conv (kernel 4) then SiLU, one thread per channel of q||k||v.
-// x, out [T][C]; w [C][4] with tap 3 on the newest input. Inputs are rounded to bf16 as they
-// enter the window (the state's precision), so T positions in one launch equal T launches.
+// One channel of the causal depthwise conv (kernel 4): its taps, tap 3 on the newest input,
+// and its last three inputs as the state holds them (bf16). Inputs are rounded to bf16 as they
+// enter the window, so T positions in one launch equal T launches.
+struct ConvChannel {
+    float w0, w1, w2, w3;
+    bf16 h0, h1, h2;
+};
+
+__device__ __forceinline__ void conv_taps(ConvChannel& c, const bf16* __restrict__ w, int ch) {
+    c.w0 = __bfloat162float(w[4 * ch]);
+    c.w1 = __bfloat162float(w[4 * ch + 1]);
+    c.w2 = __bfloat162float(w[4 * ch + 2]);
+    c.w3 = __bfloat162float(w[4 * ch + 3]);
+}
+
+// The window of channel `ch` from a conv state slot [3][C].
+__device__ __forceinline__ void conv_history(ConvChannel& c, const bf16* state, int C, int ch) {
+    c.h0 = state[ch];
+    c.h1 = state[C + ch];
+    c.h2 = state[2 * C + ch];
+}
+
+__device__ __forceinline__ void conv_store(const ConvChannel& c, bf16* state, int C, int ch) {
+    state[ch] = c.h0;
+    state[C + ch] = c.h1;
+    state[2 * C + ch] = c.h2;
+}
+
+// SiLU of the conv at the next input x, which then enters the window.
+__device__ __forceinline__ float conv_push(ConvChannel& c, float x) {
+    const bf16 xt = __float2bfloat16_rn(x);
+    const float s = c.w0 * __bfloat162float(c.h0) + c.w1 * __bfloat162float(c.h1) +
+                    c.w2 * __bfloat162float(c.h2) + c.w3 * __bfloat162float(xt);
+    c.h0 = c.h1;
+    c.h1 = c.h2;
+    c.h2 = xt;
+    return silu(s);
+}
+
+// The conv then SiLU over T positions, one thread per channel of q||k||v: x, out [T][C];
+// w [C][4].
 extern "C" __global__ void gdn_conv(const float* __restrict__ x, const bf16* __restrict__ w,
                                     const bf16* state_in, bf16* state_out,
                                     float* __restrict__ out, int T, int C) {
     pdl_begin();
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
-    const float w0 = __bfloat162float(w[4 * c]), w1 = __bfloat162float(w[4 * c + 1]);
-    const float w2 = __bfloat162float(w[4 * c + 2]), w3 = __bfloat162float(w[4 * c + 3]);
-    bf16 h0 = state_in[c], h1 = state_in[C + c], h2 = state_in[2 * C + c];
-    for (int t = 0; t < T; ++t) {
-        const bf16 xt = __float2bfloat16_rn(x[(size_t)t * C + c]);
-        const float s = w0 * __bfloat162float(h0) + w1 * __bfloat162float(h1) +
-                        w2 * __bfloat162float(h2) + w3 * __bfloat162float(xt);
-        out[(size_t)t * C + c] = silu(s);
-        h0 = h1; h1 = h2; h2 = xt;
-    }
-    state_out[c] = h0;
-    state_out[C + c] = h1;
-    state_out[2 * C + c] = h2;
-}
-
-// Thread block clusters (sm_90): the blocks of a cluster read each other's shared memory.
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-// `*p` in the shared memory of block `rank` of this cluster.
-__device__ __forceinline__ float cluster_load(const float* p, unsigned rank) {
-    const unsigned local = (unsigned)__cvta_generic_to_shared(p);
-    unsigned remote;
-    float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-    return v;
+    ConvChannel ch;
+    conv_taps(ch, w, c);
+    conv_history(ch, state_in, C, c);
+    for (int t = 0; t < T; ++t) out[(size_t)t * C + c] = conv_push(ch, x[(size_t)t * C + c]);
+    conv_store(ch, state_out, C, c);
 }
 
 #define SLICES (DV / 32)
 #define NORM_CHUNK 64
 
 // The GDN output norm, y = w * o/rms(o) * silu(z) over each head's 128 columns, for the T
-// positions that gdn_step has just written to o. A head's columns are spread over the SLICES
-// blocks of its cluster: each sums the squares of its 32 per position, the cluster exchanges
-// the sums through distributed shared memory and adds them in rank order.
+// positions that gdn_step has just written to o. A head's columns are spread over SLICES
+// blocks of its cluster (cluster y; its x spans the value heads of one key head): each sums
+// the squares of its 32 per position, the cluster exchanges the sums through distributed
+// shared memory and adds them in slice order.
 __device__ __forceinline__ void gdn_gated_norm(const float* __restrict__ o, const float* __restrict__ z,
                                                const bf16* __restrict__ w, float* __restrict__ y, int T, int HV,
                                                float eps) {
@@ -70,7 +87,7 @@ __device__ __forceinline__ void gdn_gated_norm(const float* __restrict__ o, cons
         for (int i = warp; i < n; i += nwarps) {
             float ss = 0.0f;
 #pragma unroll
-            for (int r = 0; r < SLICES; ++r) ss += cluster_load(&part[i], r);
+            for (int r = 0; r < SLICES; ++r) ss += cluster_load(&part[i], cluster_x() + r * cluster_width());
             const size_t at = ((size_t)(t0 + i) * HV + h) * DV + col;
             y[at] = wc * o[at] * rsqrtf(ss / (float)DV + eps) * silu(z[at]);
         }
@@ -79,23 +96,24 @@ __device__ __forceinline__ void gdn_gated_norm(const float* __restrict__ o, cons
     }
 }
 
-// The delta rule for one value head and a slice of 32 value columns per block (grid HV x 4,
-// the 4 slices of a head in one cluster), 8 warps x 16 key rows each; lane = value column.
-// Each column of S is independent given q and k, so the state stays in registers over all T
-// positions: read once, written once. With y not null the output norm follows
-// (gdn_gated_norm), sparing the decode chain a launch.
-//   qkv [T][C] (conv output, q||k||v), C = 2*HK*128 + HV*128
+// The delta rule for one value head and a slice of 32 value columns per block (grid HV x 4),
+// 8 warps x 16 key rows each; lane = value column. Each column of S is independent given q and
+// k, so the state stays in registers over all T positions: read once, written once. The
+// launch's clusters are (HV/HK) x 4 blocks: the value heads of one key head, each head's 4
+// slices. With y not null the output norm follows (gdn_gated_norm), sparing the decode chain a
+// launch. With conv_w not null, qkv is the projection before the conv and the conv runs here
+// too (conv_w [C][4], its state read from conv_in and written to conv_out, slots [3][C]),
+// sparing another: every block convolves its key head's q and k and its 32 v columns, and the
+// cluster's first block writes the q, k window once every block of the cluster has read it
+// (the slots may be one).
+//   qkv [T][C] (conv output, q||k||v, or the projection with conv_w), C = 2*HK*128 + HV*128
 //   b, a [T][HV]; A_log, dt_bias [HV]; o [T][HV][128]; z, y [T][HV][128]; norm_w [128]
-extern "C" __global__ void __cluster_dims__(1, SLICES, 1) __launch_bounds__(256) gdn_step(
+extern "C" __global__ void __launch_bounds__(256) gdn_step(
     const float* __restrict__ qkv, const float* __restrict__ b, const float* __restrict__ a,
     const bf16* __restrict__ A_log, const bf16* __restrict__ dt_bias, const float* rec_in,
     float* rec_out, float* __restrict__ o, int T, int HK, int HV, int early, const float* __restrict__ z,
-    const bf16* __restrict__ norm_w, float* __restrict__ y, float eps) {
-    // The block's slice of the state (128 rows of 32 columns) into the L2 while the previous
-    // kernel finishes: it was written a round ago (EARLY_L2).
-    if ((early & EARLY_L2) && threadIdx.x < DK)
-        prefetch_l2(rec_in + (size_t)blockIdx.x * DK * DV + (size_t)threadIdx.x * DV + blockIdx.y * 32, 32 * sizeof(float), 0, 1);
-    pdl_begin();
+    const bf16* __restrict__ norm_w, float* __restrict__ y, float eps, const bf16* __restrict__ conv_w,
+    const bf16* conv_in, bf16* conv_out) {
     constexpr int ROWS = DK / 8;
     __shared__ float qs[DK], ks[DK];
     __shared__ float sums[8];
@@ -105,18 +123,40 @@ extern "C" __global__ void __cluster_dims__(1, SLICES, 1) __launch_bounds__(256)
     const int kh = h / (HV / HK);
     const int C = 2 * HK * DK + HV * DV;
     const size_t head = (size_t)h * DK * DV;
+    // Threads 0..127 hold q, 128..255 hold k (channel c_qk); every warp holds v at its column.
+    const int d = threadIdx.x & (DK - 1);
+    const int c_qk = threadIdx.x < DK ? kh * DK + d : HK * DK + kh * DK + d;
+    const int c_v = 2 * HK * DK + h * DV + col;
+    const bool conv = conv_w != nullptr;
+    ConvChannel conv_qk, conv_v;
+    // The block's slice of the state (128 rows of 32 columns) into the L2 while the previous
+    // kernel finishes: it was written a round ago (EARLY_L2); the conv taps are weights.
+    if ((early & EARLY_L2) && threadIdx.x < DK)
+        prefetch_l2(rec_in + head + (size_t)threadIdx.x * DV + blockIdx.y * 32, 32 * sizeof(float), 0, 1);
+    if (conv && (early & EARLY_REGS)) {
+        conv_taps(conv_qk, conv_w, c_qk);
+        conv_taps(conv_v, conv_w, c_v);
+    }
+    pdl_begin();
 
     float s[ROWS];
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) s[i] = rec_in[head + (size_t)(warp * ROWS + i) * DV + col];
+    if (conv) {
+        if (!(early & EARLY_REGS)) {
+            conv_taps(conv_qk, conv_w, c_qk);
+            conv_taps(conv_v, conv_w, c_v);
+        }
+        conv_history(conv_qk, conv_in, C, c_qk);
+        conv_history(conv_v, conv_in, C, c_v);
+    }
 
     const float neg_A = -expf(__bfloat162float(A_log[h]));
     const float bias = __bfloat162float(dt_bias[h]);
     for (int t = 0; t < T; ++t) {
         const float* row = qkv + (size_t)t * C;
-        // Threads 0..127 hold q, 128..255 hold k; warps 0-3 and 4-7 sum their squares.
-        const int d = threadIdx.x & (DK - 1);
-        const float val = threadIdx.x < DK ? row[kh * DK + d] : row[HK * DK + kh * DK + d];
+        // Warps 0-3 and 4-7 sum the squares of q and k.
+        const float val = conv ? conv_push(conv_qk, row[c_qk]) : row[c_qk];
         const float sq = warp_sum(val * val);
         if (lane == 0) sums[warp] = sq;
         __syncthreads();
@@ -127,7 +167,7 @@ extern "C" __global__ void __cluster_dims__(1, SLICES, 1) __launch_bounds__(256)
 
         const float beta = sigmoid(b[(size_t)t * HV + h]);
         const float alpha = expf(neg_A * softplus(a[(size_t)t * HV + h] + bias));
-        const float v = row[2 * HK * DK + h * DV + col];
+        const float v = conv ? conv_push(conv_v, row[c_v]) : row[c_v];
         __syncthreads();
 
         float kv = 0.0f;
@@ -162,4 +202,10 @@ extern "C" __global__ void __cluster_dims__(1, SLICES, 1) __launch_bounds__(256)
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) rec_out[head + (size_t)(warp * ROWS + i) * DV + col] = s[i];
     if (y != nullptr) gdn_gated_norm(o, z, norm_w, y, T, HV, eps);
+    if (conv) {
+        if (warp == 0) conv_store(conv_v, conv_out, C, c_v);
+        // Past the norm's last barrier every block of the cluster has read its window.
+        if (y == nullptr) cluster_sync();
+        if (cluster_rank() == 0) conv_store(conv_qk, conv_out, C, c_qk);
+    }
 }

@@ -1,9 +1,9 @@
 // Sparse MoE for T positions in three launches, with no host round trip (a decode round stays
 // capturable as a CUDA graph):
 //   moe_router:  router GEMV (a warp per expert row) and the shared expert's gate logit (one
-//                more row); the last block to finish does the routing: softmax over the
-//                logits, top-k, renormalise; the shared expert's sigmoid gate goes to slot k.
-//                `moe_router_norm` reads x RMS-normalised, x/rms·(1+nw) (the layer's
+//                more row) in one cluster, whose first block then does the routing: softmax
+//                over the logits, top-k, renormalise; the shared expert's sigmoid gate goes to
+//                slot k. `moe_router_norm` reads x RMS-normalised, x/rms·(1+nw) (the layer's
 //                post-attention norm, folded in: see FoldedNorm), and its blocks also write
 //                the normalised rows for gate||up, sparing the norm a launch.
 //   moe_gate_up: act[t][slot] = silu(Wg[e] x[t]) * (Wu[e] x[t]) for the k routed experts and
@@ -40,16 +40,14 @@ __device__ __forceinline__ void lane_best(const float (&v)[N], int lane, float& 
         if (v[i] > bv) { bv = v[i]; bi = lane + 32 * i; }
 }
 
-// Top-k routing of one position by one warp, N logits a lane (E <= 32 N): each round takes
-// the warp's largest logit with two warp reductions (the value, then the lowest expert
-// holding it) and only the lane that held it looks for its next best.
+// Top-k routing of one position by one warp from its lanes' logits v (expert lane + 32 i,
+// -INFINITY past the experts): each round takes the warp's largest logit with two warp
+// reductions (the value, then the lowest expert holding it) and only the lane that held it
+// looks for its next best. Writes the chosen experts to idx[0..k) (ties go to the lower expert
+// index) and their softmax weights renormalised over the k to wts[0..k).
 template <int N>
-__device__ __forceinline__ void route_warp_n(const float* __restrict__ l, int E, int k, int* __restrict__ idx,
-                                             float* __restrict__ wts) {
+__device__ __forceinline__ void route_values(float (&v)[N], int k, int* __restrict__ idx, float* __restrict__ wts) {
     const int lane = threadIdx.x & 31;
-    float v[N];
-#pragma unroll
-    for (int i = 0; i < N; ++i) v[i] = lane + 32 * i < E ? __ldcg(l + lane + 32 * i) : -INFINITY;
     float bv, first = 0.0f, sum = 0.0f, mine = 0.0f;
     int bi, my_expert = 0;
     lane_best(v, lane, bv, bi);
@@ -75,10 +73,17 @@ __device__ __forceinline__ void route_warp_n(const float* __restrict__ l, int E,
     }
 }
 
-// Top-k routing of one position by one warp, from its E logits `l` (E <= 512): writes the
-// chosen experts to idx[0..k) (ties go to the lower expert index) and their softmax weights
-// renormalised over the k to wts[0..k). The logits are read past L1, as in moe_router other
-// blocks wrote them during the same launch.
+template <int N>
+__device__ __forceinline__ void route_warp_n(const float* __restrict__ l, int E, int k, int* __restrict__ idx,
+                                             float* __restrict__ wts) {
+    const int lane = threadIdx.x & 31;
+    float v[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = lane + 32 * i < E ? l[lane + 32 * i] : -INFINITY;
+    route_values<N>(v, k, idx, wts);
+}
+
+// Top-k routing of one position by one warp from its E logits `l` in global memory (E <= 512).
 __device__ __forceinline__ void route_warp(const float* __restrict__ l, int E, int k, int* __restrict__ idx,
                                            float* __restrict__ wts) {
     if (E <= 256) route_warp_n<8>(l, E, k, idx, wts);
@@ -100,89 +105,117 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, int E, in
     if (lane == 0) wts[(size_t)t * (k + 1) + k] = sigmoid(dot);
 }
 
-// Router GEMV and routing in one launch: logits [T][E + 1] = [Wr; shared_gate_w] x, a warp
-// per row, the shared expert's gate logit last; the last block to finish (counted in `done`,
-// which it resets for the next launch) routes the T positions, its warps taking them in turn.
-// With FOLD every block also writes its share of the normalised rows to xn (a thread per
-// element, with the 1/rms its first warp found: every warp sums x² in the same order), so
-// that gate||up needs no norm of its own and the routing tail no more work.
-// Grid ceil((E + 1) / MOE_WARPS), MOE_WARPS warps.
+// Router GEMV and routing in one launch of one cluster: ROUTER_BLOCKS blocks of ROUTER_WARPS
+// warps, a warp per row of [Wr; shared_gate_w] (E + 1 rows, the shared expert's gate logit
+// last; row e goes to block (e mod ROUTER_ROWS) / ROUTER_WARPS, so up to ROUTER_ROWS - 1
+// experts take one trip to memory). Each block keeps its logits in shared memory; after a
+// cluster barrier the first block's warps read them through distributed shared memory and
+// route the T positions in turn, so no logit goes through global memory and no block waits on
+// a counter. With FOLD the rows are read normalised (each warp sums x² in the same order, so
+// all hold the same 1/rms) and every block writes its share of the normalised rows to xn for
+// gate||up, with the first block's 1/rms, sparing the norm a launch.
+#define ROUTER_BLOCKS 16
+#define ROUTER_WARPS 17
+#define ROUTER_ROWS (ROUTER_BLOCKS * ROUTER_WARPS)
+#define ROUTER_TRIPS 2
+// Routing of position t by a warp of the cluster's first block, from the logits that the
+// cluster's blocks hold in `part`: the warp reads them into registers, arrives at the cluster
+// barrier (the other blocks may then exit), and routes.
+template <int N, int T>
+__device__ __forceinline__ void route_from_cluster(float (&part)[ROUTER_TRIPS][ROUTER_WARPS][T], int t, int E, int k,
+                                                   int* __restrict__ idx, float* __restrict__ wts) {
+    const int lane = threadIdx.x & 31;
+    const auto logit = [&](int e) {
+        const int r = e % ROUTER_ROWS;
+        return cluster_load(&part[e / ROUTER_ROWS][r % ROUTER_WARPS][t], r / ROUTER_WARPS);
+    };
+    float v[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = lane + 32 * i < E ? logit(lane + 32 * i) : -INFINITY;
+    const float shared_gate = logit(E);
+    cluster_arrive();
+    route_values<N>(v, k, idx + (size_t)t * k, wts + (size_t)t * (k + 1));
+    if (lane == 0) wts[(size_t)t * (k + 1) + k] = sigmoid(shared_gate);
+}
+
 template <int T, bool FOLD>
-__device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, const float* __restrict__ x,
-                                                float* __restrict__ logits, int E, int k, int H,
-                                                const bf16* __restrict__ shared_gate_w,
-                                                unsigned int* __restrict__ done, int* __restrict__ idx,
-                                                float* __restrict__ wts, const bf16* __restrict__ nw, float eps,
-                                                float* __restrict__ xn, int early) {
-    __shared__ bool last;
+__device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, const float* __restrict__ x, int E,
+                                                int k, int H, const bf16* __restrict__ shared_gate_w,
+                                                int* __restrict__ idx, float* __restrict__ wts,
+                                                const bf16* __restrict__ nw, float eps, float* __restrict__ xn,
+                                                int early) {
+    __shared__ float part[ROUTER_TRIPS][ROUTER_WARPS][T];
     __shared__ float inv_rms[T];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    const int e = blockIdx.x * nwarps + warp;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const unsigned rank = cluster_rank();
     // This thread's first element of xn, and its norm weight (a weight: read before the wait).
-    const int i0 = blockIdx.x * blockDim.x + threadIdx.x, nthreads = gridDim.x * blockDim.x;
+    const int i0 = rank * blockDim.x + threadIdx.x, nthreads = ROUTER_BLOCKS * blockDim.x;
     const float w0 = FOLD && i0 < H ? 1.0f + __bfloat162float(nw[i0]) : 0.0f;
-    if (e <= E) {
+    for (int trip = 0; trip < ROUTER_TRIPS; ++trip) {
+        const int e = trip * ROUTER_ROWS + rank * ROUTER_WARPS + warp;
+        if (e > E) {
+            if (trip == 0) pdl_begin();
+            break;
+        }
         float acc[1][T];
         FoldedNorm<T> norm;
         norm.w = nw;
 #pragma unroll
         for (int t = 0; t < T; ++t) acc[0][t] = norm.ss[t] = 0.0f;
         const bf16* row = e < E ? Wr + (size_t)e * H : shared_gate_w;
-        rows_dot_lane_u<MOE_UNROLL, 1, T, FOLD>(row, H, 1, x, H >> 3, lane, 32, acc, &norm, early & EARLY_REGS);
+        rows_dot_lane_u<MOE_UNROLL, 1, T, FOLD>(row, H, 1, x, H >> 3, lane, 32, acc, &norm,
+                                                trip == 0 && (early & EARLY_REGS));
 #pragma unroll
         for (int t = 0; t < T; ++t) {
             float s = warp_sum(acc[0][t]);
             if constexpr (FOLD) {
                 const float inv = rsqrtf(warp_sum(norm.ss[t]) / (float)H + eps);
                 s *= inv;
-                if (warp == 0 && lane == 0) inv_rms[t] = inv;
+                if (e == 0 && lane == 0) inv_rms[t] = inv;
             }
-            if (lane == 0) logits[(size_t)t * (E + 1) + e] = s;
+            if (lane == 0) part[trip][warp][t] = s;
         }
-    } else {
-        pdl_begin();
     }
+    // The logits (and the first block's 1/rms) are visible to the whole cluster past here.
+    cluster_sync();
     if constexpr (FOLD) {
-        // Warp 0 always has a row: the grid has ceil((E + 1) / nwarps) blocks.
-        __syncthreads();
+        float inv[T];
+#pragma unroll
+        for (int t = 0; t < T; ++t) inv[t] = cluster_load(&inv_rms[t], 0);
         for (int i = i0; i < H; i += nthreads) {
             const float w = i == i0 ? w0 : 1.0f + __bfloat162float(nw[i]);
 #pragma unroll
-            for (int t = 0; t < T; ++t) xn[(size_t)t * H + i] = __ldg(x + (size_t)t * H + i) * inv_rms[t] * w;
+            for (int t = 0; t < T; ++t) xn[(size_t)t * H + i] = __ldg(x + (size_t)t * H + i) * inv[t] * w;
         }
     }
-    // Publish this block's logits before counting it done.
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    for (int t = warp; t < T; t += nwarps) {
-        const float* l = logits + (size_t)t * (E + 1);
-        route_warp(l, E, k, idx + (size_t)t * k, wts + (size_t)t * (k + 1));
-        if (lane == 0) wts[(size_t)t * (k + 1) + k] = sigmoid(__ldcg(l + E));
+    // Warp t of the first block routes position t (T <= ROUTER_WARPS); every other warp is done
+    // with the logits.
+    if (rank == 0 && warp < T) {
+        if (E <= 256) route_from_cluster<8, T>(part, warp, E, k, idx, wts);
+        else route_from_cluster<MAX_EXPERTS_PER_LANE, T>(part, warp, E, k, idx, wts);
+    } else {
+        cluster_arrive();
     }
-    if (threadIdx.x == 0) *done = 0;
+    // No block may exit while the first still reads its logits.
+    cluster_wait();
 }
 
-// What each warp does before the wait (`early`, EARLY_* bits): its router row into the L2;
-// with EARLY_REGS the wait comes later, after the row's first loads.
+// What each warp does before the wait (`early`, EARLY_* bits): its first router row into the
+// L2; with EARLY_REGS the wait comes later, after the row's first loads.
 __device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr, int E, int H, int early) {
-    const int e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int e = cluster_rank() * ROUTER_WARPS + (threadIdx.x >> 5);
     if ((early & EARLY_L2) && e < E) prefetch_l2(Wr + (size_t)e * H, (size_t)H * sizeof(bf16), threadIdx.x & 31, 32);
     if (!(early & EARLY_REGS)) pdl_begin();
 }
 
+// Launched as one cluster of ROUTER_BLOCKS blocks of ROUTER_WARPS warps.
 #define MOE_ROUTER(NAME, T, FOLD)                                                                   \
-    extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) NAME##_t##T(                       \
-        const bf16* __restrict__ Wr, const float* __restrict__ x, float* __restrict__ logits, int E, \
-        int k, int H, const bf16* __restrict__ shared_gate_w, unsigned int* __restrict__ done,      \
-        int* __restrict__ idx, float* __restrict__ wts, const bf16* __restrict__ nw, float eps,     \
-        float* __restrict__ xn, int early) {                                                        \
+    extern "C" __global__ void __launch_bounds__(ROUTER_WARPS * 32) NAME##_t##T(                    \
+        const bf16* __restrict__ Wr, const float* __restrict__ x, int E, int k, int H,              \
+        const bf16* __restrict__ shared_gate_w, int* __restrict__ idx, float* __restrict__ wts,     \
+        const bf16* __restrict__ nw, float eps, float* __restrict__ xn, int early) {                \
         moe_router_prologue(Wr, E, H, early);                                                       \
-        moe_router_body<T, FOLD>(Wr, x, logits, E, k, H, shared_gate_w, done, idx, wts, nw, eps, xn, \
-                                 early);                                                            \
+        moe_router_body<T, FOLD>(Wr, x, E, k, H, shared_gate_w, idx, wts, nw, eps, xn, early);      \
     }
 #define MOE_ROUTER_BOTH(T) MOE_ROUTER(moe_router, T, false) MOE_ROUTER(moe_router_norm, T, true)
 MOE_ROUTER_BOTH(1) MOE_ROUTER_BOTH(2) MOE_ROUTER_BOTH(3) MOE_ROUTER_BOTH(4)

@@ -205,12 +205,20 @@ fn gdn_rows(b: &Bench) -> Result<()> {
             b.gpu.gdn_step(&conv, &ba, &ba, &a_log, &dt, &mut layer, read, write, &mut o, 1, s)
         })?;
     }
+    b.row("gdn conv + step t=1", "one launch, in place", 2 * (s.conv_slot_bytes() + s.rec_slot_bytes()), layers, |l| {
+        let mut layer = pool.slice_mut(l * lb..(l + 1) * lb);
+        b.gpu.gdn_conv_step(&x, &conv_w, &ba, &ba, &a_log, &dt, &mut layer, 0, 0, &mut o, 1, s)
+    })?;
     let z: CudaSlice<f32> = b.gpu.stream.clone_htod(&(0..s.hv * 128).map(|i| ((i % 7) as f32 - 3.0) * 0.2).collect::<Vec<_>>())?;
     let norm_w = b.weights("bench.gdn_norm", 128, 0.5)?;
     let mut y = b.gpu.stream.alloc_zeros::<f32>(s.hv * 128)?;
     b.row("gdn_step t=1", "32 heads, in place, + output norm", 2 * s.rec_slot_bytes(), layers, |l| {
         let mut layer = pool.slice_mut(l * lb..(l + 1) * lb);
         b.gpu.gdn_step_gated(&conv, &ba, &ba, &a_log, &dt, &mut layer, 0, 0, &mut o, &z, &norm_w, &mut y, 1e-6, 1, s)
+    })?;
+    b.row("gdn conv + step t=1", "one launch, in place, + output norm", 2 * (s.conv_slot_bytes() + s.rec_slot_bytes()), layers, |l| {
+        let mut layer = pool.slice_mut(l * lb..(l + 1) * lb);
+        b.gpu.gdn_conv_step_gated(&x, &conv_w, &ba, &ba, &a_log, &dt, &mut layer, 0, 0, &mut o, &z, &norm_w, &mut y, 1e-6, 1, s)
     })?;
     b.row("rmsnorm_gated", "32 heads x 128", 0, layers, |_| b.gpu.rmsnorm_gated(&o, &z, &norm_w, &mut y, s.hv, 128, 1e-6))?;
     Ok(())

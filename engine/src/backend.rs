@@ -135,6 +135,18 @@ pub trait Backend: Sized {
         self.gdn_recurrence(cfg, w, pool, slots, qkv, b, a, t, o);
         self.gated_norm(cfg, w, o, z, t, out);
     }
+    /// A GDN layer's conv and recurrence from its projections `(x, b, a)`: [`Backend::gdn_conv`]
+    /// of x at `slots.0` into `conv`, then [`Backend::gdn_recurrence`] at `slots.1` into `o`,
+    /// or with `gate` = (z, out) [`Backend::gdn_recurrence_gated`]. A backend may run the conv
+    /// inside the recurrence's pass, leaving `conv` unwritten.
+    #[allow(clippy::too_many_arguments)]
+    fn gdn_conv_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut Self::Pool, slots: (SlotPair, SlotPair), (x, b, a): (&Self::Buf, &Self::Buf, &Self::Buf), t: usize, (conv, o): (&mut Self::Buf, &mut Self::Buf), gate: Option<(&Self::Buf, &mut Self::Buf)>) {
+        self.gdn_conv(cfg, w, pool, slots.0, x, t, conv);
+        match gate {
+            Some((z, out)) => self.gdn_recurrence_gated(cfg, w, pool, slots.1, conv, b, a, z, t, o, out),
+            None => self.gdn_recurrence(cfg, w, pool, slots.1, conv, b, a, t, o),
+        }
+    }
     /// Gated full attention for `t` positions starting at `pos0`: q/k RMSNorm, partial
     /// rotary, write k/v into the cache at `pos0..pos0+t`, causal GQA over the cache,
     /// `sigmoid(gate) ⊙ attn`. `qg` is the q_proj output (per head: query then gate).

@@ -5,7 +5,7 @@ use crate::arms::Arm;
 use crate::backend::{Backend, KvCache, RoundKey, SlotPair};
 use crate::config::{ModelConfig, MAX_DRAFT};
 use crate::state::PoolMap;
-use crate::weights::{GdnWeights, LayerWeights, Mixer, WeightSource, Weights};
+use crate::weights::{LayerWeights, Mixer, WeightSource, Weights};
 use anyhow::Result;
 
 /// Activation buffers, `max_rows` rows each.
@@ -235,7 +235,7 @@ impl<B: Backend> Model<B> {
                 let (conv, rec) = self.slots(g, Pass::Verify);
                 let st = &self.stash[g];
                 let out = (&mut self.s.conv, &mut self.s.o);
-                gdn_core(&mut self.backend, &self.cfg, &mut self.pool, w, (conv, rec), (&st.x, &st.b, &st.a), t, out, None);
+                self.backend.gdn_conv_recurrence(&self.cfg, w, &mut self.pool, (conv, rec), (&st.x, &st.b, &st.a), t, out, None);
                 g += 1;
             }
         }
@@ -269,18 +269,6 @@ enum MixerIo<'a, B: Backend> {
     Attn { cache: &'a mut KvCache<B> },
 }
 
-/// Conv + recurrence of one GDN layer from its projections (q‖k‖v, b, a) into
-/// (conv output, o); with `gate` = (z, out), the output norm of o into out as well.
-#[allow(clippy::too_many_arguments)]
-fn gdn_core<B: Backend>(b: &mut B, cfg: &ModelConfig, pool: &mut B::Pool, w: &GdnWeights<B>, slots: (SlotPair, SlotPair), proj: (&B::Buf, &B::Buf, &B::Buf), t: usize, out: (&mut B::Buf, &mut B::Buf), gate: Option<(&B::Buf, &mut B::Buf)>) {
-    let (x, bb, aa) = proj;
-    b.gdn_conv(cfg, w, pool, slots.0, x, t, out.0);
-    match gate {
-        Some((z, normed)) => b.gdn_recurrence_gated(cfg, w, pool, slots.1, out.0, bb, aa, z, t, out.1, normed),
-        None => b.gdn_recurrence(cfg, w, pool, slots.1, out.0, bb, aa, t, out.1),
-    }
-}
-
 /// One decoder layer over `t` rows of the residual stream `s.x`: norm, mixer, residual,
 /// (prefetch armed), norm, FFN, residual.
 fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: MixerIo<'_, B>, t: usize, pos0: usize, prefetch: Option<[(usize, usize); 2]>, arm: Arm) {
@@ -293,7 +281,7 @@ fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: Mi
                 None => (&mut s.qkv, &mut s.b, &mut s.a),
             };
             b.norm_matmul_many(&s.x, &lw.input_norm, eps, h, t, &mut s.xn, &mut [(&w.qkv, &mut *x), (&w.z, &mut s.z), (&w.b, &mut *bb), (&w.a, &mut *aa)]);
-            gdn_core(b, cfg, pool, w, (conv, rec), (x, bb, aa), t, (&mut s.conv, &mut s.o), Some((&s.z, &mut s.on)));
+            b.gdn_conv_recurrence(cfg, w, pool, (conv, rec), (x, bb, aa), t, (&mut s.conv, &mut s.o), Some((&s.z, &mut s.on)));
             b.matmul_add(&w.out, &s.on, t, &mut s.x);
         }
         (Mixer::Attn(w), MixerIo::Attn { cache }) => {

@@ -16,7 +16,7 @@ use half::bf16;
 
 use super::args::{dim, MAX_T};
 use super::attention::{AttnShape, MAX_SPLITS};
-use super::gdn::{GatedOut, GdnShape, HEAD_DIM};
+use super::gdn::{ConvIn, GatedOut, GdnShape, HEAD_DIM};
 use super::gemv::{ArgmaxScratch, FoldedNorm};
 use super::l2::{L2Arm, L2Audit, L2Session};
 use super::moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
@@ -344,12 +344,19 @@ impl CudaBackend {
     }
 
     /// The recurrence of one GDN layer into `o`; with `gate` = (z, out), its output norm in
-    /// the same launch.
+    /// the same launch; with `conv` (the conv state slots), `qkv` is the projection before the
+    /// conv, done by the same launch too.
     #[allow(clippy::too_many_arguments)]
-    fn gdn_step(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, (qkv, bb, a): (&CudaBuf, &CudaBuf, &CudaBuf), t: usize, o: &mut CudaBuf, gate: Option<(&CudaBuf, &mut CudaBuf)>) {
+    fn gdn_step(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, (qkv, bb, a): (&CudaBuf, &CudaBuf, &CudaBuf), t: usize, o: &mut CudaBuf, gate: Option<(&CudaBuf, &mut CudaBuf)>, conv: Option<SlotPair>) {
         let shape = GdnShape { hk: cfg.gdn_key_heads, hv: cfg.gdn_value_heads };
-        let label = if gate.is_some() { "gdn_recurrence + gated_norm" } else { "gdn_recurrence" };
-        self.op(|| label.into(), (2 * cfg.rec_slot_bytes()) as u64, |b| {
+        let label = match (conv.is_some(), gate.is_some()) {
+            (true, true) => "gdn_conv + recurrence + gated_norm",
+            (true, false) => "gdn_conv + recurrence",
+            (false, true) => "gdn_recurrence + gated_norm",
+            (false, false) => "gdn_recurrence",
+        };
+        let conv_bytes = if conv.is_some() { 2 * cfg.conv_slot_bytes() } else { 0 };
+        self.op(|| label.into(), (2 * cfg.rec_slot_bytes() + conv_bytes) as u64, |b| {
             let s = &b.gpu.stream;
             let n = t * shape.hv * HEAD_DIM;
             let base = super::args::output("state pool", pool, 0, s)?;
@@ -365,7 +372,11 @@ impl CudaBackend {
                 Some((z, out)) => Some(GatedOut::new(z.f32()?, w.norm.bf16()?, out.f32_mut()?, cfg.rms_eps as f32, t, shape, s)?),
                 None => None,
             };
-            b.gpu.gdn_step_at(inputs, base + slots.src as u64, base + slots.dst as u64, o, gated, t, shape)
+            let conv = match conv {
+                Some(cs) => Some(ConvIn { w: super::args::input("gdn conv weight", w.conv.bf16()?, 4 * shape.conv_channels(), s)?, from: base + cs.src as u64, to: base + cs.dst as u64 }),
+                None => None,
+            };
+            b.gpu.gdn_step_at(inputs, base + slots.src as u64, base + slots.dst as u64, o, gated, conv, t, shape)
         });
     }
 
@@ -684,11 +695,16 @@ impl Backend for CudaBackend {
     }
 
     fn gdn_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, qkv: &CudaBuf, bb: &CudaBuf, a: &CudaBuf, t: usize, out: &mut CudaBuf) {
-        self.gdn_step(cfg, w, pool, slots, (qkv, bb, a), t, out, None);
+        self.gdn_step(cfg, w, pool, slots, (qkv, bb, a), t, out, None, None);
     }
 
     fn gdn_recurrence_gated(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, qkv: &CudaBuf, bb: &CudaBuf, a: &CudaBuf, z: &CudaBuf, t: usize, o: &mut CudaBuf, out: &mut CudaBuf) {
-        self.gdn_step(cfg, w, pool, slots, (qkv, bb, a), t, o, Some((z, out)));
+        self.gdn_step(cfg, w, pool, slots, (qkv, bb, a), t, o, Some((z, out)), None);
+    }
+
+    /// One launch: the conv runs inside the step, and `conv` is left unwritten.
+    fn gdn_conv_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: (SlotPair, SlotPair), proj: (&CudaBuf, &CudaBuf, &CudaBuf), t: usize, (_conv, o): (&mut CudaBuf, &mut CudaBuf), gate: Option<(&CudaBuf, &mut CudaBuf)>) {
+        self.gdn_step(cfg, w, pool, slots.1, proj, t, o, gate, Some(slots.0));
     }
 
     fn gated_norm(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, o: &CudaBuf, z: &CudaBuf, t: usize, out: &mut CudaBuf) {

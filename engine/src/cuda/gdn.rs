@@ -37,8 +37,29 @@ impl GdnShape {
     }
     fn check(&self) -> Result<()> {
         ensure!(self.hk > 0 && self.hv.is_multiple_of(self.hk), "GDN heads: {} value heads are not a multiple of {} key heads", self.hv, self.hk);
+        ensure!(self.hv / self.hk <= MAX_HEADS_PER_KEY, "GDN heads: {} value heads per key head; the step kernel's clusters take at most {MAX_HEADS_PER_KEY}", self.hv / self.hk);
         Ok(())
     }
+    /// The step launch's clusters: the value heads of one key head, each head's column
+    /// slices (kernels/gdn.cu, `gdn_step`).
+    fn step_cluster(&self) -> [u32; 3] {
+        [(self.hv / self.hk) as u32, SLICES as u32, 1]
+    }
+}
+
+/// Column slices of a value head, one block each (`SLICES` in kernels/gdn.cu).
+const SLICES: usize = HEAD_DIM / 32;
+/// Value heads per key head that fit one step cluster: 16 blocks, the most sm_90 schedules.
+const MAX_HEADS_PER_KEY: usize = 16 / SLICES;
+
+/// The conv done by the `gdn_step` launch itself (device addresses): its taps `[C][4]` bf16
+/// and the conv state slots `[3][C]` bf16 it reads and writes; the step's q‖k‖v is then the
+/// projection before the conv.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConvIn {
+    pub w: u64,
+    pub from: u64,
+    pub to: u64,
 }
 
 /// The GDN output norm done by the `gdn_step` launch itself (device addresses): `y = w ·
@@ -95,7 +116,16 @@ impl Gpu {
     /// is read from slot `read` of the layer's pool and written to slot `write` (equal: in place).
     #[allow(clippy::too_many_arguments)]
     pub fn gdn_step(&self, qkv: &impl DevicePtr<f32>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, t: usize, shape: GdnShape) -> Result<()> {
-        self.gdn_step_slots(qkv, b, a, a_log, dt_bias, state, (read, write), o, None, t, shape)
+        self.gdn_step_slots(qkv, None, b, a, a_log, dt_bias, state, (read, write), o, None, t, shape)
+    }
+
+    /// [`Gpu::gdn_conv`] then [`Gpu::gdn_step`] in one launch: `x` is the projection before
+    /// the conv, w its taps; both the conv and the recurrent state are read from slot `read`
+    /// and written to slot `write`. The conv output is not stored.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gdn_conv_step(&self, x: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, t: usize, shape: GdnShape) -> Result<()> {
+        let w = input("gdn conv weight", w, 4 * shape.conv_channels(), &self.stream)?;
+        self.gdn_step_slots(x, Some(w), b, a, a_log, dt_bias, state, (read, write), o, None, t, shape)
     }
 
     /// [`Gpu::gdn_step`] followed, in the same launch, by the output norm of
@@ -104,11 +134,22 @@ impl Gpu {
     #[allow(clippy::too_many_arguments)]
     pub fn gdn_step_gated(&self, qkv: &impl DevicePtr<f32>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, z: &impl DevicePtr<f32>, norm_w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, eps: f32, t: usize, shape: GdnShape) -> Result<()> {
         let gated = GatedOut::new(z, norm_w, y, eps, t, shape, &self.stream)?;
-        self.gdn_step_slots(qkv, b, a, a_log, dt_bias, state, (read, write), o, Some(gated), t, shape)
+        self.gdn_step_slots(qkv, None, b, a, a_log, dt_bias, state, (read, write), o, Some(gated), t, shape)
     }
 
+    /// [`Gpu::gdn_conv_step`] followed, in the same launch, by the output norm of
+    /// [`Gpu::gdn_step_gated`]: the whole GDN layer between its projections in one launch.
     #[allow(clippy::too_many_arguments)]
-    fn gdn_step_slots(&self, qkv: &impl DevicePtr<f32>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, (read, write): (usize, usize), o: &mut impl DevicePtrMut<f32>, gated: Option<GatedOut>, t: usize, shape: GdnShape) -> Result<()> {
+    pub fn gdn_conv_step_gated(&self, x: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, z: &impl DevicePtr<f32>, norm_w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, eps: f32, t: usize, shape: GdnShape) -> Result<()> {
+        let gated = GatedOut::new(z, norm_w, y, eps, t, shape, &self.stream)?;
+        let w = input("gdn conv weight", w, 4 * shape.conv_channels(), &self.stream)?;
+        self.gdn_step_slots(x, Some(w), b, a, a_log, dt_bias, state, (read, write), o, Some(gated), t, shape)
+    }
+
+    /// The step on the layer's pool `state`; with `conv_w` (the taps' address), `qkv` is the
+    /// projection before the conv and the conv runs in the same launch.
+    #[allow(clippy::too_many_arguments)]
+    fn gdn_step_slots(&self, qkv: &impl DevicePtr<f32>, conv_w: Option<u64>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, (read, write): (usize, usize), o: &mut impl DevicePtrMut<f32>, gated: Option<GatedOut>, t: usize, shape: GdnShape) -> Result<()> {
         shape.check()?;
         ensure!(t > 0, "gdn step over 0 positions");
         let qkv = input("gdn qkv", qkv, t * shape.conv_channels(), &self.stream)?;
@@ -118,22 +159,25 @@ impl Gpu {
         let dt_bias = input("gdn dt_bias", dt_bias, shape.hv, &self.stream)?;
         let pool = output("gdn layer state", state, shape.layer_state_bytes(), &self.stream)?;
         let o = output("gdn output", o, t * shape.hv * HEAD_DIM, &self.stream)?;
-        let base = pool + 2 * shape.conv_slot_bytes() as u64;
+        let conv_bytes = shape.conv_slot_bytes() as u64;
+        let conv = conv_w.map(|w| Ok::<_, anyhow::Error>(ConvIn { w, from: pool + slot(read)? * conv_bytes, to: pool + slot(write)? * conv_bytes })).transpose()?;
+        let base = pool + 2 * conv_bytes;
         let bytes = shape.rec_slot_bytes() as u64;
         let (from, to) = (base + slot(read)? * bytes, base + slot(write)? * bytes);
-        self.gdn_step_at([qkv, b, a, a_log, dt_bias], from, to, o, gated, t, shape)
+        self.gdn_step_at([qkv, b, a, a_log, dt_bias], from, to, o, gated, conv, t, shape)
     }
 
     /// [`Gpu::gdn_step`] with device addresses: `inputs` are qkv, b, a, A_log, dt_bias;
     /// `from` and `to` each hold one recurrent state slot `[hv][128][128]` fp32; with
-    /// `gated`, the output norm in the same launch.
+    /// `gated`, the output norm in the same launch; with `conv`, the conv before it.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn gdn_step_at(&self, inputs: [u64; 5], from: u64, to: u64, o: u64, gated: Option<GatedOut>, t: usize, shape: GdnShape) -> Result<()> {
+    pub(crate) fn gdn_step_at(&self, inputs: [u64; 5], from: u64, to: u64, o: u64, gated: Option<GatedOut>, conv: Option<ConvIn>, t: usize, shape: GdnShape) -> Result<()> {
+        shape.check()?;
         let [qkv, b, a, a_log, dt_bias] = inputs;
         let g = gated.unwrap_or(GatedOut { z: 0, w: 0, y: 0, eps: 0.0 });
-        // Grid y: the head's column slices, one cluster (kernels/gdn.cu, SLICES).
-        let cfg = LaunchConfig { grid_dim: (shape.hv as u32, (HEAD_DIM / 32) as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "gdn_step", cfg, &qkv, &b, &a, &a_log, &dt_bias, &from, &to, &o, &dim("t", t)?, &dim("hk", shape.hk)?, &dim("hv", shape.hv)?, &self.early_arg(), &g.z, &g.w, &g.y, &g.eps);
+        let cv = conv.unwrap_or(ConvIn { w: 0, from: 0, to: 0 });
+        let cfg = LaunchConfig { grid_dim: (shape.hv as u32, SLICES as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "gdn_step", cfg, cluster Some(shape.step_cluster()); &qkv, &b, &a, &a_log, &dt_bias, &from, &to, &o, &dim("t", t)?, &dim("hk", shape.hk)?, &dim("hv", shape.hv)?, &self.early_arg(), &g.z, &g.w, &g.y, &g.eps, &cv.w, &cv.from, &cv.to);
         Ok(())
     }
 }

@@ -8,7 +8,8 @@
 use std::ffi::c_void;
 
 use cudarc::driver::sys::{
-    self, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributeValue, CUlaunchConfig,
+    self, CUfunction_attribute, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributeValue,
+    CUlaunchConfig,
 };
 use cudarc::driver::{CudaFunction, DeviceRepr, DriverError, LaunchConfig};
 
@@ -31,7 +32,8 @@ impl Gpu {
         bit(self.options.weight_prefetch, EARLY_L2) | bit(self.options.weight_preload, EARLY_REGS)
     }
 
-    /// Launches `f` on the stream with `params` (one address per kernel argument).
+    /// Launches `f` on the stream with `params` (one address per kernel argument), its blocks
+    /// grouped in clusters of `cluster` blocks (x, y, z) when given.
     ///
     /// # Safety
     /// `params` must match the kernel's signature in number, order and types, and every
@@ -40,17 +42,35 @@ impl Gpu {
         &self,
         f: &CudaFunction,
         cfg: LaunchConfig,
+        cluster: Option<[u32; 3]>,
         params: &mut [*mut c_void],
     ) -> Result<(), DriverError> {
         self.ctx.bind_to_thread()?;
-        let mut value: CUlaunchAttributeValue = std::mem::zeroed();
-        value.programmaticStreamSerializationAllowed = 1;
-        let mut pdl = CUlaunchAttribute {
-            id: CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-            pad: [0; 4],
-            value,
-        };
-        let with_pdl = self.options.pdl;
+        let mut attrs = Vec::with_capacity(2);
+        if self.options.pdl {
+            let mut value: CUlaunchAttributeValue = std::mem::zeroed();
+            value.programmaticStreamSerializationAllowed = 1;
+            attrs.push(CUlaunchAttribute {
+                id: CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                pad: [0; 4],
+                value,
+            });
+        }
+        if let Some([x, y, z]) = cluster {
+            // Clusters of more than 8 blocks exist on sm_90 only for kernels that allow them.
+            if x * y * z > 8 {
+                f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)?;
+            }
+            let mut value: CUlaunchAttributeValue = std::mem::zeroed();
+            value.clusterDim.x = x;
+            value.clusterDim.y = y;
+            value.clusterDim.z = z;
+            attrs.push(CUlaunchAttribute {
+                id: CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                pad: [0; 4],
+                value,
+            });
+        }
         let config = CUlaunchConfig {
             gridDimX: cfg.grid_dim.0,
             gridDimY: cfg.grid_dim.1,
@@ -60,12 +80,8 @@ impl Gpu {
             blockDimZ: cfg.block_dim.2,
             sharedMemBytes: cfg.shared_mem_bytes,
             hStream: self.stream.cu_stream(),
-            attrs: if with_pdl {
-                &mut pdl
-            } else {
-                std::ptr::null_mut()
-            },
-            numAttrs: u32::from(with_pdl),
+            attrs: attrs.as_mut_ptr(),
+            numAttrs: attrs.len() as u32,
         };
         sys::cuLaunchKernelEx(
             &config,

@@ -9,8 +9,9 @@
 
 /// Launches kernel `$name` on the stream with the given arguments (each a reference to a
 /// plain value: a device address, a dimension, a scalar), naming it in the error.
+/// With `cluster [x, y, z];` before the arguments, the blocks run in thread block clusters.
 macro_rules! launch {
-    ($gpu:expr, $name:expr, $cfg:expr, $($arg:expr),+ $(,)?) => {{
+    ($gpu:expr, $name:expr, $cfg:expr, cluster $cluster:expr; $($arg:expr),+ $(,)?) => {{
         let name: &str = &$name;
         let f = $gpu.function(name)?;
         let mut params = Vec::new();
@@ -18,8 +19,11 @@ macro_rules! launch {
         $( let arg = $arg; params.push($crate::cuda::launch::param(arg)); )+
         // Safety: each wrapper passes the argument types and order of the kernel's signature
         // and checks buffer lengths against the launch's shapes first.
-        unsafe { $gpu.launch_raw(f, $cfg, &mut params) }.map_err(|e| anyhow::anyhow!("launching kernel {name}: {e:?}"))?;
+        unsafe { $gpu.launch_raw(f, $cfg, $cluster, &mut params) }.map_err(|e| anyhow::anyhow!("launching kernel {name}: {e:?}"))?;
     }};
+    ($gpu:expr, $name:expr, $cfg:expr, $($arg:expr),+ $(,)?) => {
+        launch!($gpu, $name, $cfg, cluster None; $($arg),+)
+    };
 }
 
 mod args;

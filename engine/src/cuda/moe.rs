@@ -13,6 +13,11 @@ use super::Gpu;
 const MAX_TOP_K: usize = 16;
 /// Most experts the routing kernel holds in one warp's registers.
 const MAX_EXPERTS: usize = 512;
+/// The router launch: one cluster of blocks of a warp per row (kernels/moe.cu
+/// `ROUTER_BLOCKS`, `ROUTER_WARPS`); the rows past its warps take a second trip, up to
+/// [`MAX_EXPERTS`] + 1.
+const ROUTER_BLOCKS: u32 = 16;
+const ROUTER_WARPS: u32 = 17;
 /// Warps per block of the decode kernels (kernels/moe.cu `MOE_WARPS`).
 const MOE_WARPS: usize = 4;
 /// Activation rows per warp of `moe_gate_up` (kernels/moe.cu `GATE_UP_ROWS`).
@@ -70,8 +75,6 @@ pub struct MoeWeights<'a, W> {
 
 /// Device buffers of the routing and the expert activations, for up to 8 positions.
 pub struct MoeScratch {
-    /// Router logits, then the shared expert's gate logit: [t][experts + 1].
-    pub logits: CudaSlice<f32>,
     /// Chosen experts [t][top_k].
     pub idx: CudaSlice<i32>,
     /// Renormalised routing weights [t][top_k], then the shared expert's gate: [t][top_k + 1].
@@ -80,19 +83,15 @@ pub struct MoeScratch {
     /// The input rows RMS-normalised by the router when the norm is folded in (gate‖up
     /// reads them): [t][hidden].
     pub normed: CudaSlice<f32>,
-    /// Router blocks finished in the running launch (the last one routes, then resets it to 0).
-    done: CudaSlice<u32>,
 }
 
 impl MoeScratch {
     pub fn new(gpu: &Gpu, shape: MoeShape) -> Result<Self> {
         Ok(Self {
-            logits: gpu.stream.alloc_zeros(MAX_T * (shape.experts + 1))?,
             idx: gpu.stream.alloc_zeros(MAX_T * shape.top_k)?,
             weights: gpu.stream.alloc_zeros(MAX_T * (shape.top_k + 1))?,
             act: gpu.stream.alloc_zeros(MAX_T * shape.act_len())?,
             normed: gpu.stream.alloc_zeros(MAX_T * shape.hidden)?,
-            done: gpu.stream.alloc_zeros(1)?,
         })
     }
 }
@@ -132,7 +131,7 @@ impl Gpu {
 /// The launches of a decode MoE, in stream order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MoeStage {
-    /// Router GEMV, then the routing by the last block.
+    /// Router GEMV, then the routing by the first block of its cluster.
     Router,
     /// The chosen experts' and the shared expert's gate and up rows.
     GateUp,
@@ -164,8 +163,6 @@ struct MoeArgs<'a> {
     shared_gate: u64,
     shared_up: u64,
     shared_down: u64,
-    logits: u64,
-    done: u64,
     idx: u64,
     wts: u64,
     act: u64,
@@ -198,8 +195,6 @@ impl<'a> MoeArgs<'a> {
             shared_gate: input("shared expert gate proj", w.shared_gate, is * h, st)?,
             shared_up: input("shared expert up proj", w.shared_up, is * h, st)?,
             shared_down: input("shared expert down proj", w.shared_down, h * is, st)?,
-            logits: output("router logits", &mut scratch.logits, t * (e + 1), st)?,
-            done: output("router counter", &mut scratch.done, 1, st)?,
             idx: output("expert ids", &mut scratch.idx, t * k, st)?,
             wts: output("expert weights", &mut scratch.weights, t * (k + 1), st)?,
             act: output("expert activations", &mut scratch.act, t * s.act_len(), st)?,
@@ -212,7 +207,10 @@ impl<'a> MoeArgs<'a> {
         let [e, k, h, i, is] = self.dims;
         let early = gpu.early_arg();
         match stage {
-            MoeStage::Router => launch!(gpu, format!("{}_t{t}", FoldedNorm::kernel(self.norm, "moe_router")), warps_config((s.experts + 1).div_ceil(MOE_WARPS), 1), &self.router, &self.x, &self.logits, &e, &k, &h, &self.shared_expert_gate, &self.done, &self.idx, &self.wts, &self.nw, &self.eps, &self.normed, &early),
+            MoeStage::Router => {
+                let cfg = LaunchConfig { grid_dim: (ROUTER_BLOCKS, 1, 1), block_dim: (ROUTER_WARPS * 32, 1, 1), shared_mem_bytes: 0 };
+                launch!(gpu, format!("{}_t{t}", FoldedNorm::kernel(self.norm, "moe_router")), cfg, cluster Some([ROUTER_BLOCKS, 1, 1]); &self.router, &self.x, &e, &k, &h, &self.shared_expert_gate, &self.idx, &self.wts, &self.nw, &self.eps, &self.normed, &early)
+            }
             MoeStage::GateUp => {
                 let x = if self.norm.is_some() { self.normed } else { self.x };
                 launch!(gpu, "moe_gate_up", warps_config(s.act_len().div_ceil(MOE_WARPS * GATE_UP_ROWS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &x, &self.act, &k, &i, &is, &h, &early)

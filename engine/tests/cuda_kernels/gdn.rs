@@ -16,16 +16,20 @@ struct Inputs {
 }
 
 fn inputs(t: usize) -> Inputs {
-    let c = SHAPE.conv_channels();
+    inputs_for(SHAPE, t)
+}
+
+fn inputs_for(shape: GdnShape, t: usize) -> Inputs {
+    let c = shape.conv_channels();
     let mut rng = Rng::new(11);
     let mut pool = Vec::new();
     for _ in 0..2 {
         pool.extend(rng.vec(3 * c, 1.0).iter().flat_map(|v| bf16::from_f32(*v).to_le_bytes()));
     }
     for _ in 0..2 {
-        pool.extend(rng.vec(SHAPE.hv * D * D, 0.1).iter().flat_map(|v| v.to_le_bytes()));
+        pool.extend(rng.vec(shape.hv * D * D, 0.1).iter().flat_map(|v| v.to_le_bytes()));
     }
-    Inputs { x: rng.vec(t * c, 1.0), b: rng.vec(t * SHAPE.hv, 2.0), a: rng.vec(t * SHAPE.hv, 2.0), pool }
+    Inputs { x: rng.vec(t * c, 1.0), b: rng.vec(t * shape.hv, 2.0), a: rng.vec(t * shape.hv, 2.0), pool }
 }
 
 fn conv_slot(pool: &[u8], s: usize) -> Vec<f64> {
@@ -148,32 +152,78 @@ fn gdn_t_positions_in_one_launch_equal_single_steps() {
     assert_eq!(conv_slot(&all, 0), conv_slot(&steps, last), "conv state differs");
 }
 
+/// The conv inside the step launch against the conv launch then the step, bit for bit: the
+/// output, both state slots, with and without the output norm. In place too, where the cluster's first block may write a key
+/// head's q, k window only after every block of the cluster has read it; 1 to 4 value heads
+/// per key head (clusters of 4 to 16 blocks).
+#[test]
+fn gdn_conv_inside_the_step_equals_conv_then_step() {
+    let Some(gpu) = gpu() else { return };
+    for shape in [SHAPE, GdnShape { hk: 2, hv: 2 }, GdnShape { hk: 1, hv: 3 }, GdnShape { hk: 2, hv: 8 }] {
+        for (t, read, write) in [(1, 0, 1), (1, 1, 1), (4, 0, 0), (33, 1, 0)] {
+            let (c, n) = (shape.conv_channels(), t * shape.hv * D);
+            let inp = inputs_for(shape, t);
+            let (conv_w, _) = weights(gpu, "gdn.conv1d.weight", 4 * c, 0.0, 0.5);
+            let (a_log, _) = weights(gpu, "gdn.A_log", shape.hv, 0.0, 1.0);
+            let (dt_bias, _) = weights(gpu, "gdn.dt_bias", shape.hv, 0.0, 1.0);
+            let (x, b, a) = (upload(gpu, &inp.x), upload(gpu, &inp.b), upload(gpu, &inp.a));
+
+            let mut pool = upload(gpu, &inp.pool);
+            let (mut conv, mut o) = (gpu.stream.alloc_zeros::<f32>(t * c).unwrap(), gpu.stream.alloc_zeros::<f32>(n).unwrap());
+            gpu.gdn_conv(&x, &conv_w, &mut pool, read, write, &mut conv, t, shape).unwrap();
+            gpu.gdn_step(&conv, &b, &a, &a_log, &dt_bias, &mut pool, read, write, &mut o, t, shape).unwrap();
+            let (want_o, want_pool) = (download(gpu, &o), download(gpu, &pool));
+
+            let mut pool = upload(gpu, &inp.pool);
+            let mut o = gpu.stream.alloc_zeros::<f32>(n).unwrap();
+            gpu.gdn_conv_step(&x, &conv_w, &b, &a, &a_log, &dt_bias, &mut pool, read, write, &mut o, t, shape).unwrap();
+            let what = format!("{}/{} heads, t = {t}, slot {read} -> {write}", shape.hk, shape.hv);
+            assert_eq!(download(gpu, &o), want_o, "output differs with the conv in the step ({what})");
+            assert_eq!(download(gpu, &pool), want_pool, "state differs with the conv in the step ({what})");
+
+            // With the output norm as well, against the conv launch then the step with its norm.
+            let z = upload(gpu, &Rng::new(3 + t as u64).vec(n, 3.0));
+            let (norm_w, _) = weights(gpu, "gdn.norm.weight", D, 1.0, 0.5);
+            let mut pool = upload(gpu, &inp.pool);
+            let (mut o, mut want_y) = (gpu.stream.alloc_zeros::<f32>(n).unwrap(), gpu.stream.alloc_zeros::<f32>(n).unwrap());
+            gpu.gdn_conv(&x, &conv_w, &mut pool, read, write, &mut conv, t, shape).unwrap();
+            gpu.gdn_step_gated(&conv, &b, &a, &a_log, &dt_bias, &mut pool, read, write, &mut o, &z, &norm_w, &mut want_y, 1e-6, t, shape).unwrap();
+            let (want_y, want_pool) = (download(gpu, &want_y), download(gpu, &pool));
+            let mut pool = upload(gpu, &inp.pool);
+            let mut y = gpu.stream.alloc_zeros::<f32>(n).unwrap();
+            gpu.gdn_conv_step_gated(&x, &conv_w, &b, &a, &a_log, &dt_bias, &mut pool, read, write, &mut o, &z, &norm_w, &mut y, 1e-6, t, shape).unwrap();
+            assert_eq!(download(gpu, &y), want_y, "normed output differs with the conv in the step ({what})");
+            assert_eq!(download(gpu, &pool), want_pool, "state differs with the conv and the norm in the step ({what})");
+        }
+    }
+}
+
 /// The output norm done by the gdn_step launch (its 4 column blocks exchanging their sums in a
 /// cluster) against the recurrence followed by the separate rmsnorm_gated kernel, over more
 /// positions than one exchange round holds.
 #[test]
 fn gdn_step_with_its_output_norm_equals_step_then_gated_norm() {
     let Some(gpu) = gpu() else { return };
-    for t in [1, 3, 70] {
-        let (c, n) = (SHAPE.conv_channels(), t * SHAPE.hv * D);
-        let inp = inputs(t);
+    for (shape, t) in [(SHAPE, 1), (SHAPE, 3), (SHAPE, 70), (GdnShape { hk: 1, hv: 3 }, 3)] {
+        let (c, n) = (shape.conv_channels(), t * shape.hv * D);
+        let inp = inputs_for(shape, t);
         let mut rng = Rng::new(5 + t as u64);
         let z = upload(gpu, &rng.vec(n, 3.0));
         let (norm_w, _) = weights(gpu, "gdn.norm.weight", D, 1.0, 0.5);
-        let (a_log, _) = weights(gpu, "gdn.A_log", SHAPE.hv, 0.0, 1.0);
-        let (dt_bias, _) = weights(gpu, "gdn.dt_bias", SHAPE.hv, 0.0, 1.0);
+        let (a_log, _) = weights(gpu, "gdn.A_log", shape.hv, 0.0, 1.0);
+        let (dt_bias, _) = weights(gpu, "gdn.dt_bias", shape.hv, 0.0, 1.0);
         let (qkv, b, a) = (upload(gpu, &inp.x[..t * c]), upload(gpu, &inp.b), upload(gpu, &inp.a));
 
         let mut pool = upload(gpu, &inp.pool);
         let (mut o, mut want) = (gpu.stream.alloc_zeros::<f32>(n).unwrap(), gpu.stream.alloc_zeros::<f32>(n).unwrap());
-        gpu.gdn_step(&qkv, &b, &a, &a_log, &dt_bias, &mut pool, 0, 1, &mut o, t, SHAPE).unwrap();
-        gpu.rmsnorm_gated(&o, &z, &norm_w, &mut want, t * SHAPE.hv, D, 1e-6).unwrap();
+        gpu.gdn_step(&qkv, &b, &a, &a_log, &dt_bias, &mut pool, 0, 1, &mut o, t, shape).unwrap();
+        gpu.rmsnorm_gated(&o, &z, &norm_w, &mut want, t * shape.hv, D, 1e-6).unwrap();
         let (want_o, want_pool) = (download(gpu, &o), download(gpu, &pool));
 
         let mut pool = upload(gpu, &inp.pool);
         let (mut o, mut y) = (gpu.stream.alloc_zeros::<f32>(n).unwrap(), gpu.stream.alloc_zeros::<f32>(n).unwrap());
-        gpu.gdn_step_gated(&qkv, &b, &a, &a_log, &dt_bias, &mut pool, 0, 1, &mut o, &z, &norm_w, &mut y, 1e-6, t, SHAPE).unwrap();
-        assert_eq!(download(gpu, &o), want_o, "raw output differs with the norm fused (t = {t})");
+        gpu.gdn_step_gated(&qkv, &b, &a, &a_log, &dt_bias, &mut pool, 0, 1, &mut o, &z, &norm_w, &mut y, 1e-6, t, shape).unwrap();
+        assert_eq!(download(gpu, &o), want_o, "raw output differs with the norm fused (t = {t}, {} value heads a key head)", shape.hv / shape.hk);
         assert_eq!(download(gpu, &pool), want_pool, "state differs with the norm fused (t = {t})");
         let want: Vec<f64> = download(gpu, &want).iter().map(|v| *v as f64).collect();
         assert_close(&format!("gdn output norm in the step launch (t = {t})"), &download(gpu, &y), &want, 1e-6);

@@ -4,29 +4,40 @@ use super::{assert_close, download, gpu, sigmoid, silu, upload, weights, Rng};
 use engine::cuda::gemv::FoldedNorm;
 use engine::cuda::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
 
+/// 16 experts: the router's rows all sit in the first block of its cluster.
+const SMALL: MoeShape = MoeShape { experts: 16, top_k: 4, hidden: 256, expert_dim: 64, shared_dim: 32 };
+
 #[test]
 fn moe_matches_host() {
-    check_moe(3, false);
+    check_moe(3, false, SMALL);
 }
 
 /// The post-attention norm folded into the router, which writes the normalised rows that
 /// gate‖up reads.
 #[test]
 fn moe_with_folded_norm_matches_host() {
-    check_moe(5, true);
+    check_moe(5, true, SMALL);
+}
+
+/// The router's cluster with every block holding rows (256 experts and the shared gate), and
+/// with rows past its warps, which take a second trip (300 experts).
+#[test]
+fn moe_router_cluster_over_one_and_two_trips_matches_host() {
+    for experts in [256, 300] {
+        check_moe(4, true, MoeShape { experts, top_k: 8, ..SMALL });
+    }
 }
 
 /// The prefill path: 300 positions, so that experts get more than one 64-row tile.
 #[test]
 fn moe_prefill_grouped_by_expert_matches_host() {
-    check_moe(300, false);
+    check_moe(300, false, SMALL);
 }
 
 /// The decode kernels for t <= 8 (also checking the chosen experts), the grouped prefill
 /// kernels for larger t; with `folded`, the experts read rmsnorm(x) (decode kernels only).
-fn check_moe(t: usize, folded: bool) {
+fn check_moe(t: usize, folded: bool, s: MoeShape) {
     let Some(gpu) = gpu() else { return };
-    let s = MoeShape { experts: 16, top_k: 4, hidden: 256, expert_dim: 64, shared_dim: 32 };
     let (e, k, h, i, is) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim);
     let (router, rh) = weights(gpu, "moe.router", e * h, 0.0, 0.3);
     let (gate, gh) = weights(gpu, "moe.gate", e * i * h, 0.0, 0.1);
@@ -50,8 +61,7 @@ fn check_moe(t: usize, folded: bool) {
         gpu.moe(&upload(gpu, &x), &w, &mut scratch, &mut y, t, s, true, norm).unwrap();
         let got_idx = download(gpu, &scratch.idx);
         let got_normed = folded.then(|| download(gpu, &scratch.normed)[..t * h].to_vec());
-        // Each position alone gives the same bits (speculative verify equals plain decode);
-        // the repeated launches also check that the router's last-block counter resets.
+        // Each position alone gives the same bits (speculative verify equals plain decode).
         let together = download(gpu, &y);
         for p in 0..t {
             let mut alone = upload(gpu, &y0[p * h..][..h]);
@@ -103,5 +113,5 @@ fn check_moe(t: usize, folded: bool) {
         }
         want.extend(out);
     }
-    assert_close(&format!("moe output (accumulated) t={t} folded norm {folded}"), &download(gpu, &y), &want, 1e-5);
+    assert_close(&format!("moe output (accumulated) t={t} folded norm {folded}, {e} experts"), &download(gpu, &y), &want, 1e-5);
 }
