@@ -76,6 +76,13 @@ __device__ __forceinline__ unsigned cluster_width() {
     asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(r));
     return r;
 }
+// Writes v to `*p` in the shared memory of block `rank` of this cluster.
+__device__ __forceinline__ void cluster_store(float* p, unsigned rank, float v) {
+    const unsigned local = (unsigned)__cvta_generic_to_shared(p);
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
+}
 // `*p` in the shared memory of block `rank` of this cluster.
 __device__ __forceinline__ float cluster_load(const float* p, unsigned rank) {
     const unsigned local = (unsigned)__cvta_generic_to_shared(p);

@@ -67,32 +67,33 @@ extern "C" __global__ void gdn_conv(const float* __restrict__ x, const bf16* __r
 // The GDN output norm, y = w * o/rms(o) * silu(z) over each head's 128 columns, for the T
 // positions that gdn_step has just written to o. A head's columns are spread over SLICES
 // blocks of its cluster (cluster y; its x spans the value heads of one key head): each sums
-// the squares of its 32 per position, the cluster exchanges the sums through distributed
-// shared memory and adds them in slice order.
+// the squares of its 32 per position and writes the sum into the shared memory of all SLICES
+// blocks, so that one cluster barrier a chunk of positions suffices; each then adds the sums
+// in slice order. Chunks alternate between two buffers: a block writes chunk c + 1's sums
+// only after the barrier of chunk c, which every block reaches only once it has read chunk
+// c - 1's, and after the last barrier no block touches another's shared memory.
 __device__ __forceinline__ void gdn_gated_norm(const float* __restrict__ o, const float* __restrict__ z,
                                                const bf16* __restrict__ w, float* __restrict__ y, int T, int HV,
                                                float eps) {
-    __shared__ float part[NORM_CHUNK];
+    __shared__ float part[2][SLICES][NORM_CHUNK];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     const int h = blockIdx.x, col = blockIdx.y * 32 + lane;
     const float wc = __bfloat162float(w[col]);
-    for (int t0 = 0; t0 < T; t0 += NORM_CHUNK) {
+    for (int t0 = 0, c = 0; t0 < T; t0 += NORM_CHUNK, c ^= 1) {
         const int n = min(NORM_CHUNK, T - t0);
         for (int i = warp; i < n; i += nwarps) {
             const float v = o[((size_t)(t0 + i) * HV + h) * DV + col];
             const float ss = warp_sum(v * v);
-            if (lane == 0) part[i] = ss;
+            if (lane < SLICES) cluster_store(&part[c][blockIdx.y][i], cluster_x() + lane * cluster_width(), ss);
         }
         cluster_sync();
         for (int i = warp; i < n; i += nwarps) {
             float ss = 0.0f;
 #pragma unroll
-            for (int r = 0; r < SLICES; ++r) ss += cluster_load(&part[i], cluster_x() + r * cluster_width());
+            for (int r = 0; r < SLICES; ++r) ss += part[c][r][i];
             const size_t at = ((size_t)(t0 + i) * HV + h) * DV + col;
             y[at] = wc * o[at] * rsqrtf(ss / (float)DV + eps) * silu(z[at]);
         }
-        // No block may overwrite its sums, or exit, while another still reads them.
-        cluster_sync();
     }
 }
 
@@ -204,7 +205,7 @@ extern "C" __global__ void __launch_bounds__(256) gdn_step(
     if (y != nullptr) gdn_gated_norm(o, z, norm_w, y, T, HV, eps);
     if (conv) {
         if (warp == 0) conv_store(conv_v, conv_out, C, c_v);
-        // Past the norm's last barrier every block of the cluster has read its window.
+        // Past the norm's barrier every block of the cluster has read its window.
         if (y == nullptr) cluster_sync();
         if (cluster_rank() == 0) conv_store(conv_qk, conv_out, C, c_qk);
     }
