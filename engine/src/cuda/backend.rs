@@ -422,6 +422,7 @@ fn check_shape(cfg: &ModelConfig) -> Result<()> {
     let name = &cfg.name;
     ensure!(cfg.gdn_key_dim == HEAD_DIM && cfg.gdn_value_dim == HEAD_DIM, "model {name}: the CUDA GDN kernels take key and value head dims of {HEAD_DIM}, not {}/{}", cfg.gdn_key_dim, cfg.gdn_value_dim);
     ensure!(cfg.conv_kernel == 4, "model {name}: the CUDA conv kernel takes a kernel width of 4, not {}", cfg.conv_kernel);
+    GdnShape { hk: cfg.gdn_key_heads, hv: cfg.gdn_value_heads }.check().with_context(|| format!("model {name} on the CUDA backend"))?;
     ensure!(cfg.hidden.is_multiple_of(8), "model {name}: hidden size {} must be a multiple of 8 for the CUDA backend", cfg.hidden);
     Ok(())
 }
@@ -747,3 +748,20 @@ impl Backend for CudaBackend {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::check_shape;
+    use crate::config::ModelConfig;
+
+    #[test]
+    fn shapes_past_the_kernels_are_rejected_naming_the_limit() {
+        for preset in ["qwen3.6-35b-a3b", "dense-27b"] {
+            check_shape(&ModelConfig::preset(preset).unwrap()).unwrap();
+        }
+        let mut cfg = ModelConfig::preset("qwen3.6-35b-a3b").unwrap();
+        (cfg.gdn_key_heads, cfg.gdn_value_heads) = (4, 32);
+        let err = format!("{:#}", check_shape(&cfg).expect_err("8 value heads per key head passed"));
+        assert!(err.contains("8 value heads per key head") && err.contains("at most 4"), "{err}");
+    }
+}

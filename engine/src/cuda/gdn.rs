@@ -35,7 +35,8 @@ impl GdnShape {
     pub fn layer_state_bytes(&self) -> usize {
         2 * (self.conv_slot_bytes() + self.rec_slot_bytes())
     }
-    fn check(&self) -> Result<()> {
+    /// Checks the head counts against what the kernels take, naming the limit.
+    pub(crate) fn check(&self) -> Result<()> {
         ensure!(self.hk > 0 && self.hv.is_multiple_of(self.hk), "GDN heads: {} value heads are not a multiple of {} key heads", self.hv, self.hk);
         ensure!(self.hv / self.hk <= MAX_HEADS_PER_KEY, "GDN heads: {} value heads per key head; the step kernel's clusters take at most {MAX_HEADS_PER_KEY}", self.hv / self.hk);
         Ok(())

@@ -306,3 +306,18 @@ impl Gpu {
         self.gemm(&scratch.shared_gate, w.shared_down, y, h, is, t, true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::nvrtc::KERNEL_FILES;
+    use super::{ROUTER_BLOCKS, ROUTER_WARPS};
+
+    #[test]
+    fn router_launch_shape_is_the_kernels() {
+        let moe = KERNEL_FILES.iter().find(|f| f.name == "moe.cu").expect("kernels/moe.cu is a kernel file").source;
+        for (name, value) in [("ROUTER_BLOCKS", ROUTER_BLOCKS), ("ROUTER_WARPS", ROUTER_WARPS)] {
+            let define = format!("#define {name} {value}\n");
+            assert!(moe.contains(&define), "kernels/moe.cu lacks `{}`", define.trim_end());
+        }
+    }
+}
