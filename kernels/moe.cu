@@ -109,9 +109,9 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, int E, in
 // warps, a warp per row of [Wr; shared_gate_w] (E + 1 rows, the shared expert's gate logit
 // last; row e goes to block (e mod ROUTER_ROWS) / ROUTER_WARPS, so up to ROUTER_ROWS - 1
 // experts take one trip to memory). Each block keeps its logits in shared memory; after a
-// cluster barrier the first block's warps read them through distributed shared memory and
-// route the T positions in turn, so no logit goes through global memory and no block waits on
-// a counter. With FOLD the rows are read normalised (each warp sums x² in the same order, so
+// cluster barrier warp t of the first block reads position t's through distributed shared
+// memory and routes it, so no logit goes through global memory and no block waits on a
+// counter. With FOLD the rows are read normalised (each warp sums x² in the same order, so
 // all hold the same 1/rms) and every block writes its share of the normalised rows to xn for
 // gate||up, with the first block's 1/rms, sparing the norm a launch.
 #define ROUTER_BLOCKS 16

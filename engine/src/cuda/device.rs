@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
-use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::sys::{CUdevice_attribute as Attr, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
 use cudarc::nvrtc::Ptx;
 
@@ -116,6 +116,10 @@ fn load_kernels(ctx: &Arc<CudaContext>) -> Result<HashMap<String, CudaFunction>>
             let f = module
                 .load_function(&name)
                 .with_context(|| format!("loading kernel {name} of kernels/{}", file.name))?;
+            // sm_90 runs clusters of more than 8 blocks (up to 16) only for kernels that allow
+            // them; the attribute changes nothing for launches without clusters.
+            f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+                .with_context(|| format!("allowing clusters of 16 blocks for kernel {name}"))?;
             functions.insert(name, f);
         }
     }

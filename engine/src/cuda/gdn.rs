@@ -170,10 +170,10 @@ impl Gpu {
 
     /// [`Gpu::gdn_step`] with device addresses: `inputs` are qkv, b, a, A_log, dt_bias;
     /// `from` and `to` each hold one recurrent state slot `[hv][128][128]` fp32; with
-    /// `gated`, the output norm in the same launch; with `conv`, the conv before it.
+    /// `gated`, the output norm in the same launch; with `conv`, the conv before it. `shape`
+    /// is checked by the callers ([`GdnShape::check`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gdn_step_at(&self, inputs: [u64; 5], from: u64, to: u64, o: u64, gated: Option<GatedOut>, conv: Option<ConvIn>, t: usize, shape: GdnShape) -> Result<()> {
-        shape.check()?;
         let [qkv, b, a, a_log, dt_bias] = inputs;
         let g = gated.unwrap_or(GatedOut { z: 0, w: 0, y: 0, eps: 0.0 });
         let cv = conv.unwrap_or(ConvIn { w: 0, from: 0, to: 0 });

@@ -8,8 +8,7 @@
 use std::ffi::c_void;
 
 use cudarc::driver::sys::{
-    self, CUfunction_attribute, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributeValue,
-    CUlaunchConfig,
+    self, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributeValue, CUlaunchConfig,
 };
 use cudarc::driver::{CudaFunction, DeviceRepr, DriverError, LaunchConfig};
 
@@ -57,10 +56,6 @@ impl Gpu {
             });
         }
         if let Some([x, y, z]) = cluster {
-            // Clusters of more than 8 blocks exist on sm_90 only for kernels that allow them.
-            if x * y * z > 8 {
-                f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)?;
-            }
             let mut value: CUlaunchAttributeValue = std::mem::zeroed();
             value.clusterDim.x = x;
             value.clusterDim.y = y;
