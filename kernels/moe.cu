@@ -18,6 +18,7 @@
 #define MAX_TOPK 16
 
 #define MAX_EXPERTS_PER_LANE 16
+// Most warps per block of moe_gate_up and moe_down (the engine picks the block size per launch).
 #define MOE_WARPS 4
 #define MOE_UNROLL 8
 
@@ -227,7 +228,7 @@ MOE_ROUTER_BOTH(5) MOE_ROUTER_BOTH(6) MOE_ROUTER_BOTH(7) MOE_ROUTER_BOTH(8)
 // gate||up still runs: the whole MoE is faster (README-cuda, seventh pass).
 #define GATE_UP_ROWS 2
 
-// GATE_UP_ROWS activation rows r of position t a warp (grid ceil(rows / (MOE_WARPS *
+// GATE_UP_ROWS activation rows r of position t a warp (grid ceil(rows / (warps a block *
 // GATE_UP_ROWS)) x T): routed rows 0..k*I-1, then the Is shared rows; act [T][k*I + Is]. The
 // gate and up rows are read as two rows of one pass (`up - gate` apart), the warp's lanes
 // splitting the hidden dim.
@@ -287,7 +288,7 @@ __device__ __forceinline__ void load_down_batch(uint4 (&wv)[UNROLL][R], const bf
     }
 }
 
-// ROWS hidden rows h0.. of position t a warp (grid ceil(H / (MOE_WARPS * ROWS)) x T). The k
+// ROWS hidden rows h0.. of position t a warp (grid ceil(H / (warps a block * ROWS)) x T). The k
 // routed rows and the shared row are walked as one virtual row over act[t] (k*I + Is values),
 // split over the lanes; each chunk's dot product is scaled by its slot's routing weight, and
 // each chunk of act is loaded once for the ROWS rows. UNROLL * ROWS loads are in flight per

@@ -18,20 +18,33 @@ const MAX_EXPERTS: usize = 512;
 /// [`MAX_EXPERTS`] + 1.
 const ROUTER_BLOCKS: u32 = 16;
 const ROUTER_WARPS: u32 = 17;
-/// Warps per block of the decode kernels (kernels/moe.cu `MOE_WARPS`).
+/// Most warps per block of `moe_gate_up` and `moe_down` (kernels/moe.cu `MOE_WARPS`, their
+/// launch bound).
 const MOE_WARPS: usize = 4;
 /// Activation rows per warp of `moe_gate_up` (kernels/moe.cu `GATE_UP_ROWS`).
 const GATE_UP_ROWS: usize = 2;
-/// `moe_down`'s variant for `t` positions, and the hidden rows each of its warps takes
-/// (kernels/moe.cu `MOE_DOWN`): two rows a warp read the activations half as often, which pays
-/// only when they hold several positions.
-fn down_kernel(t: usize) -> (&'static str, usize) {
-    if t == 1 { ("moe_down", 1) } else { ("moe_down_rows2", 2) }
+/// Warps per block of `moe_gate_up`: small blocks pack the SMs more evenly and leave room
+/// for `moe_down`'s, which start while gate‖up runs (README-cuda, ninth pass).
+const GATE_UP_WARPS: usize = 2;
+
+/// How `moe_down` runs for `t` positions (kernels/moe.cu `MOE_DOWN`).
+struct DownLaunch {
+    kernel: &'static str,
+    /// Hidden rows a warp: two read the activations half as often, which pays only when they
+    /// hold several positions.
+    rows: usize,
+    /// Warps a block: one position runs in blocks of one warp, which fit beside gate‖up's
+    /// blocks; several in blocks of [`MOE_WARPS`], which measured faster there.
+    warps: usize,
 }
 
-/// A grid of `blocks` x `t` blocks of [`MOE_WARPS`] warps.
-fn warps_config(blocks: usize, t: usize) -> LaunchConfig {
-    LaunchConfig { grid_dim: (blocks as u32, t as u32, 1), block_dim: (MOE_WARPS as u32 * 32, 1, 1), shared_mem_bytes: 0 }
+fn down_launch(t: usize) -> DownLaunch {
+    if t == 1 { DownLaunch { kernel: "moe_down", rows: 1, warps: 1 } } else { DownLaunch { kernel: "moe_down_rows2", rows: 2, warps: MOE_WARPS } }
+}
+
+/// A grid of `blocks` x `t` blocks of `warps` warps.
+fn warps_config(blocks: usize, t: usize, warps: usize) -> LaunchConfig {
+    LaunchConfig { grid_dim: (blocks as u32, t as u32, 1), block_dim: (warps as u32 * 32, 1, 1), shared_mem_bytes: 0 }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -213,11 +226,11 @@ impl<'a> MoeArgs<'a> {
             }
             MoeStage::GateUp => {
                 let x = if self.norm.is_some() { self.normed } else { self.x };
-                launch!(gpu, "moe_gate_up", warps_config(s.act_len().div_ceil(MOE_WARPS * GATE_UP_ROWS), t), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &x, &self.act, &k, &i, &is, &h, &early)
+                launch!(gpu, "moe_gate_up", warps_config(s.act_len().div_ceil(GATE_UP_WARPS * GATE_UP_ROWS), t, GATE_UP_WARPS), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &x, &self.act, &k, &i, &is, &h, &early)
             }
             MoeStage::Down => {
-                let (kernel, rows) = down_kernel(t);
-                launch!(gpu, kernel, warps_config(s.hidden.div_ceil(MOE_WARPS * rows), t), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate, &early)
+                let d = down_launch(t);
+                launch!(gpu, d.kernel, warps_config(s.hidden.div_ceil(d.warps * d.rows), t, d.warps), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate, &early)
             }
         }
         Ok(())
