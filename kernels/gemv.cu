@@ -1,10 +1,14 @@
 // bf16 GEMV for decode and speculative verify: y[t] = W x[t] (+ y[t] when accumulate), for
 // T = 1..8 positions sharing one read of W [rows][cols] (row-major bf16, cols a multiple of 8).
-// A block of up to 256 threads per four rows, its threads splitting the columns, so that
-// even a 2048-row projection spreads over 512 blocks; the activations are loaded once for
-// the four rows. Accumulation is fp32; `accumulate` folds the residual add into the projection.
+// A block per four rows, its threads splitting the columns, so that even a 2048-row
+// projection spreads over 512 blocks; the activations are loaded once for the four rows. The
+// engine gives a block as many warps (up to 8) as let each thread load its chunks of the four
+// rows in one batch of GEMV_BATCH chunks a row, one trip to memory: 4 warps for 2048
+// columns, 8 for 4096. Accumulation is fp32; `accumulate` folds the residual add into the
+// projection.
 
 #define GEMV_ROWS 4
+#define GEMV_BATCH 2
 
 // What the block does before the wait for the previous kernel (`early`, EARLY_* bits): its
 // weights (up to GEMV_ROWS whole rows from row0) into the L2; with EARLY_REGS the wait comes
@@ -29,8 +33,8 @@ __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* 
     norm.w = nw;
 #pragma unroll
     for (int t = 0; t < T; ++t) norm.ss[t] = 0.0f;
-    rows_dot_lane<GEMV_ROWS, T, FOLD>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3, threadIdx.x, blockDim.x, acc,
-                                      &norm, early & EARLY_REGS);
+    rows_dot_lane_u<GEMV_BATCH, GEMV_ROWS, T, FOLD>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3,
+                                                    threadIdx.x, blockDim.x, acc, &norm, early & EARLY_REGS);
     float s;
     block_sum_rows<GEMV_ROWS, T, FOLD>(acc, &s, &norm, cols, eps);
     const int r = threadIdx.x / T, t = threadIdx.x % T;

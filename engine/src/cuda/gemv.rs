@@ -22,13 +22,17 @@ impl GemvInput for bf16 {
 
 /// Rows per block of the LM head kernel: eight warps of four rows.
 const ROWS_PER_BLOCK: usize = 32;
-/// Rows per block of the GEMV, whose threads split the columns.
+/// Rows per block of the GEMV, whose threads split the columns (kernels/gemv.cu `GEMV_ROWS`).
 const GEMV_ROWS: usize = 4;
+/// 16-byte chunks of each of the block's rows that a GEMV thread loads in one batch
+/// (kernels/gemv.cu `GEMV_BATCH`).
+const GEMV_BATCH: usize = 2;
 
-/// Threads of a block that splits `cols` columns in 16-byte chunks: a chunk per thread up
-/// to 256 threads.
+/// Threads of a block that splits `cols` columns in 16-byte chunks: as many warps as make
+/// each thread's chunks one batch of loads (one trip to memory), up to 8. Fewer threads with
+/// a full batch each beat more threads with half a batch (README-cuda, ninth pass).
 fn threads_for(cols: usize) -> u32 {
-    (cols / 8).div_ceil(32).clamp(1, 8) as u32 * 32
+    (cols / 8).div_ceil(32 * GEMV_BATCH).clamp(1, 8) as u32 * 32
 }
 
 fn check_cols(what: &str, cols: usize) -> Result<()> {
@@ -242,5 +246,25 @@ impl Gpu {
         let cfg = LaunchConfig { grid_dim: (dim("t", t)? as u32, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
         launch!(self, "argmax_reduce", cfg, &logits, &0u64, &dim("n", n)?, &ids);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::nvrtc::assert_defines;
+    use super::{threads_for, GEMV_BATCH, GEMV_ROWS};
+
+    #[test]
+    fn launch_shape_is_the_kernels() {
+        assert_defines("gemv.cu", &[("GEMV_ROWS", GEMV_ROWS), ("GEMV_BATCH", GEMV_BATCH)]);
+    }
+
+    /// Each thread takes one batch of 16-byte chunks a row: 2048 columns are 256 chunks, two
+    /// a thread for 128 threads; wider rows stop at 256 threads, narrow ones at one warp.
+    #[test]
+    fn a_block_has_warps_for_one_batch_a_thread() {
+        for (cols, threads) in [(8, 32), (512, 32), (2048, 128), (4096, 256), (5120, 256), (17408, 256)] {
+            assert_eq!(threads_for(cols), threads, "{cols} columns");
+        }
     }
 }

@@ -322,15 +322,11 @@ impl Gpu {
 
 #[cfg(test)]
 mod tests {
-    use super::super::nvrtc::KERNEL_FILES;
-    use super::{ROUTER_BLOCKS, ROUTER_WARPS};
+    use super::super::nvrtc::assert_defines;
+    use super::{GATE_UP_ROWS, MOE_WARPS, ROUTER_BLOCKS, ROUTER_WARPS};
 
     #[test]
-    fn router_launch_shape_is_the_kernels() {
-        let moe = KERNEL_FILES.iter().find(|f| f.name == "moe.cu").expect("kernels/moe.cu is a kernel file").source;
-        for (name, value) in [("ROUTER_BLOCKS", ROUTER_BLOCKS), ("ROUTER_WARPS", ROUTER_WARPS)] {
-            let define = format!("#define {name} {value}\n");
-            assert!(moe.contains(&define), "kernels/moe.cu lacks `{}`", define.trim_end());
-        }
+    fn launch_shapes_are_the_kernels() {
+        assert_defines("moe.cu", &[("ROUTER_BLOCKS", ROUTER_BLOCKS as usize), ("ROUTER_WARPS", ROUTER_WARPS as usize), ("MOE_WARPS", MOE_WARPS), ("GATE_UP_ROWS", GATE_UP_ROWS)]);
     }
 }

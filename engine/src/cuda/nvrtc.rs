@@ -197,3 +197,14 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
     std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
 }
+
+/// Asserts that kernels/`file` has `#define NAME value` for each pair: the constants from which
+/// the host computes a kernel's launch shape mirror the kernel's own.
+#[cfg(test)]
+pub(crate) fn assert_defines(file: &str, defines: &[(&str, usize)]) {
+    let source = KERNEL_FILES.iter().find(|f| f.name == file).unwrap_or_else(|| panic!("kernels/{file} is not a kernel file")).source;
+    for (name, value) in defines {
+        let define = format!("#define {name} {value}\n");
+        assert!(source.contains(&define), "kernels/{file} lacks `{}`", define.trim_end());
+    }
+}
