@@ -10,7 +10,7 @@ use engine::backend::{Backend, KvCache, SlotPair};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::CpuBackend;
 use engine::cuda::{CudaBackend, FoldNorms};
-use engine::model::Model;
+use engine::model::{rope_table, Model};
 use engine::weights::{Mixer, WeightSource, Weights};
 
 /// A small model in the shapes the CUDA kernels take (128-wide GDN heads).
@@ -145,9 +145,8 @@ fn every_block_matches_the_cpu_backend() {
         let (v, vg) = input(&mut p.gpu, "v", t * kvw, 2.0);
         let mut cache_c = KvCache { k: p.cpu.alloc_cache(c.max_context * kvw).unwrap(), v: p.cpu.alloc_cache(c.max_context * kvw).unwrap() };
         let mut cache_g = KvCache { k: p.gpu.alloc_cache(c.max_context * kvw).unwrap(), v: p.gpu.alloc_cache(c.max_context * kvw).unwrap() };
-        let rope_c = rope_table(&c);
-        // The GPU kernels compute the rotary angles themselves.
-        let rope_g = p.gpu.upload(&[0.0]).unwrap();
+        let rope_c = rope_table(c.max_context, c.rotary_dim(), c.rope_theta);
+        let rope_g = p.gpu.upload(&rope_c).unwrap();
         let (mut at_c, mut at_g) = (vec![0.0; t * hq * d], p.gpu.alloc(t * hq * d).unwrap());
         for pos0 in [0, t] {
             p.gpu.set_positions(pos0);
@@ -220,19 +219,6 @@ fn dense_ffn_matches_the_cpu_backend() {
     p.gpu.take_error().unwrap();
 }
 
-/// The CPU model's rotary table (cos then sin per position).
-fn rope_table(c: &ModelConfig) -> Vec<f32> {
-    let rd = c.rotary_dim();
-    let mut t = vec![0.0f32; c.max_context * rd];
-    for p in 0..c.max_context {
-        for j in 0..rd / 2 {
-            let ang = p as f64 * c.rope_theta.powf(-2.0 * j as f64 / rd as f64);
-            t[p * rd + j] = ang.cos() as f32;
-            t[p * rd + rd / 2 + j] = ang.sin() as f32;
-        }
-    }
-    t
-}
 
 
 #[test]

@@ -82,10 +82,6 @@ struct Prepared {
     attn: AttnShape,
     splits: usize,
     attn_scratch: CudaSlice<f32>,
-    /// The query and gate taken apart, and the rotated query: `[max_rows][hq][D]`.
-    q: CudaSlice<f32>,
-    gate: CudaSlice<f32>,
-    q_rot: CudaSlice<f32>,
     /// Dense FFN activations `[max_rows][size]` (gate, up).
     ffn_gate: CudaSlice<f32>,
     ffn_up: CudaSlice<f32>,
@@ -381,28 +377,20 @@ impl CudaBackend {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn attention_groups(&mut self, w: &AttnWeights<Self>, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) -> Result<()> {
+    fn attention_groups(&mut self, w: &AttnWeights<Self>, rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) -> Result<()> {
         let gpu = &self.gpu;
         let p = self.prep.as_mut().context("prepare() first")?;
         let (s, splits) = (p.attn, p.splits);
-        let (hq, d) = (s.hq, s.head_dim);
-        let (qw, kvw) = (hq * d, s.hkv * d);
+        let (qw, kvw) = (s.hq * s.head_dim, s.hkv * s.head_dim);
         ensure!(t <= p.max_rows, "attention over {t} positions, prepared for {}", p.max_rows);
-        let cfg = LaunchConfig { grid_dim: (qw.div_ceil(256) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let qgp = super::args::input("attention q projection", qg.f32()?, t * 2 * qw, &gpu.stream)?;
-        let qp = super::args::output("attention q", &mut p.q, t * qw, &gpu.stream)?;
-        let gp = super::args::output("attention gate", &mut p.gate, t * qw, &gpu.stream)?;
-        launch!(gpu, "split_query_gate", cfg, &qgp, &qp, &gp, &dim("heads", hq)?, &dim("head dim", d)?);
         let (qn, kn) = (w.q_norm.bf16()?, w.k_norm.bf16()?);
-        let out = out.f32_mut()?;
+        let (rope, qg, k, v, out) = (rope.f32()?, qg.f32()?, k.f32()?, v.f32()?, out.f32_mut()?);
         for r0 in (0..t).step_by(MAX_T) {
             let n = (t - r0).min(MAX_T);
             let j = p.position_index(pos0 + r0)?;
             let pos = p.positions.slice(j..j + 1);
-            let (k_rows, v_rows) = (k.f32()?.slice(r0 * kvw..(r0 + n) * kvw), v.f32()?.slice(r0 * kvw..(r0 + n) * kvw));
-            gpu.attn_prep(&p.q.slice(r0 * qw..(r0 + n) * qw), &k_rows, &v_rows, qn, kn, &pos, cache.k.bf16_mut()?, cache.v.bf16_mut()?, &mut p.q_rot.slice_mut(..n * qw), n, s)?;
-            let gate = p.gate.slice(r0 * qw..(r0 + n) * qw);
-            gpu.attn_decode(&p.q_rot.slice(..n * qw), cache.k.bf16()?, cache.v.bf16()?, &pos, &gate, &mut p.attn_scratch, &mut out.slice_mut(r0 * qw..(r0 + n) * qw), n, splits, s)?;
+            let rows = |width: usize| r0 * width..(r0 + n) * width;
+            gpu.attention(&qg.slice(rows(2 * qw)), &k.slice(rows(kvw)), &v.slice(rows(kvw)), qn, kn, rope, &pos, cache.k.bf16_mut()?, cache.v.bf16_mut()?, &mut p.attn_scratch, &mut out.slice_mut(rows(qw)), n, splits, s)?;
         }
         Ok(())
     }
@@ -459,13 +447,11 @@ impl Backend for CudaBackend {
             head_dim: cfg.attn_head_dim,
             max_ctx: cfg.max_context,
             rot_dim: cfg.rotary_dim(),
-            rope_theta: cfg.rope_theta as f32,
             eps: cfg.rms_eps as f32,
         };
         // One split count for every batch size, so that a position's attention sums in the
         // same order in a plain step and in a verify pass (speculative = plain, bit for bit).
         let splits = attn.splits(1, self.gpu.info.sm_count).min(MAX_SPLITS);
-        let qw = cfg.attn_heads * cfg.attn_head_dim;
         let moe_shape = match cfg.ffn {
             Ffn::Moe { experts, top_k, expert_size, shared_size } => Some(MoeShape { experts, top_k, hidden: cfg.hidden, expert_dim: expert_size, shared_dim: shared_size }),
             Ffn::Dense { .. } => None,
@@ -487,9 +473,6 @@ impl Backend for CudaBackend {
             attn,
             splits,
             attn_scratch: s.alloc_zeros(attn.scratch_len(MAX_T, splits))?,
-            q: s.alloc_zeros(max_rows * qw)?,
-            gate: s.alloc_zeros(max_rows * qw)?,
-            q_rot: s.alloc_zeros(MAX_T * qw)?,
             ffn_gate: s.alloc_zeros(dense)?,
             ffn_up: s.alloc_zeros(dense)?,
         });
@@ -713,10 +696,10 @@ impl Backend for CudaBackend {
         self.op(|| "gated_norm".into(), 0, |b| b.gpu.rmsnorm_gated(o.f32()?, z.f32()?, w.norm.bf16()?, out.f32_mut()?, t * hv, dv, eps));
     }
 
-    fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, _rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) {
+    fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) {
         // Keys and values read: the live context at the last position, both caches.
         let bytes = 2 * (pos0 + t) * cfg.attn_kv_heads * cfg.attn_head_dim * 2;
-        self.op(|| "attention".into(), bytes as u64, |b| b.attention_groups(w, qg, k, v, cache, pos0, t, out));
+        self.op(|| "attention".into(), bytes as u64, |b| b.attention_groups(w, rope, qg, k, v, cache, pos0, t, out));
     }
 
     fn ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &CudaBuf, t: usize, acc: &mut CudaBuf) {
