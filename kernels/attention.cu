@@ -1,16 +1,49 @@
-// Gated full attention, decode and speculative verify over T new positions, in two launches:
-//   attn_decode:  split-K (flash decoding): block (kv head, t, split) normalises and rotates its
-//                 q heads and the new keys it covers itself (q/k RMSNorm over the head dim, the
-//                 (1+w) kind; partial rotary, NeoX halves over the first rot_dim dims, at the
-//                 angles of the model's rope table [max_ctx][rot_dim], cos then sin), stages
-//                 its keys through shared memory, warps owning one q head of the group each;
-//                 online softmax. The last position's blocks append the new keys and values to
-//                 the bf16 cache.
+// Gated full attention, decode and speculative verify over T new positions.
+//   attn_prep:    q/k RMSNorm over the head dim (the (1+w) kind), partial rotary (NeoX halves
+//                 over the first rot_dim dims), k and v appended to the bf16 cache.
+//   attn_decode:  split-K (flash decoding): block (kv head, t, split) stages its keys through
+//                 shared memory, warps owning one q head of the group each; online softmax.
 //   attn_combine: merges the splits and applies the output gate sigmoid(gate).
-// The first new position is read from the device (pos0), so a captured graph replays with
-// a new context length. Position t sees keys 0..pos0+t (causal).
-// Layouts: qg [T][Hq][2D] (each head's query, then its gate); k, v [T][Hkv][D]; out [T][Hq][D];
-// caches [Hkv][max_ctx][D] bf16.
+// The first new position is pos0 = *base + offset: the base is read from the device (the
+// round's position, written before it), so a captured graph replays with a new context
+// length. Position t sees keys 0..pos0+t (causal).
+// Layouts: q, gate, out [T][Hq][D]; k, v [T][Hkv][D]; caches [Hkv][max_ctx][D] bf16.
+
+// Block (head, t) with D threads; heads 0..Hq-1 are queries, the next Hkv are keys.
+extern "C" __global__ void attn_prep(const float* __restrict__ q_in, const float* __restrict__ k_in,
+                                     const float* __restrict__ v_in, const bf16* __restrict__ q_norm,
+                                     const bf16* __restrict__ k_norm, const int* __restrict__ base, int offset,
+                                     bf16* __restrict__ k_cache, bf16* __restrict__ v_cache,
+                                     float* __restrict__ q_out, int Hq, int Hkv, int max_ctx,
+                                     int rot_dim, float theta, float eps) {
+    pdl_begin();
+    __shared__ float scratch[32];
+    __shared__ float buf[512];
+    const int head = blockIdx.x, t = blockIdx.y, d = threadIdx.x, D = blockDim.x;
+    const int pos = *base + offset + t;
+    const bool is_q = head < Hq;
+    const int kvh = head - Hq;
+    const float* src = is_q ? q_in + ((size_t)t * Hq + head) * D : k_in + ((size_t)t * Hkv + kvh) * D;
+    float x = src[d];
+    const float inv = rsqrtf(block_sum(x * x, scratch) / (float)D + eps);
+    x *= inv * (1.0f + __bfloat162float((is_q ? q_norm : k_norm)[d]));
+    buf[d] = x;
+    __syncthreads();
+    if (d < rot_dim) {
+        const int half = rot_dim / 2, i = d % half;
+        const float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)rot_dim);
+        float sn, cs;
+        sincosf((float)pos * inv_freq, &sn, &cs);
+        x = d < half ? buf[d] * cs - buf[d + half] * sn : buf[d] * cs + buf[d - half] * sn;
+    }
+    if (is_q) {
+        q_out[((size_t)t * Hq + head) * D + d] = x;
+    } else {
+        const size_t at = ((size_t)kvh * max_ctx + pos) * D + d;
+        k_cache[at] = __float2bfloat16_rn(x);
+        v_cache[at] = __float2bfloat16_rn(v_in[((size_t)t * Hkv + kvh) * D + d]);
+    }
+}
 
 template <int E>
 __device__ __forceinline__ void load_bf16(const bf16* p, float* f) {
@@ -47,86 +80,18 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-// Starts copying the keys and values j0 .. j0+n-1 of one kv head that precede pos0 into a tile,
-// the block's threads taking the 16-byte chunks in turn. The rows from pos0 on are this
-// launch's new keys: fill_new_rows writes them.
+// Starts copying keys and values j0 .. j0+n-1 of one kv head into a tile, the block's threads
+// taking the 16-byte chunks in turn.
 template <int D>
-__device__ __forceinline__ void load_old_rows(bf16* ks, bf16* vs, const bf16* __restrict__ kb, const bf16* __restrict__ vb,
-                                              int j0, int n, int pos0) {
+__device__ __forceinline__ void load_kv_tile(bf16* ks, bf16* vs, const bf16* __restrict__ kb, const bf16* __restrict__ vb,
+                                             int j0, int n) {
     constexpr int CHUNKS = D / 8;
-    const int old = min(n, pos0 - j0) * CHUNKS;
-    for (int c = threadIdx.x; c < old; c += blockDim.x) {
+    for (int c = threadIdx.x; c < n * CHUNKS; c += blockDim.x) {
         const size_t at = (size_t)(j0 + c / CHUNKS) * D + (c % CHUNKS) * 8;
         cp_async16(ks + (size_t)c * 8, kb + at);
         cp_async16(vs + (size_t)c * 8, vb + at);
     }
     cp_async_commit();
-}
-
-// Normalises a warp's row over the head dim (the (1+w) RMSNorm: w holds 1 + the weight) and
-// rotates its first rot_dim dims (NeoX halves) by the angles of one position: cs_sn holds their
-// cosines then their sines (rot_dim / 2 each, the model's rope table row). Lane = E
-// consecutive dims; the partner of dim d, d +- rot_dim/2, is element e of the lane
-// rot_dim/(2E) away (AttnShape::check keeps rot_dim a multiple of 2E), so one shuffle an
-// element brings it.
-template <int E>
-__device__ __forceinline__ void norm_rope(float (&x)[E], const float (&w)[E], const float* __restrict__ cs_sn, int rot_dim,
-                                          float eps) {
-    const int lane = threadIdx.x & 31, half = rot_dim / 2;
-    float ss = 0.0f;
-#pragma unroll
-    for (int e = 0; e < E; ++e) ss = fmaf(x[e], x[e], ss);
-    const float inv = rsqrtf(warp_sum(ss) / (float)(32 * E) + eps);
-    const bool low = lane * E < half;
-    const int partner = low ? lane + half / E : lane - half / E;
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-        x[e] *= inv * w[e];
-        const float other = __shfl_sync(FULL_MASK, x[e], partner & 31);
-        const int d = lane * E + e;
-        if (d < rot_dim) {
-            const float cs = cs_sn[d % half], sn = cs_sn[half + d % half];
-            x[e] = low ? x[e] * cs - other * sn : x[e] * cs + other * sn;
-        }
-    }
-}
-
-template <int E>
-__device__ __forceinline__ void store_bf16(bf16* p, const float (&f)[E]) {
-#pragma unroll
-    for (int e = 0; e < E; ++e) p[e] = __float2bfloat16_rn(f[e]);
-}
-
-// The new keys of a tile (rows j0 .. j0+n-1 from pos0 on): a warp per key normalises and rotates
-// it from the projection (k_in, v_in [T][Hkv][D]) and writes it and its value, rounded to bf16
-// as the cache holds them, into the tile, and with `append` into the caches at kc, vc (this kv
-// head's). A position's keys are the same bf16 values whether they come from the cache or from
-// here, so T positions in one launch equal T launches.
-template <int D>
-__device__ __forceinline__ void fill_new_rows(bf16* ks, bf16* vs, int j0, int n, int pos0, const float* __restrict__ k_in,
-                                              const float* __restrict__ v_in, const bf16* __restrict__ k_norm, int kvh,
-                                              int Hkv, bool append, bf16* kc, bf16* vc, const float* __restrict__ rope,
-                                              int rot_dim, float eps) {
-    constexpr int E = D / 32;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    for (int j = max(j0, pos0) + warp; j < j0 + n; j += nwarps) {
-        const size_t src = ((size_t)(j - pos0) * Hkv + kvh) * D + lane * E;
-        float k[E], v[E], kw[E];
-#pragma unroll
-        for (int e = 0; e < E; ++e) {
-            k[e] = k_in[src + e];
-            v[e] = v_in[src + e];
-            kw[e] = 1.0f + __bfloat162float(k_norm[lane * E + e]);
-        }
-        norm_rope<E>(k, kw, rope + (size_t)j * rot_dim, rot_dim, eps);
-        const size_t row = (size_t)(j - j0) * D + lane * E;
-        store_bf16<E>(ks + row, k);
-        store_bf16<E>(vs + row, v);
-        if (append) {
-            store_bf16<E>(kc + (size_t)j * D + lane * E, k);
-            store_bf16<E>(vc + (size_t)j * D + lane * E, v);
-        }
-    }
 }
 
 // part_acc [T][Hq][nsplit][D] (unnormalised), part_ml [T][Hq][nsplit][2] (running max, sum).
@@ -135,57 +100,37 @@ __device__ __forceinline__ void fill_new_rows(bf16* ks, bf16* vs, int j0, int n,
 // E consecutive dims, so a warp holds one head's query and accumulator. The KEYS scores of a
 // step are reduced as independent shuffle chains, then one online-softmax update. The order
 // of every sum depends only on the split and the key, never on T (speculative verify equals
-// plain decode). Only the norm weights are read before the wait: copying the cached keys
-// there, which the launch two back may have appended, made the prefill's groups of positions
-// nondeterministic on the H200.
+// plain decode).
 template <int D, int G>
-__device__ __forceinline__ void attn_decode_body(const float* __restrict__ qg, const float* __restrict__ k_in,
-                                                 const float* __restrict__ v_in, const bf16* __restrict__ q_norm,
-                                                 const bf16* __restrict__ k_norm, const int* __restrict__ pos0p,
-                                                 bf16* __restrict__ k_cache, bf16* __restrict__ v_cache,
-                                                 const float* __restrict__ rope, float* __restrict__ part_acc,
-                                                 float* __restrict__ part_ml, int Hq, int max_ctx, int rot_dim, float eps,
-                                                 float scale) {
+__device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, const bf16* __restrict__ k_cache,
+                                                 const bf16* __restrict__ v_cache, const int* __restrict__ base, int offset,
+                                                 float* __restrict__ part_acc, float* __restrict__ part_ml,
+                                                 int Hq, int max_ctx, float scale) {
     constexpr int E = D / 32, PER_HEAD = AttnWarps<G>::per_head, KEYS = E >= 8 ? 2 : 4;
     constexpr int TILE = ATTN_TILE_BYTES / (D * 2);
     __shared__ __align__(16) bf16 ks[2][TILE * D], vs[2][TILE * D];
-    const int kvh = blockIdx.x, Hkv = gridDim.x, t = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
+    const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = warp / PER_HEAD, sub = warp % PER_HEAD, head = kvh * G + g;
-    float qw[E];
-#pragma unroll
-    for (int e = 0; e < E; ++e) qw[e] = 1.0f + __bfloat162float(q_norm[lane * E + e]);
-    pdl_begin();
-    const int pos0 = *pos0p;
-    const int len = pos0 + t + 1;
+    const int len = *base + offset + t + 1;
     const int chunk = (len + nsplit - 1) / nsplit;
     const int start = split * chunk, end = min(len, start + chunk);
-    bf16* kb = k_cache + (size_t)kvh * max_ctx * D;
-    bf16* vb = v_cache + (size_t)kvh * max_ctx * D;
+    const bf16* kb = k_cache + (size_t)kvh * max_ctx * D;
+    const bf16* vb = v_cache + (size_t)kvh * max_ctx * D;
     const int tiles = end > start ? (end - start + TILE - 1) / TILE : 0;
-    // The last position's blocks cover every new key once: they append them to the caches.
-    const bool append = t == gridDim.y - 1;
-    if (tiles > 0) load_old_rows<D>(ks[0], vs[0], kb, vb, start, min(TILE, end - start), pos0);
+    if (tiles > 0) load_kv_tile<D>(ks[0], vs[0], kb, vb, start, min(TILE, end - start));
 
     float qr[E], acc[E], m = -INFINITY, l = 0.0f;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
         acc[e] = 0.0f;
-        qr[e] = qg[((size_t)t * Hq + head) * 2 * D + lane * E + e];
+        qr[e] = q[((size_t)t * Hq + head) * D + lane * E + e] * scale;
     }
-    norm_rope<E>(qr, qw, rope + (size_t)(pos0 + t) * rot_dim, rot_dim, eps);
-#pragma unroll
-    for (int e = 0; e < E; ++e) qr[e] *= scale;
-    if (tiles > 0)
-        fill_new_rows<D>(ks[0], vs[0], start, min(TILE, end - start), pos0, k_in, v_in, k_norm, kvh, Hkv, append, kb, vb,
-                         rope, rot_dim, eps);
     for (int it = 0; it < tiles; ++it) {
         const int j0 = start + it * TILE, n = min(TILE, end - j0);
         if (it + 1 < tiles) {
-            const int j1 = j0 + TILE, n1 = min(TILE, end - j1);
-            load_old_rows<D>(ks[(it + 1) & 1], vs[(it + 1) & 1], kb, vb, j1, n1, pos0);
-            fill_new_rows<D>(ks[(it + 1) & 1], vs[(it + 1) & 1], j1, n1, pos0, k_in, v_in, k_norm, kvh, Hkv, append, kb, vb,
-                             rope, rot_dim, eps);
+            const int j1 = j0 + TILE;
+            load_kv_tile<D>(ks[(it + 1) & 1], vs[(it + 1) & 1], kb, vb, j1, min(TILE, end - j1));
             cp_async_wait<1>();
         } else {
             cp_async_wait<0>();
@@ -271,22 +216,20 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ qg, c
 
 #define ATTN_DECODE(D, G)                                                                           \
     extern "C" __global__ void __launch_bounds__(256) attn_decode_d##D##_g##G(                      \
-        const float* __restrict__ qg, const float* __restrict__ k_in, const float* __restrict__ v_in, \
-        const bf16* __restrict__ q_norm, const bf16* __restrict__ k_norm, const int* __restrict__ pos0, \
-        bf16* __restrict__ k_cache, bf16* __restrict__ v_cache, const float* __restrict__ rope,     \
-        float* __restrict__ part_acc, float* __restrict__ part_ml, int Hq, int max_ctx, int rot_dim, \
-        float eps, float scale) {                                                                   \
-        attn_decode_body<D, G>(qg, k_in, v_in, q_norm, k_norm, pos0, k_cache, v_cache, rope, part_acc, part_ml, \
-                               Hq, max_ctx, rot_dim, eps, scale);                                   \
+        const float* __restrict__ q, const bf16* __restrict__ k_cache,                              \
+        const bf16* __restrict__ v_cache, const int* __restrict__ base, int offset,                 \
+        float* __restrict__ part_acc, float* __restrict__ part_ml, int Hq, int max_ctx,             \
+        float scale) {                                                                              \
+        pdl_begin();                                                                                \
+        attn_decode_body<D, G>(q, k_cache, v_cache, base, offset, part_acc, part_ml, Hq, max_ctx, scale); \
     }
 #define ATTN_DECODE_GROUPS(D) ATTN_DECODE(D, 1) ATTN_DECODE(D, 2) ATTN_DECODE(D, 4) ATTN_DECODE(D, 6) ATTN_DECODE(D, 8)
 ATTN_DECODE_GROUPS(64) ATTN_DECODE_GROUPS(128) ATTN_DECODE_GROUPS(256)
 
 // Block (q head, t, 32 dims): 8 groups of 32 threads, group i summing splits i, i+8, ...,
-// then the groups summed through shared memory; the gate sigmoid(gate) applied last, read
-// from the q projection (qg).
+// then the groups summed through shared memory; the gate sigmoid(gate) applied last.
 extern "C" __global__ void __launch_bounds__(256) attn_combine(
-    const float* __restrict__ part_acc, const float* __restrict__ part_ml, const float* __restrict__ qg,
+    const float* __restrict__ part_acc, const float* __restrict__ part_ml, const float* __restrict__ gate,
     float* __restrict__ out, int Hq, int D, int nsplit) {
     pdl_begin();
     __shared__ float weight[256];
@@ -319,7 +262,7 @@ extern "C" __global__ void __launch_bounds__(256) attn_combine(
         a = 0.0f;
 #pragma unroll
         for (int i = 0; i < 8; ++i) a += partial[i][threadIdx.x];
-        const size_t row = (size_t)t * Hq + h;
-        out[row * D + d] = a / L * sigmoid(qg[row * 2 * D + D + d]);
+        const size_t at = ((size_t)t * Hq + h) * D + d;
+        out[at] = a / L * sigmoid(gate[at]);
     }
 }

@@ -97,9 +97,9 @@ __device__ __forceinline__ float cluster_load(const float* p, unsigned rank) {
 // while the previous kernel of the stream is still running. `pdl_begin` waits until that kernel
 // has finished and its writes are visible, then lets the next kernel start: every kernel calls
 // it before touching memory that the kernel before it may write or read; what may come before
-// it is listed with the EARLY_* bits below (an L2 prefetch cannot return stale data either: the
-// L2 is where the device's memory is coherent). Launched without the attribute, both
-// instructions do nothing.
+// it is listed with the EARLY_* bits below (an L2 prefetch cannot return stale data: the L2 is
+// where the device's memory is coherent). Launched without the attribute, both instructions do
+// nothing.
 __device__ __forceinline__ void pdl_begin() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -111,14 +111,11 @@ __device__ __forceinline__ void pdl_wait_only() { asm volatile("griddepcontrol.w
 
 // Bits of the `early` argument: what a kernel does with its weights before it waits for the
 // previous kernel. Weights are never written while a decode runs, so neither can read stale
-// data. With EARLY_REGS a kernel also reads before its wait what only a kernel two or more
-// launches back writes: every kernel lets its dependents start only once its own wait has
-// returned, so when a kernel's blocks run, the kernel two back has finished. Such reads are
-// moe_down's routing (the router's, two launches back), the GDN step's recurrent state and the
-// attention's cached keys before pos0 (written by an earlier round); the host never launches
-// these kernels right after one that writes what they read early. Those reads go through the
-// L2 (`__ldcg`, `cp.async.cg`): before the wait an SM's L1 may still hold lines from before the
-// write. Activations are only read after the wait.
+// data. The one other read before a wait is moe_down's routing, which the router wrote two
+// launches back; the state, the KV cache and the activations are only read after the wait.
+// (Copying cached keys before the attention's wait, keys that the attention launch two back
+// had appended with one short launch between, made the prefill nondeterministic on the H200:
+// README-cuda, tenth pass.)
 #define EARLY_L2 1    // prefetch them into the L2 (ENGINE_WEIGHT_PREFETCH)
 #define EARLY_REGS 2  // load the first batch into registers (ENGINE_WEIGHT_PRELOAD)
 

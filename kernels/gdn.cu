@@ -130,23 +130,21 @@ extern "C" __global__ void __launch_bounds__(256) gdn_step(
     const int c_v = 2 * HK * DK + h * DV + col;
     const bool conv = conv_w != nullptr;
     ConvChannel conv_qk, conv_v;
-    // The block's slice of the state (128 rows of 32 columns) was written a round ago, by this
-    // layer's step: it comes into the L2 (EARLY_L2) or into registers (EARLY_REGS) while the
-    // previous kernel finishes; the conv taps are weights.
+    // The block's slice of the state (128 rows of 32 columns) into the L2 while the previous
+    // kernel finishes: it was written a round ago (EARLY_L2); the conv taps are weights.
     if ((early & EARLY_L2) && threadIdx.x < DK)
         prefetch_l2(rec_in + head + (size_t)threadIdx.x * DV + blockIdx.y * 32, 32 * sizeof(float), 0, 1);
-    const bool preload = early & EARLY_REGS;
-    if (!preload) pdl_begin();
-    if (conv && preload) {
+    if (conv && (early & EARLY_REGS)) {
         conv_taps(conv_qk, conv_w, c_qk);
         conv_taps(conv_v, conv_w, c_v);
     }
+    pdl_begin();
+
     float s[ROWS];
 #pragma unroll
-    for (int i = 0; i < ROWS; ++i) s[i] = __ldcg(rec_in + head + (size_t)(warp * ROWS + i) * DV + col);
-    if (preload) pdl_begin();
+    for (int i = 0; i < ROWS; ++i) s[i] = rec_in[head + (size_t)(warp * ROWS + i) * DV + col];
     if (conv) {
-        if (!preload) {
+        if (!(early & EARLY_REGS)) {
             conv_taps(conv_qk, conv_w, c_qk);
             conv_taps(conv_v, conv_w, c_v);
         }

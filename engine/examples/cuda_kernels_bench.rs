@@ -8,7 +8,6 @@ use anyhow::Result;
 use cudarc::driver::CudaSlice;
 use engine::cuda::gemv::{ArgmaxScratch, FoldedNorm};
 use engine::cuda::{synthetic_key, AttnShape, GdnShape, Gpu, GpuOptions, MoeScratch, MoeShape, MoeStage, MoeWeights};
-use engine::model::rope_table;
 use half::bf16;
 
 /// Data a benchmark cycles through per timed batch, so that L2 hits do not flatter it.
@@ -228,23 +227,19 @@ fn gdn_rows(b: &Bench) -> Result<()> {
 fn attention_rows(b: &Bench) -> Result<()> {
     // (context, cache length): the cache length sets the splits; 8192 is the presets'.
     for (ctx, max_ctx) in [(2048, 2048), (2048, 8192), (4096, 4096), (32768, 32768)] {
-        let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx, rot_dim: 64, eps: 1e-6 };
+        let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx, rot_dim: 64, rope_theta: 1e7, eps: 1e-6 };
         let per_layer = 2 * ctx * s.hkv * s.head_dim * 2;
         let layers = copies_for(per_layer).min(16);
         let n = s.cache_len();
-        let mut kc = b.weights("bench.k_cache", layers * n, 1.0)?;
-        let mut vc = b.weights("bench.v_cache", layers * n, 1.0)?;
-        let qg: CudaSlice<f32> = b.gpu.stream.clone_htod(&vec![0.05f32; s.hq * 2 * 256])?;
-        let kv: CudaSlice<f32> = b.gpu.stream.clone_htod(&vec![0.05f32; s.hkv * 256])?;
-        let norm = b.weights("bench.qk_norm", 256, 0.5)?;
-        let rope: CudaSlice<f32> = b.gpu.stream.clone_htod(&rope_table(max_ctx, s.rot_dim, 1e7))?;
-        let pos: CudaSlice<i32> = b.gpu.stream.clone_htod(&[(ctx - 1) as i32])?;
+        let kc = b.weights("bench.k_cache", layers * n, 1.0)?;
+        let vc = b.weights("bench.v_cache", layers * n, 1.0)?;
+        let q: CudaSlice<f32> = b.gpu.stream.clone_htod(&vec![0.05f32; s.hq * 256])?;
+        let base: CudaSlice<i32> = b.gpu.stream.clone_htod(&[(ctx - 1) as i32])?;
         let splits = s.splits(1, b.gpu.info.sm_count);
         let mut scratch = b.gpu.stream.alloc_zeros::<f32>(s.scratch_len(1, splits))?;
         let mut out = b.gpu.stream.alloc_zeros::<f32>(s.hq * 256)?;
-        b.row("attention t=1", &format!("ctx {ctx} of {max_ctx}, 16/2 heads x256, {splits} splits"), per_layer, layers, |l| {
-            let (mut k, mut v) = (kc.slice_mut(l * n..(l + 1) * n), vc.slice_mut(l * n..(l + 1) * n));
-            b.gpu.attention(&qg, &kv, &kv, &norm, &norm, &rope, &pos, &mut k, &mut v, &mut scratch, &mut out, 1, splits, s)
+        b.row("attn_decode t=1", &format!("ctx {ctx} of {max_ctx}, 16/2 heads x256, {splits} splits"), per_layer, layers, |l| {
+            b.gpu.attn_decode(&q, &kc.slice(l * n..(l + 1) * n), &vc.slice(l * n..(l + 1) * n), &base, 0, &q, &mut scratch, &mut out, 1, splits, s)
         })?;
     }
     Ok(())

@@ -129,7 +129,7 @@ impl<B: Backend> Model<B> {
                 })
             })
             .collect::<Result<_>>()?;
-        let rope = backend.upload(&rope_table(cfg.max_context, cfg.rotary_dim(), cfg.rope_theta))?;
+        let rope = backend.upload(&rope_table(&cfg))?;
         let next_gdn = (0..cfg.layers)
             .map(|li| {
                 let before = (0..=li).filter(|&j| !cfg.is_attention(j)).count();
@@ -299,14 +299,14 @@ fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: Mi
     b.norm_ffn_add(cfg, &lw.ffn, &lw.post_norm, eps, t, &mut s.xn, &mut s.x);
 }
 
-/// The rotary table: cos then sin of the angles of every position for `rd` rotary dims,
-/// `[max_context][rd]`, computed in f64. Both backends read the angles from it.
-pub fn rope_table(max_context: usize, rd: usize, theta: f64) -> Vec<f32> {
+/// cos then sin of every position for the rotary dims: `[max_context][rotary_dim]`.
+pub fn rope_table(cfg: &ModelConfig) -> Vec<f32> {
+    let rd = cfg.rotary_dim();
     let half = rd / 2;
-    let mut t = vec![0.0f32; max_context * rd];
-    for p in 0..max_context {
+    let mut t = vec![0.0f32; cfg.max_context * rd];
+    for p in 0..cfg.max_context {
         for j in 0..half {
-            let inv = theta.powf(-2.0 * j as f64 / rd as f64);
+            let inv = cfg.rope_theta.powf(-2.0 * j as f64 / rd as f64);
             let ang = p as f64 * inv;
             t[p * rd + j] = ang.cos() as f32;
             t[p * rd + half + j] = ang.sin() as f32;

@@ -18,6 +18,7 @@ pub struct AttnShape {
     pub max_ctx: usize,
     /// Rotary dims (the first 25 % of the head dim in the model).
     pub rot_dim: usize,
+    pub rope_theta: f32,
     pub eps: f32,
 }
 
@@ -37,10 +38,7 @@ impl AttnShape {
     fn check(&self) -> Result<()> {
         ensure!(matches!(self.head_dim, 64 | 128 | 256), "attention head dim {}: the kernels take 64, 128 or 256", self.head_dim);
         ensure!(self.hkv > 0 && self.hq.is_multiple_of(self.hkv) && GROUPS.contains(&(self.hq / self.hkv)), "attention heads {}/{}: q heads must be {GROUPS:?} times the kv heads", self.hq, self.hkv);
-        // A lane holds head_dim / 32 consecutive dims; a rotated dim's partner must sit at the
-        // same place in another lane.
-        let lane_dims = self.head_dim / 32;
-        ensure!(self.rot_dim.is_multiple_of(2 * lane_dims) && self.rot_dim <= self.head_dim, "rotary dims {}: the kernels take a multiple of {} (head dim {} / 16) up to the head dim", self.rot_dim, 2 * lane_dims, self.head_dim);
+        ensure!(self.rot_dim.is_multiple_of(2) && self.rot_dim <= self.head_dim, "rotary dims {} must be even and at most the head dim {}", self.rot_dim, self.head_dim);
         Ok(())
     }
     /// Elements of one cache (keys or values).
@@ -61,30 +59,44 @@ impl AttnShape {
 }
 
 impl Gpu {
-    /// out = sigmoid(gate) * softmax(q k^T / sqrt(D)) v, GQA, causal: position t sees keys
-    /// 0..=pos0+t, the t + 1 newest being this call's. qg [t][hq][2D] holds each head's query
-    /// then its gate (as the q projection writes them), k, v [t][hkv][D] fp32; q and k are
-    /// normalised per head (the (1+w) RMSNorm over the head dim) and their first `rot_dim` dims
-    /// rotated by the angles in `rope` (the model's table, [`crate::model::rope_table`]:
-    /// `[max_ctx][rot_dim]`, cos then sin), and k and v appended to the caches at
-    /// pos0..pos0+t. `pos0` holds one i32 on the device; the caller keeps pos0 + t <= max_ctx.
-    /// out [t][hq][D]; `scratch` holds [`AttnShape::scratch_len`]`(t, splits)` floats. Two
-    /// launches: the splits, then their combination.
+    /// Normalises q and k per head (the (1+w) RMSNorm over the head dim), rotates the first
+    /// `rot_dim` dims at positions pos0..pos0+t, appends k and v to the caches there and writes
+    /// the rotated q to `q_out`. q [t][hq][D], k, v [t][hkv][D] fp32; pos0 = `base` (one i32 on
+    /// the device) + `offset`; the caller keeps pos0 + t <= max_ctx.
     #[allow(clippy::too_many_arguments)]
-    pub fn attention(&self, qg: &impl DevicePtr<f32>, k: &impl DevicePtr<f32>, v: &impl DevicePtr<f32>, q_norm: &impl DevicePtr<bf16>, k_norm: &impl DevicePtr<bf16>, rope: &impl DevicePtr<f32>, pos0: &impl DevicePtr<i32>, k_cache: &mut impl DevicePtrMut<bf16>, v_cache: &mut impl DevicePtrMut<bf16>, scratch: &mut impl DevicePtrMut<f32>, out: &mut impl DevicePtrMut<f32>, t: usize, splits: usize, s: AttnShape) -> Result<()> {
+    pub fn attn_prep(&self, q: &impl DevicePtr<f32>, k: &impl DevicePtr<f32>, v: &impl DevicePtr<f32>, q_norm: &impl DevicePtr<bf16>, k_norm: &impl DevicePtr<bf16>, base: &impl DevicePtr<i32>, offset: i32, k_cache: &mut impl DevicePtrMut<bf16>, v_cache: &mut impl DevicePtrMut<bf16>, q_out: &mut impl DevicePtrMut<f32>, t: usize, s: AttnShape) -> Result<()> {
         s.check()?;
         positions(t)?;
-        ensure!((1..=MAX_SPLITS).contains(&splits), "attention splits {splits}: take 1..={MAX_SPLITS}");
         let d = s.head_dim;
-        let qg = input("attention q and gate", qg, t * s.hq * 2 * d, &self.stream)?;
+        let q = input("attention q", q, t * s.hq * d, &self.stream)?;
         let k = input("attention k", k, t * s.hkv * d, &self.stream)?;
         let v = input("attention v", v, t * s.hkv * d, &self.stream)?;
         let qn = input("q norm weight", q_norm, d, &self.stream)?;
         let kn = input("k norm weight", k_norm, d, &self.stream)?;
-        let rope = input("rope table", rope, s.max_ctx * s.rot_dim, &self.stream)?;
-        let pos0 = input("attention position", pos0, 1, &self.stream)?;
+        let base = input("attention base position", base, 1, &self.stream)?;
         let kc = output("key cache", k_cache, s.cache_len(), &self.stream)?;
         let vc = output("value cache", v_cache, s.cache_len(), &self.stream)?;
+        let q_out = output("rotated q", q_out, t * s.hq * d, &self.stream)?;
+        let cfg = LaunchConfig { grid_dim: ((s.hq + s.hkv) as u32, t as u32, 1), block_dim: (d as u32, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "attn_prep", cfg, &q, &k, &v, &qn, &kn, &base, &offset, &kc, &vc, &q_out, &dim("hq", s.hq)?, &dim("hkv", s.hkv)?, &dim("max_ctx", s.max_ctx)?, &dim("rot_dim", s.rot_dim)?, &s.rope_theta, &s.eps);
+        Ok(())
+    }
+
+    /// out = sigmoid(gate) * softmax(q k^T / sqrt(D)) v, GQA, causal: position t sees keys
+    /// 0..=pos0+t, pos0 = `base` + `offset` as in [`Gpu::attn_prep`]. q [t][hq][D] from
+    /// [`Gpu::attn_prep`], gate and out [t][hq][D] fp32;
+    /// `scratch` holds [`AttnShape::scratch_len`]`(t, splits)` floats. Two launches.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attn_decode(&self, q: &impl DevicePtr<f32>, k_cache: &impl DevicePtr<bf16>, v_cache: &impl DevicePtr<bf16>, base: &impl DevicePtr<i32>, offset: i32, gate: &impl DevicePtr<f32>, scratch: &mut impl DevicePtrMut<f32>, out: &mut impl DevicePtrMut<f32>, t: usize, splits: usize, s: AttnShape) -> Result<()> {
+        s.check()?;
+        positions(t)?;
+        ensure!((1..=MAX_SPLITS).contains(&splits), "attention splits {splits}: take 1..={MAX_SPLITS}");
+        let d = s.head_dim;
+        let q = input("attention q", q, t * s.hq * d, &self.stream)?;
+        let kc = input("key cache", k_cache, s.cache_len(), &self.stream)?;
+        let vc = input("value cache", v_cache, s.cache_len(), &self.stream)?;
+        let base = input("attention base position", base, 1, &self.stream)?;
+        let gate = input("attention gate", gate, t * s.hq * d, &self.stream)?;
         let acc = output("attention scratch", scratch, s.scratch_len(t, splits), &self.stream)?;
         let ml = acc + (t * s.hq * splits * d * 4) as u64;
         let out = output("attention output", out, t * s.hq * d, &self.stream)?;
@@ -92,9 +104,9 @@ impl Gpu {
         let hq = dim("hq", s.hq)?;
         let group = s.hq / s.hkv;
         let cfg = LaunchConfig { grid_dim: (s.hkv as u32, t as u32, splits as u32), block_dim: (decode_threads(group), 1, 1), shared_mem_bytes: 0 };
-        launch!(self, format!("attn_decode_d{d}_g{group}"), cfg, &qg, &k, &v, &qn, &kn, &pos0, &kc, &vc, &rope, &acc, &ml, &hq, &dim("max_ctx", s.max_ctx)?, &dim("rot_dim", s.rot_dim)?, &s.eps, &scale);
+        launch!(self, format!("attn_decode_d{d}_g{group}"), cfg, &q, &kc, &vc, &base, &offset, &acc, &ml, &hq, &dim("max_ctx", s.max_ctx)?, &scale);
         let cfg = LaunchConfig { grid_dim: (s.hq as u32, t as u32, (d / 32) as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "attn_combine", cfg, &acc, &ml, &qg, &out, &hq, &dim("head dim", d)?, &dim("splits", splits)?);
+        launch!(self, "attn_combine", cfg, &acc, &ml, &gate, &out, &hq, &dim("head dim", d)?, &dim("splits", splits)?);
         Ok(())
     }
 }

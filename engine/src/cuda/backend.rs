@@ -3,8 +3,9 @@
 //!
 //! Operations enqueue on the one stream and never wait; the first failure is kept (with the
 //! operation's name) and returned by [`Backend::take_error`], after which nothing more is
-//! enqueued. Positions are read by the kernels from a device table written by
-//! [`Backend::set_positions`] before a round, so a replayed round sees the new position.
+//! enqueued. The kernels read the round's position from the device, where
+//! [`Backend::set_positions`] writes it before the round, so a replayed round sees the new
+//! position.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -72,8 +73,9 @@ impl CudaBuf {
 struct Prepared {
     cfg: ModelConfig,
     max_rows: usize,
-    /// `positions[j] = base − max_rows + j`: what the attention kernels read as pos0.
-    positions: CudaSlice<i32>,
+    /// The round's position on the device (one i32, [`Backend::set_positions`]), and on the
+    /// host: the attention kernels read pos0 as this base plus an offset fixed at launch.
+    base_pos: CudaSlice<i32>,
     base: usize,
     argmax: ArgmaxScratch,
     moe: Option<MoeScratch>,
@@ -82,6 +84,10 @@ struct Prepared {
     attn: AttnShape,
     splits: usize,
     attn_scratch: CudaSlice<f32>,
+    /// The query and gate taken apart, and the rotated query: `[max_rows][hq][D]`.
+    q: CudaSlice<f32>,
+    gate: CudaSlice<f32>,
+    q_rot: CudaSlice<f32>,
     /// Dense FFN activations `[max_rows][size]` (gate, up).
     ffn_gate: CudaSlice<f32>,
     ffn_up: CudaSlice<f32>,
@@ -377,31 +383,36 @@ impl CudaBackend {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn attention_groups(&mut self, w: &AttnWeights<Self>, rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) -> Result<()> {
+    fn attention_groups(&mut self, w: &AttnWeights<Self>, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) -> Result<()> {
         let gpu = &self.gpu;
         let p = self.prep.as_mut().context("prepare() first")?;
         let (s, splits) = (p.attn, p.splits);
-        let (qw, kvw) = (s.hq * s.head_dim, s.hkv * s.head_dim);
+        let (hq, d) = (s.hq, s.head_dim);
+        let (qw, kvw) = (hq * d, s.hkv * d);
         ensure!(t <= p.max_rows, "attention over {t} positions, prepared for {}", p.max_rows);
+        let cfg = LaunchConfig { grid_dim: (qw.div_ceil(256) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let qgp = super::args::input("attention q projection", qg.f32()?, t * 2 * qw, &gpu.stream)?;
+        let qp = super::args::output("attention q", &mut p.q, t * qw, &gpu.stream)?;
+        let gp = super::args::output("attention gate", &mut p.gate, t * qw, &gpu.stream)?;
+        launch!(gpu, "split_query_gate", cfg, &qgp, &qp, &gp, &dim("heads", hq)?, &dim("head dim", d)?);
         let (qn, kn) = (w.q_norm.bf16()?, w.k_norm.bf16()?);
-        let (rope, qg, k, v, out) = (rope.f32()?, qg.f32()?, k.f32()?, v.f32()?, out.f32_mut()?);
+        let out = out.f32_mut()?;
         for r0 in (0..t).step_by(MAX_T) {
             let n = (t - r0).min(MAX_T);
-            let j = p.position_index(pos0 + r0)?;
-            let pos = p.positions.slice(j..j + 1);
-            let rows = |width: usize| r0 * width..(r0 + n) * width;
-            gpu.attention(&qg.slice(rows(2 * qw)), &k.slice(rows(kvw)), &v.slice(rows(kvw)), qn, kn, rope, &pos, cache.k.bf16_mut()?, cache.v.bf16_mut()?, &mut p.attn_scratch, &mut out.slice_mut(rows(qw)), n, splits, s)?;
+            let offset = p.offset_of(pos0 + r0)?;
+            let (k_rows, v_rows) = (k.f32()?.slice(r0 * kvw..(r0 + n) * kvw), v.f32()?.slice(r0 * kvw..(r0 + n) * kvw));
+            gpu.attn_prep(&p.q.slice(r0 * qw..(r0 + n) * qw), &k_rows, &v_rows, qn, kn, &p.base_pos, offset, cache.k.bf16_mut()?, cache.v.bf16_mut()?, &mut p.q_rot.slice_mut(..n * qw), n, s)?;
+            let gate = p.gate.slice(r0 * qw..(r0 + n) * qw);
+            gpu.attn_decode(&p.q_rot.slice(..n * qw), cache.k.bf16()?, cache.v.bf16()?, &p.base_pos, offset, &gate, &mut p.attn_scratch, &mut out.slice_mut(r0 * qw..(r0 + n) * qw), n, splits, s)?;
         }
         Ok(())
     }
 }
 
 impl Prepared {
-    /// Where position `pos0` sits in the positions table.
-    fn position_index(&self, pos0: usize) -> Result<usize> {
-        let j = pos0 as i64 - self.base as i64 + self.max_rows as i64;
-        ensure!((0..=2 * self.max_rows as i64).contains(&j), "position {pos0} is outside the window set at {} (± {})", self.base, self.max_rows);
-        Ok(j as usize)
+    /// Position `pos` as an offset from the round's base position.
+    fn offset_of(&self, pos: usize) -> Result<i32> {
+        i32::try_from(pos as i64 - self.base as i64).map_err(|_| anyhow::anyhow!("position {pos} is too far from the round's position {}", self.base))
     }
 }
 
@@ -447,11 +458,13 @@ impl Backend for CudaBackend {
             head_dim: cfg.attn_head_dim,
             max_ctx: cfg.max_context,
             rot_dim: cfg.rotary_dim(),
+            rope_theta: cfg.rope_theta as f32,
             eps: cfg.rms_eps as f32,
         };
         // One split count for every batch size, so that a position's attention sums in the
         // same order in a plain step and in a verify pass (speculative = plain, bit for bit).
         let splits = attn.splits(1, self.gpu.info.sm_count).min(MAX_SPLITS);
+        let qw = cfg.attn_heads * cfg.attn_head_dim;
         let moe_shape = match cfg.ffn {
             Ffn::Moe { experts, top_k, expert_size, shared_size } => Some(MoeShape { experts, top_k, hidden: cfg.hidden, expert_dim: expert_size, shared_dim: shared_size }),
             Ffn::Dense { .. } => None,
@@ -465,7 +478,7 @@ impl Backend for CudaBackend {
         self.prep = Some(Prepared {
             cfg: cfg.clone(),
             max_rows,
-            positions: s.alloc_zeros(2 * max_rows + 1)?,
+            base_pos: s.alloc_zeros(1)?,
             base: 0,
             argmax: ArgmaxScratch::new(&self.gpu, cfg.vocab)?,
             moe,
@@ -473,6 +486,9 @@ impl Backend for CudaBackend {
             attn,
             splits,
             attn_scratch: s.alloc_zeros(attn.scratch_len(MAX_T, splits))?,
+            q: s.alloc_zeros(max_rows * qw)?,
+            gate: s.alloc_zeros(max_rows * qw)?,
+            q_rot: s.alloc_zeros(MAX_T * qw)?,
             ffn_gate: s.alloc_zeros(dense)?,
             ffn_up: s.alloc_zeros(dense)?,
         });
@@ -557,8 +573,8 @@ impl Backend for CudaBackend {
     fn set_positions(&mut self, base: usize) {
         self.op(|| "set_positions".into(), 0, |b| {
             let p = b.prep.as_mut().context("prepare() first")?;
-            let host: Vec<i32> = (0..=2 * p.max_rows).map(|j| base as i32 - p.max_rows as i32 + j as i32).collect();
-            b.gpu.stream.memcpy_htod(&host, &mut p.positions)?;
+            let at = i32::try_from(base).map_err(|_| anyhow::anyhow!("position {base} does not fit a 32-bit int"))?;
+            b.gpu.stream.memcpy_htod(&[at], &mut p.base_pos)?;
             p.base = base;
             Ok(())
         });
@@ -696,10 +712,10 @@ impl Backend for CudaBackend {
         self.op(|| "gated_norm".into(), 0, |b| b.gpu.rmsnorm_gated(o.f32()?, z.f32()?, w.norm.bf16()?, out.f32_mut()?, t * hv, dv, eps));
     }
 
-    fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) {
+    fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, _rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) {
         // Keys and values read: the live context at the last position, both caches.
         let bytes = 2 * (pos0 + t) * cfg.attn_kv_heads * cfg.attn_head_dim * 2;
-        self.op(|| "attention".into(), bytes as u64, |b| b.attention_groups(w, rope, qg, k, v, cache, pos0, t, out));
+        self.op(|| "attention".into(), bytes as u64, |b| b.attention_groups(w, qg, k, v, cache, pos0, t, out));
     }
 
     fn ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &CudaBuf, t: usize, acc: &mut CudaBuf) {

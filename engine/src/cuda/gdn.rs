@@ -115,8 +115,6 @@ impl Gpu {
     /// The gated delta rule over `t` positions for all value heads: qkv [t][C] (conv output),
     /// b, a [t][hv] fp32, a_log, dt_bias [hv] bf16, o [t][hv][128] fp32; the recurrent state
     /// is read from slot `read` of the layer's pool and written to slot `write` (equal: in place).
-    /// With the weight preload on (the default) the state is read before the wait for the
-    /// previous kernel, so the kernel launched just before this one must not write it.
     #[allow(clippy::too_many_arguments)]
     pub fn gdn_step(&self, qkv: &impl DevicePtr<f32>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, t: usize, shape: GdnShape) -> Result<()> {
         self.gdn_step_slots(qkv, None, b, a, a_log, dt_bias, state, (read, write), o, None, t, shape)
