@@ -94,6 +94,15 @@ __device__ __forceinline__ void load_kv_tile(bf16* ks, bf16* vs, const bf16* __r
     cp_async_commit();
 }
 
+// A position of len keys uses the first min(nsplit, ceil(len / ATTN_SPLIT_KEYS)) of the launch's
+// splits, so that a split walks at least ATTN_SPLIT_KEYS keys (the launch's count is set for a
+// full cache); the rest exit at once and the combine skips them. It depends on the position
+// alone, never on T.
+#define ATTN_SPLIT_KEYS 32
+__device__ __forceinline__ int live_splits(int len, int nsplit) {
+    return min(nsplit, (len + ATTN_SPLIT_KEYS - 1) / ATTN_SPLIT_KEYS);
+}
+
 // part_acc [T][Hq][nsplit][D] (unnormalised), part_ml [T][Hq][nsplit][2] (running max, sum).
 // Block (kv head, t, split): the split's keys go through shared memory tile by tile; each warp
 // owns one q head and scores every PER_HEAD-th run of KEYS consecutive keys of a tile, lane =
@@ -112,8 +121,9 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
     const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = warp / PER_HEAD, sub = warp % PER_HEAD, head = kvh * G + g;
-    const int len = *base + offset + t + 1;
-    const int chunk = (len + nsplit - 1) / nsplit;
+    const int len = *base + offset + t + 1, live = live_splits(len, nsplit);
+    if (split >= live) return;
+    const int chunk = (len + live - 1) / live;
     const int start = split * chunk, end = min(len, start + chunk);
     const bf16* kb = k_cache + (size_t)kvh * max_ctx * D;
     const bf16* vb = v_cache + (size_t)kvh * max_ctx * D;
@@ -226,11 +236,11 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
 #define ATTN_DECODE_GROUPS(D) ATTN_DECODE(D, 1) ATTN_DECODE(D, 2) ATTN_DECODE(D, 4) ATTN_DECODE(D, 6) ATTN_DECODE(D, 8)
 ATTN_DECODE_GROUPS(64) ATTN_DECODE_GROUPS(128) ATTN_DECODE_GROUPS(256)
 
-// Block (q head, t, 32 dims): 8 groups of 32 threads, group i summing splits i, i+8, ...,
-// then the groups summed through shared memory; the gate sigmoid(gate) applied last.
+// Block (q head, t, 32 dims): 8 groups of 32 threads, group i summing the live splits i, i+8,
+// ..., then the groups summed through shared memory; the gate sigmoid(gate) applied last.
 extern "C" __global__ void __launch_bounds__(256) attn_combine(
     const float* __restrict__ part_acc, const float* __restrict__ part_ml, const float* __restrict__ gate,
-    float* __restrict__ out, int Hq, int D, int nsplit) {
+    float* __restrict__ out, int Hq, int D, int nsplit, const int* __restrict__ pos_base, int offset) {
     pdl_begin();
     __shared__ float weight[256];
     __shared__ float scratch[32];
@@ -238,15 +248,16 @@ extern "C" __global__ void __launch_bounds__(256) attn_combine(
     const int h = blockIdx.x, t = blockIdx.y, d = blockIdx.z * 32 + (threadIdx.x & 31);
     const int group = threadIdx.x >> 5;
     const size_t base = ((size_t)t * Hq + h) * nsplit;
+    const int live = live_splits(*pos_base + offset + t + 1, nsplit);
     float m = -INFINITY;
-    for (int s = threadIdx.x; s < nsplit; s += blockDim.x) m = fmaxf(m, part_ml[2 * (base + s)]);
+    for (int s = threadIdx.x; s < live; s += blockDim.x) m = fmaxf(m, part_ml[2 * (base + s)]);
     m = warp_max(m);
     if ((threadIdx.x & 31) == 0) scratch[group] = m;
     __syncthreads();
     float M = -INFINITY;
     for (int w = 0; w < 8; ++w) M = fmaxf(M, scratch[w]);
     float l = 0.0f;
-    for (int s = threadIdx.x; s < nsplit; s += blockDim.x) {
+    for (int s = threadIdx.x; s < live; s += blockDim.x) {
         const float ms = part_ml[2 * (base + s)];
         // An empty split has m = -inf and contributes nothing.
         weight[s] = ms == -INFINITY ? 0.0f : expf(ms - M);
@@ -255,7 +266,7 @@ extern "C" __global__ void __launch_bounds__(256) attn_combine(
     const float L = block_sum(l, scratch);
     float a = 0.0f;
 #pragma unroll 4
-    for (int s = group; s < nsplit; s += 8) a += part_acc[(base + s) * D + d] * weight[s];
+    for (int s = group; s < live; s += 8) a += part_acc[(base + s) * D + d] * weight[s];
     partial[group][threadIdx.x & 31] = a;
     __syncthreads();
     if (group == 0) {

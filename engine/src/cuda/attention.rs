@@ -33,6 +33,9 @@ fn decode_threads(group: usize) -> u32 {
 
 /// Most splits of the keys per (kv head, position).
 pub const MAX_SPLITS: usize = 256;
+/// Fewest keys a split walks: a position uses as many of the launch's splits as give each at
+/// least this many (`ATTN_SPLIT_KEYS` in kernels/attention.cu).
+const SPLIT_KEYS: usize = 32;
 
 impl AttnShape {
     fn check(&self) -> Result<()> {
@@ -50,11 +53,11 @@ impl AttnShape {
         t * self.hq * splits * (self.head_dim + 2)
     }
     /// Splits of the keys that fill the device at a full cache: about two blocks per SM, each
-    /// walking at least 32 keys. Fixed per captured graph; the kernel divides the live
-    /// context among them.
+    /// walking at least [`SPLIT_KEYS`] keys. Fixed per captured graph; each position uses as
+    /// many of them as its context gives [`SPLIT_KEYS`] keys each.
     pub fn splits(&self, t: usize, sm_count: u32) -> usize {
         let for_sms = (2 * sm_count as usize).div_ceil(self.hkv * t);
-        for_sms.min(self.max_ctx.div_ceil(32)).clamp(1, MAX_SPLITS)
+        for_sms.min(self.max_ctx.div_ceil(SPLIT_KEYS)).clamp(1, MAX_SPLITS)
     }
 }
 
@@ -106,7 +109,26 @@ impl Gpu {
         let cfg = LaunchConfig { grid_dim: (s.hkv as u32, t as u32, splits as u32), block_dim: (decode_threads(group), 1, 1), shared_mem_bytes: 0 };
         launch!(self, format!("attn_decode_d{d}_g{group}"), cfg, &q, &kc, &vc, &base, &offset, &acc, &ml, &hq, &dim("max_ctx", s.max_ctx)?, &scale);
         let cfg = LaunchConfig { grid_dim: (s.hq as u32, t as u32, (d / 32) as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "attn_combine", cfg, &acc, &ml, &gate, &out, &hq, &dim("head dim", d)?, &dim("splits", splits)?);
+        launch!(self, "attn_combine", cfg, &acc, &ml, &gate, &out, &hq, &dim("head dim", d)?, &dim("splits", splits)?, &base, &offset);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::nvrtc::assert_defines;
+    use super::*;
+
+    #[test]
+    fn split_keys_match_the_kernel() {
+        assert_defines("attention.cu", &[("ATTN_SPLIT_KEYS", SPLIT_KEYS)]);
+    }
+
+    #[test]
+    fn splits_fill_the_device_at_a_full_cache() {
+        let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx: 8192, rot_dim: 64, rope_theta: 1e7, eps: 1e-6 };
+        assert_eq!(s.splits(1, 132), 132);
+        assert_eq!(s.splits(4, 132), 33);
+        assert_eq!(AttnShape { max_ctx: 512, ..s }.splits(1, 132), 16, "a split walks at least 32 keys of a full cache");
     }
 }
