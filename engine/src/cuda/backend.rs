@@ -17,7 +17,7 @@ use half::bf16;
 
 use super::args::{dim, MAX_T};
 use super::attention::{AttnShape, MAX_SPLITS};
-use super::gdn::{ConvIn, GatedOut, GdnShape, HEAD_DIM};
+use super::gdn::{conv_taps, ConvIn, GatedOut, GdnShape, HEAD_DIM};
 use super::gemv::{ArgmaxScratch, FoldedNorm};
 use super::l2::{L2Arm, L2Audit, L2Session};
 use super::moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
@@ -375,7 +375,7 @@ impl CudaBackend {
                 None => None,
             };
             let conv = match conv {
-                Some(cs) => Some(ConvIn { w: super::args::input("gdn conv weight", w.conv.bf16()?, 4 * shape.conv_channels(), s)?, from: base + cs.src as u64, to: base + cs.dst as u64 }),
+                Some(cs) => Some(ConvIn { w: conv_taps(w.conv.bf16()?, shape.conv_channels(), s)?, from: base + cs.src as u64, to: base + cs.dst as u64 }),
                 None => None,
             };
             b.gpu.gdn_step_at(inputs, base + slots.src as u64, base + slots.dst as u64, o, gated, conv, t, shape)
@@ -688,7 +688,7 @@ impl Backend for CudaBackend {
             let s = &b.gpu.stream;
             let base = super::args::output("state pool", pool, 0, s)?;
             let xp = super::args::input("gdn conv input", x.f32()?, t * c, s)?;
-            let wp = super::args::input("gdn conv weight", w.conv.bf16()?, 4 * c, s)?;
+            let wp = conv_taps(w.conv.bf16()?, c, s)?;
             let op = super::args::output("gdn conv output", out.f32_mut()?, t * c, s)?;
             b.gpu.gdn_conv_at(xp, wp, base + slots.src as u64, base + slots.dst as u64, op, t, c)
         });
@@ -746,7 +746,6 @@ impl Backend for CudaBackend {
         PrefetchCounts::default()
     }
 }
-
 
 #[cfg(test)]
 mod tests {

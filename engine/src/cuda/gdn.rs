@@ -81,6 +81,11 @@ impl GatedOut {
     }
 }
 
+/// The address of a conv's taps `[channels][4]` bf16 (kernel 4), its length checked.
+pub(crate) fn conv_taps(w: &impl DevicePtr<bf16>, channels: usize, stream: &cudarc::driver::CudaStream) -> Result<u64> {
+    input("gdn conv weight", w, 4 * channels, stream)
+}
+
 fn slot(s: usize) -> Result<u64> {
     ensure!(s < 2, "state slot {s}: the pool keeps slots 0 and 1");
     Ok(s as u64)
@@ -95,7 +100,7 @@ impl Gpu {
         shape.check()?;
         let c = shape.conv_channels();
         let x = input("gdn conv input", x, t * c, &self.stream)?;
-        let w = input("gdn conv weight", w, 4 * c, &self.stream)?;
+        let w = conv_taps(w, c, &self.stream)?;
         let pool = output("gdn layer state", state, shape.layer_state_bytes(), &self.stream)?;
         let out = output("gdn conv output", out, t * c, &self.stream)?;
         let bytes = shape.conv_slot_bytes() as u64;
@@ -125,7 +130,7 @@ impl Gpu {
     /// and written to slot `write`. The conv output is not stored.
     #[allow(clippy::too_many_arguments)]
     pub fn gdn_conv_step(&self, x: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, t: usize, shape: GdnShape) -> Result<()> {
-        let w = input("gdn conv weight", w, 4 * shape.conv_channels(), &self.stream)?;
+        let w = conv_taps(w, shape.conv_channels(), &self.stream)?;
         self.gdn_step_slots(x, Some(w), b, a, a_log, dt_bias, state, (read, write), o, None, t, shape)
     }
 
@@ -143,7 +148,7 @@ impl Gpu {
     #[allow(clippy::too_many_arguments)]
     pub fn gdn_conv_step_gated(&self, x: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, z: &impl DevicePtr<f32>, norm_w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, eps: f32, t: usize, shape: GdnShape) -> Result<()> {
         let gated = GatedOut::new(z, norm_w, y, eps, t, shape, &self.stream)?;
-        let w = input("gdn conv weight", w, 4 * shape.conv_channels(), &self.stream)?;
+        let w = conv_taps(w, shape.conv_channels(), &self.stream)?;
         self.gdn_step_slots(x, Some(w), b, a, a_log, dt_bias, state, (read, write), o, Some(gated), t, shape)
     }
 
