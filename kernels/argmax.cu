@@ -94,3 +94,15 @@ extern "C" __global__ void argmax_reduce(const float* __restrict__ vals, const i
         if (lane == 0) out[blockIdx.x] = bi;
     }
 }
+
+// The end of a plain step: its token becomes the next step's input and is kept in the token
+// history at the next position, and the round's position advances, all on the device, so
+// that the host queues the next step without reading this one's token first.
+extern "C" __global__ void feed_next(const int* __restrict__ tok_out, int* __restrict__ tok_in,
+                                     int* __restrict__ history, int history_len, int* __restrict__ base) {
+    pdl_begin();
+    const int next = *base + 1, token = tok_out[0];
+    tok_in[0] = token;
+    if (next < history_len) history[next] = token;
+    *base = next;
+}

@@ -24,7 +24,7 @@ pub struct SlotPair {
 /// of the key because the slot offsets are baked into the launches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RoundKey {
-    /// One plain greedy step.
+    /// One plain greedy step, its token fed to the next step ([`Backend::feed_next`]).
     Plain { live: usize },
     /// MTP catch-up over `catch_up` queued inputs, `k` drafts, and the verify pass.
     Spec { live: usize, k: usize, catch_up: usize },
@@ -74,7 +74,8 @@ pub trait Backend: Sized {
     /// Sets the base of the positions the following operations address: `attention` may
     /// take `pos0` in `base − max_rows ..= base + max_rows` (the MTP catch-up of a round
     /// starts before the round's position). Called outside rounds, so that a recorded round
-    /// replays at the new position.
+    /// replays at the new position; a backend may skip the write when a plain step
+    /// ([`Backend::feed_next`]) already advanced its position to `base`.
     fn set_positions(&mut self, _base: usize) {}
     /// Runs `body`, one decode round reaching the backend through `backend(m)`. A backend
     /// may record the round the first time a key is seen and replay the recording after:
@@ -89,6 +90,12 @@ pub trait Backend: Sized {
     fn write_tokens(&mut self, dst: &mut Self::Tok, at: usize, host: &[u32]);
     /// Blocks until the device is done, then copies tokens to the host.
     fn read_tokens(&mut self, src: &Self::Tok, at: usize, host: &mut [u32]);
+    /// The end of a plain step at position `pos`, done where the tokens live: the step's
+    /// token `tok_out[0]` becomes the next step's input `tok_in[0]` and is kept at
+    /// `history[pos + 1]`, and the round's position advances to `pos + 1`. So the next step
+    /// can be queued before this one's token is read back (the GPU reads its own position,
+    /// which equals `pos` when the step is recorded).
+    fn feed_next(&mut self, tok_out: &Self::Tok, tok_in: &mut Self::Tok, history: &mut Self::Tok, pos: usize);
     /// `dst[dst_row + i] = src[src_row + i]` for `rows` rows of `width`.
     fn copy_rows(&mut self, src: &Self::Buf, src_row: usize, dst: &mut Self::Buf, dst_row: usize, rows: usize, width: usize);
 

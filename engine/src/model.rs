@@ -35,6 +35,9 @@ pub(crate) struct Acts<B: Backend> {
     pub tok_in: B::Tok,
     pub tok_out: B::Tok,
     pub mtp_tok_in: B::Tok,
+    /// The tokens of plain decode by position (`history[p]` is the token at position p),
+    /// read back once the steps are queued.
+    pub history: B::Tok,
 }
 
 /// A GDN layer's projections of a verify pass, kept to recompute an accepted prefix.
@@ -114,6 +117,7 @@ impl<B: Backend> Model<B> {
             tok_in: backend.alloc_tokens(max_rows)?,
             tok_out: backend.alloc_tokens(max_rows)?,
             mtp_tok_in: backend.alloc_tokens(max_rows)?,
+            history: backend.alloc_tokens(cfg.max_context)?,
         };
         let cache = |b: &mut B| -> Result<KvCache<B>> {
             Ok(KvCache { k: b.alloc_cache(cfg.max_context * kvd)?, v: b.alloc_cache(cfg.max_context * kvd)? })

@@ -183,6 +183,11 @@ impl Backend for CpuBackend {
         host.copy_from_slice(&src[at..at + host.len()]);
     }
 
+    fn feed_next(&mut self, tok_out: &Vec<u32>, tok_in: &mut Vec<u32>, history: &mut Vec<u32>, pos: usize) {
+        tok_in[0] = tok_out[0];
+        history[pos + 1] = tok_out[0];
+    }
+
     fn copy_rows(&mut self, src: &Vec<f32>, src_row: usize, dst: &mut Vec<f32>, dst_row: usize, rows: usize, width: usize) {
         dst[dst_row * width..(dst_row + rows) * width].copy_from_slice(&src[src_row * width..(src_row + rows) * width]);
     }

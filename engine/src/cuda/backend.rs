@@ -4,8 +4,8 @@
 //! Operations enqueue on the one stream and never wait; the first failure is kept (with the
 //! operation's name) and returned by [`Backend::take_error`], after which nothing more is
 //! enqueued. The kernels read the round's position from the device, where
-//! [`Backend::set_positions`] writes it before the round, so a replayed round sees the new
-//! position.
+//! [`Backend::set_positions`] writes it before the round (or a plain step's
+//! [`Backend::feed_next`] advanced it), so a replayed round sees the new position.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -75,6 +75,8 @@ struct Prepared {
     max_rows: usize,
     /// The round's position on the device (one i32, [`Backend::set_positions`]), and on the
     /// host: the attention kernels read pos0 as this base plus an offset fixed at launch.
+    /// `base` is what the device holds once the work queued so far has run: written by
+    /// `set_positions`, advanced by `feed_next` and by every replay of a round that records it.
     base_pos: CudaSlice<i32>,
     base: usize,
     argmax: ArgmaxScratch,
@@ -117,13 +119,21 @@ pub struct ProfileRow {
     pub bytes: u64,
 }
 
+/// A captured round: its graph in [`CudaBackend::graphs`], and how far it advances the
+/// round's position (a plain step's [`Backend::feed_next`]), which each replay repeats.
+#[derive(Clone, Copy)]
+struct Recorded {
+    graph: usize,
+    advance: usize,
+}
+
 pub struct CudaBackend {
     pub gpu: Gpu,
     use_graphs: bool,
     error: Option<anyhow::Error>,
     prep: Option<Prepared>,
     graphs: Vec<CudaGraph>,
-    graph_of: HashMap<RoundKey, usize>,
+    graph_of: HashMap<RoundKey, Recorded>,
     profile: Option<Profile>,
     /// Device address and bytes of the state pool (the last one allocated).
     pool: (u64, usize),
@@ -245,8 +255,10 @@ impl CudaBackend {
             l2.install_on_stream(&b.gpu).context("installing the L2 window before capture")?;
         }
         b.gpu.stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).context("beginning CUDA graph capture")?;
+        let before = b.base();
         body(m);
         let b = backend(m);
+        let advance = b.base() - before;
         // End the capture even when the round failed, so that the stream stays usable.
         let graph = b.gpu.stream.end_capture(CUgraphInstantiate_flags(0));
         if let Some(l2) = &b.l2 {
@@ -257,9 +269,14 @@ impl CudaBackend {
         }
         let graph = graph.context("ending CUDA graph capture")?.context("graph capture recorded no work")?;
         graph.launch().with_context(|| format!("launching the graph of round {key:?}"))?;
-        b.graph_of.insert(key, b.graphs.len());
+        b.graph_of.insert(key, Recorded { graph: b.graphs.len(), advance });
         b.graphs.push(graph);
         Ok(())
+    }
+
+    /// The round's position as the device will hold it after the work queued so far.
+    fn base(&self) -> usize {
+        self.prep.as_ref().map_or(0, |p| p.base)
     }
 
     /// The FFN added onto the residual stream `acc`, reading `input`.
@@ -573,6 +590,10 @@ impl Backend for CudaBackend {
     fn set_positions(&mut self, base: usize) {
         self.op(|| "set_positions".into(), 0, |b| {
             let p = b.prep.as_mut().context("prepare() first")?;
+            if p.base == base {
+                // Already there (a plain step advanced it): no copy between two steps.
+                return Ok(());
+            }
             let at = i32::try_from(base).map_err(|_| anyhow::anyhow!("position {base} does not fit a 32-bit int"))?;
             b.gpu.stream.memcpy_htod(&[at], &mut p.base_pos)?;
             p.base = base;
@@ -585,9 +606,12 @@ impl Backend for CudaBackend {
         if !b.use_graphs || b.error.is_some() {
             return body(m);
         }
-        if let Some(&i) = b.graph_of.get(&key) {
-            if let Err(e) = b.graphs[i].launch() {
+        if let Some(&Recorded { graph, advance }) = b.graph_of.get(&key) {
+            if let Err(e) = b.graphs[graph].launch() {
                 b.error = Some(anyhow::Error::from(e).context(format!("launching the graph of round {key:?}")));
+            }
+            if let Some(p) = b.prep.as_mut() {
+                p.base += advance;
             }
             return;
         }
@@ -618,6 +642,17 @@ impl Backend for CudaBackend {
         if let Err(e) = r {
             self.error.get_or_insert(e.context("reading token ids back"));
         }
+    }
+
+    fn feed_next(&mut self, tok_out: &CudaSlice<i32>, tok_in: &mut CudaSlice<i32>, history: &mut CudaSlice<i32>, pos: usize) {
+        self.op(|| "feed_next".into(), 0, |b| {
+            let p = b.prep.as_mut().context("prepare() first")?;
+            ensure!(p.base == pos, "a plain step at position {pos} was queued while the device's position is {}", p.base);
+            ensure!(pos + 1 < history.len(), "position {} is past the token history of {} positions", pos + 1, history.len());
+            b.gpu.feed_next(tok_out, tok_in, history, &mut p.base_pos)?;
+            p.base = pos + 1;
+            Ok(())
+        });
     }
 
     fn copy_rows(&mut self, src: &CudaBuf, src_row: usize, dst: &mut CudaBuf, dst_row: usize, rows: usize, width: usize) {

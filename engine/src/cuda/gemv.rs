@@ -239,6 +239,20 @@ impl Gpu {
         Ok(())
     }
 
+    /// The end of a plain step on the device: `tok_in[0] = history[pos + 1] = tok_out[0]`
+    /// and `base = pos + 1`, where pos is the one i32 in `base`, read on the device (a
+    /// position past the history is not kept there).
+    pub fn feed_next(&self, tok_out: &impl DevicePtr<i32>, tok_in: &mut impl DevicePtrMut<i32>, history: &mut impl DevicePtrMut<i32>, base: &mut impl DevicePtrMut<i32>) -> Result<()> {
+        let history_len = dim("token history", history.len())?;
+        let tok_out = input("step token", tok_out, 1, &self.stream)?;
+        let tok_in = output("next step's token", tok_in, 1, &self.stream)?;
+        let history = output("token history", history, 1, &self.stream)?;
+        let base = output("round position", base, 1, &self.stream)?;
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "feed_next", cfg, &tok_out, &tok_in, &history, &history_len, &base);
+        Ok(())
+    }
+
     /// ids[t] = argmax of logits[t][0..n) (lowest index on ties), for t < `t`.
     pub fn argmax(&self, logits: &impl DevicePtr<f32>, ids: &mut impl DevicePtrMut<i32>, n: usize, t: usize) -> Result<()> {
         let logits = input("logits", logits, t * n, &self.stream)?;
