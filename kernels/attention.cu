@@ -3,14 +3,16 @@
 //                 over the first rot_dim dims), k and v appended to the bf16 cache.
 //   attn_decode:  split-K (flash decoding): block (kv head, t, split) stages its keys through
 //                 shared memory, warps owning one q head of the group each; online softmax.
-//   attn_combine: merges the splits and applies the output gate sigmoid(gate).
+//   attn_combine: merges the splits and applies the output gate sigmoid(gate), read from qg.
 // The first new position is pos0 = *base + offset: the base is read from the device (the
 // round's position, written before it), so a captured graph replays with a new context
 // length. Position t sees keys 0..pos0+t (causal).
-// Layouts: q, gate, out [T][Hq][D]; k, v [T][Hkv][D]; caches [Hkv][max_ctx][D] bf16.
+// Layouts: qg [T][Hq][2D], the q projection as it comes (per head the query, then its output
+// gate: the kernels read each part in place); q, out [T][Hq][D]; k, v [T][Hkv][D]; caches
+// [Hkv][max_ctx][D] bf16.
 
-// Block (head, t) with D threads; heads 0..Hq-1 are queries, the next Hkv are keys.
-extern "C" __global__ void attn_prep(const float* __restrict__ q_in, const float* __restrict__ k_in,
+// Block (head, t) with D threads; heads 0..Hq-1 are queries (read from qg), the next Hkv are keys.
+extern "C" __global__ void attn_prep(const float* __restrict__ qg, const float* __restrict__ k_in,
                                      const float* __restrict__ v_in, const bf16* __restrict__ q_norm,
                                      const bf16* __restrict__ k_norm, const int* __restrict__ base, int offset,
                                      bf16* __restrict__ k_cache, bf16* __restrict__ v_cache,
@@ -23,7 +25,7 @@ extern "C" __global__ void attn_prep(const float* __restrict__ q_in, const float
     const int pos = *base + offset + t;
     const bool is_q = head < Hq;
     const int kvh = head - Hq;
-    const float* src = is_q ? q_in + ((size_t)t * Hq + head) * D : k_in + ((size_t)t * Hkv + kvh) * D;
+    const float* src = is_q ? qg + ((size_t)t * Hq + head) * 2 * D : k_in + ((size_t)t * Hkv + kvh) * D;
     float x = src[d];
     const float inv = rsqrtf(block_sum(x * x, scratch) / (float)D + eps);
     x *= inv * (1.0f + __bfloat162float((is_q ? q_norm : k_norm)[d]));
@@ -239,7 +241,7 @@ ATTN_DECODE_GROUPS(64) ATTN_DECODE_GROUPS(128) ATTN_DECODE_GROUPS(256)
 // Block (q head, t, 32 dims): 8 groups of 32 threads, group i summing the live splits i, i+8,
 // ..., then the groups summed through shared memory; the gate sigmoid(gate) applied last.
 extern "C" __global__ void __launch_bounds__(256) attn_combine(
-    const float* __restrict__ part_acc, const float* __restrict__ part_ml, const float* __restrict__ gate,
+    const float* __restrict__ part_acc, const float* __restrict__ part_ml, const float* __restrict__ qg,
     float* __restrict__ out, int Hq, int D, int nsplit, const int* __restrict__ pos_base, int offset) {
     pdl_begin();
     __shared__ float weight[256];
@@ -273,7 +275,7 @@ extern "C" __global__ void __launch_bounds__(256) attn_combine(
         a = 0.0f;
 #pragma unroll
         for (int i = 0; i < 8; ++i) a += partial[i][threadIdx.x];
-        const size_t at = ((size_t)t * Hq + h) * D + d;
-        out[at] = a / L * sigmoid(gate[at]);
+        const size_t head = (size_t)t * Hq + h;
+        out[head * D + d] = a / L * sigmoid(qg[head * 2 * D + D + d]);
     }
 }

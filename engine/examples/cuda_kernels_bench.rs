@@ -233,13 +233,14 @@ fn attention_rows(b: &Bench) -> Result<()> {
         let n = s.cache_len();
         let kc = b.weights("bench.k_cache", layers * n, 1.0)?;
         let vc = b.weights("bench.v_cache", layers * n, 1.0)?;
-        let q: CudaSlice<f32> = b.gpu.stream.clone_htod(&vec![0.05f32; s.hq * 256])?;
+        // The q projection (query, then gate, per head); the rotated query is its first rows.
+        let qg: CudaSlice<f32> = b.gpu.stream.clone_htod(&vec![0.05f32; s.hq * 2 * 256])?;
         let base: CudaSlice<i32> = b.gpu.stream.clone_htod(&[(ctx - 1) as i32])?;
         let splits = s.splits(1, b.gpu.info.sm_count);
         let mut scratch = b.gpu.stream.alloc_zeros::<f32>(s.scratch_len(1, splits))?;
         let mut out = b.gpu.stream.alloc_zeros::<f32>(s.hq * 256)?;
         b.row("attn_decode t=1", &format!("ctx {ctx} of {max_ctx}, 16/2 heads x256, {splits} splits"), per_layer, layers, |l| {
-            b.gpu.attn_decode(&q, &kc.slice(l * n..(l + 1) * n), &vc.slice(l * n..(l + 1) * n), &base, 0, &q, &mut scratch, &mut out, 1, splits, s)
+            b.gpu.attn_decode(&qg, &kc.slice(l * n..(l + 1) * n), &vc.slice(l * n..(l + 1) * n), &base, 0, &qg, &mut scratch, &mut out, 1, splits, s)
         })?;
     }
     Ok(())

@@ -64,14 +64,15 @@ impl AttnShape {
 impl Gpu {
     /// Normalises q and k per head (the (1+w) RMSNorm over the head dim), rotates the first
     /// `rot_dim` dims at positions pos0..pos0+t, appends k and v to the caches there and writes
-    /// the rotated q to `q_out`. q [t][hq][D], k, v [t][hkv][D] fp32; pos0 = `base` (one i32 on
-    /// the device) + `offset`; the caller keeps pos0 + t <= max_ctx.
+    /// the rotated q to `q_out`. `qg` [t][hq][2D] is the q projection (per head the query,
+    /// then its output gate), k, v [t][hkv][D] fp32; pos0 = `base` (one i32 on the device) +
+    /// `offset`; the caller keeps pos0 + t <= max_ctx.
     #[allow(clippy::too_many_arguments)]
-    pub fn attn_prep(&self, q: &impl DevicePtr<f32>, k: &impl DevicePtr<f32>, v: &impl DevicePtr<f32>, q_norm: &impl DevicePtr<bf16>, k_norm: &impl DevicePtr<bf16>, base: &impl DevicePtr<i32>, offset: i32, k_cache: &mut impl DevicePtrMut<bf16>, v_cache: &mut impl DevicePtrMut<bf16>, q_out: &mut impl DevicePtrMut<f32>, t: usize, s: AttnShape) -> Result<()> {
+    pub fn attn_prep(&self, qg: &impl DevicePtr<f32>, k: &impl DevicePtr<f32>, v: &impl DevicePtr<f32>, q_norm: &impl DevicePtr<bf16>, k_norm: &impl DevicePtr<bf16>, base: &impl DevicePtr<i32>, offset: i32, k_cache: &mut impl DevicePtrMut<bf16>, v_cache: &mut impl DevicePtrMut<bf16>, q_out: &mut impl DevicePtrMut<f32>, t: usize, s: AttnShape) -> Result<()> {
         s.check()?;
         positions(t)?;
         let d = s.head_dim;
-        let q = input("attention q", q, t * s.hq * d, &self.stream)?;
+        let qg = input("attention q projection", qg, t * s.hq * 2 * d, &self.stream)?;
         let k = input("attention k", k, t * s.hkv * d, &self.stream)?;
         let v = input("attention v", v, t * s.hkv * d, &self.stream)?;
         let qn = input("q norm weight", q_norm, d, &self.stream)?;
@@ -81,16 +82,16 @@ impl Gpu {
         let vc = output("value cache", v_cache, s.cache_len(), &self.stream)?;
         let q_out = output("rotated q", q_out, t * s.hq * d, &self.stream)?;
         let cfg = LaunchConfig { grid_dim: ((s.hq + s.hkv) as u32, t as u32, 1), block_dim: (d as u32, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "attn_prep", cfg, &q, &k, &v, &qn, &kn, &base, &offset, &kc, &vc, &q_out, &dim("hq", s.hq)?, &dim("hkv", s.hkv)?, &dim("max_ctx", s.max_ctx)?, &dim("rot_dim", s.rot_dim)?, &s.rope_theta, &s.eps);
+        launch!(self, "attn_prep", cfg, &qg, &k, &v, &qn, &kn, &base, &offset, &kc, &vc, &q_out, &dim("hq", s.hq)?, &dim("hkv", s.hkv)?, &dim("max_ctx", s.max_ctx)?, &dim("rot_dim", s.rot_dim)?, &s.rope_theta, &s.eps);
         Ok(())
     }
 
     /// out = sigmoid(gate) * softmax(q k^T / sqrt(D)) v, GQA, causal: position t sees keys
     /// 0..=pos0+t, pos0 = `base` + `offset` as in [`Gpu::attn_prep`]. q [t][hq][D] from
-    /// [`Gpu::attn_prep`], gate and out [t][hq][D] fp32;
+    /// [`Gpu::attn_prep`], the gate read from the q projection `qg` [t][hq][2D], out [t][hq][D] fp32;
     /// `scratch` holds [`AttnShape::scratch_len`]`(t, splits)` floats. Two launches.
     #[allow(clippy::too_many_arguments)]
-    pub fn attn_decode(&self, q: &impl DevicePtr<f32>, k_cache: &impl DevicePtr<bf16>, v_cache: &impl DevicePtr<bf16>, base: &impl DevicePtr<i32>, offset: i32, gate: &impl DevicePtr<f32>, scratch: &mut impl DevicePtrMut<f32>, out: &mut impl DevicePtrMut<f32>, t: usize, splits: usize, s: AttnShape) -> Result<()> {
+    pub fn attn_decode(&self, q: &impl DevicePtr<f32>, k_cache: &impl DevicePtr<bf16>, v_cache: &impl DevicePtr<bf16>, base: &impl DevicePtr<i32>, offset: i32, qg: &impl DevicePtr<f32>, scratch: &mut impl DevicePtrMut<f32>, out: &mut impl DevicePtrMut<f32>, t: usize, splits: usize, s: AttnShape) -> Result<()> {
         s.check()?;
         positions(t)?;
         ensure!((1..=MAX_SPLITS).contains(&splits), "attention splits {splits}: take 1..={MAX_SPLITS}");
@@ -99,7 +100,7 @@ impl Gpu {
         let kc = input("key cache", k_cache, s.cache_len(), &self.stream)?;
         let vc = input("value cache", v_cache, s.cache_len(), &self.stream)?;
         let base = input("attention base position", base, 1, &self.stream)?;
-        let gate = input("attention gate", gate, t * s.hq * d, &self.stream)?;
+        let qg = input("attention q projection", qg, t * s.hq * 2 * d, &self.stream)?;
         let acc = output("attention scratch", scratch, s.scratch_len(t, splits), &self.stream)?;
         let ml = acc + (t * s.hq * splits * d * 4) as u64;
         let out = output("attention output", out, t * s.hq * d, &self.stream)?;
@@ -109,7 +110,7 @@ impl Gpu {
         let cfg = LaunchConfig { grid_dim: (s.hkv as u32, t as u32, splits as u32), block_dim: (decode_threads(group), 1, 1), shared_mem_bytes: 0 };
         launch!(self, format!("attn_decode_d{d}_g{group}"), cfg, &q, &kc, &vc, &base, &offset, &acc, &ml, &hq, &dim("max_ctx", s.max_ctx)?, &scale);
         let cfg = LaunchConfig { grid_dim: (s.hq as u32, t as u32, (d / 32) as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "attn_combine", cfg, &acc, &ml, &gate, &out, &hq, &dim("head dim", d)?, &dim("splits", splits)?, &base, &offset);
+        launch!(self, "attn_combine", cfg, &acc, &ml, &qg, &out, &hq, &dim("head dim", d)?, &dim("splits", splits)?, &base, &offset);
         Ok(())
     }
 }

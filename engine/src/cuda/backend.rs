@@ -86,9 +86,7 @@ struct Prepared {
     attn: AttnShape,
     splits: usize,
     attn_scratch: CudaSlice<f32>,
-    /// The query and gate taken apart, and the rotated query: `[max_rows][hq][D]`.
-    q: CudaSlice<f32>,
-    gate: CudaSlice<f32>,
+    /// The rotated query: `[MAX_T][hq][D]`.
     q_rot: CudaSlice<f32>,
     /// Dense FFN activations `[max_rows][size]` (gate, up).
     ffn_gate: CudaSlice<f32>,
@@ -407,20 +405,15 @@ impl CudaBackend {
         let (hq, d) = (s.hq, s.head_dim);
         let (qw, kvw) = (hq * d, s.hkv * d);
         ensure!(t <= p.max_rows, "attention over {t} positions, prepared for {}", p.max_rows);
-        let cfg = LaunchConfig { grid_dim: (qw.div_ceil(256) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let qgp = super::args::input("attention q projection", qg.f32()?, t * 2 * qw, &gpu.stream)?;
-        let qp = super::args::output("attention q", &mut p.q, t * qw, &gpu.stream)?;
-        let gp = super::args::output("attention gate", &mut p.gate, t * qw, &gpu.stream)?;
-        launch!(gpu, "split_query_gate", cfg, &qgp, &qp, &gp, &dim("heads", hq)?, &dim("head dim", d)?);
         let (qn, kn) = (w.q_norm.bf16()?, w.k_norm.bf16()?);
         let out = out.f32_mut()?;
         for r0 in (0..t).step_by(MAX_T) {
             let n = (t - r0).min(MAX_T);
             let offset = p.offset_of(pos0 + r0)?;
             let (k_rows, v_rows) = (k.f32()?.slice(r0 * kvw..(r0 + n) * kvw), v.f32()?.slice(r0 * kvw..(r0 + n) * kvw));
-            gpu.attn_prep(&p.q.slice(r0 * qw..(r0 + n) * qw), &k_rows, &v_rows, qn, kn, &p.base_pos, offset, cache.k.bf16_mut()?, cache.v.bf16_mut()?, &mut p.q_rot.slice_mut(..n * qw), n, s)?;
-            let gate = p.gate.slice(r0 * qw..(r0 + n) * qw);
-            gpu.attn_decode(&p.q_rot.slice(..n * qw), cache.k.bf16()?, cache.v.bf16()?, &p.base_pos, offset, &gate, &mut p.attn_scratch, &mut out.slice_mut(r0 * qw..(r0 + n) * qw), n, splits, s)?;
+            let qg_rows = qg.f32()?.slice(r0 * 2 * qw..(r0 + n) * 2 * qw);
+            gpu.attn_prep(&qg_rows, &k_rows, &v_rows, qn, kn, &p.base_pos, offset, cache.k.bf16_mut()?, cache.v.bf16_mut()?, &mut p.q_rot.slice_mut(..n * qw), n, s)?;
+            gpu.attn_decode(&p.q_rot.slice(..n * qw), cache.k.bf16()?, cache.v.bf16()?, &p.base_pos, offset, &qg_rows, &mut p.attn_scratch, &mut out.slice_mut(r0 * qw..(r0 + n) * qw), n, splits, s)?;
         }
         Ok(())
     }
@@ -503,8 +496,6 @@ impl Backend for CudaBackend {
             attn,
             splits,
             attn_scratch: s.alloc_zeros(attn.scratch_len(MAX_T, splits))?,
-            q: s.alloc_zeros(max_rows * qw)?,
-            gate: s.alloc_zeros(max_rows * qw)?,
             q_rot: s.alloc_zeros(MAX_T * qw)?,
             ffn_gate: s.alloc_zeros(dense)?,
             ffn_up: s.alloc_zeros(dense)?,

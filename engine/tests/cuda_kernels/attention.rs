@@ -31,13 +31,16 @@ fn check(head_dim: usize, hq: usize, splits: usize) {
     let (kn, knh) = weights(gpu, "attn.k_norm", d, 0.0, 0.5);
     let (mut kc, _) = weights(gpu, "attn.k_cache", s.cache_len(), 0.0, 2.0);
     let (mut vc, _) = weights(gpu, "attn.v_cache", s.cache_len(), 0.0, 1.0);
+    // The q projection as the kernels read it: per head the query, then its gate.
+    let qg: Vec<f32> = q.chunks(d).zip(gate.chunks(d)).flat_map(|(q, g)| q.iter().chain(g)).copied().collect();
+    let qg = upload(gpu, &qg);
     // pos0 as the kernels read it: a base on the device plus an offset fixed at launch.
     let (base, offset) = (upload(gpu, &[pos0 as i32 - 7]), 7);
     let mut q_rot = gpu.stream.alloc_zeros::<f32>(t * s.hq * d).unwrap();
-    gpu.attn_prep(&upload(gpu, &q), &upload(gpu, &k), &upload(gpu, &v), &qn, &kn, &base, offset, &mut kc, &mut vc, &mut q_rot, t, s).unwrap();
+    gpu.attn_prep(&qg, &upload(gpu, &k), &upload(gpu, &v), &qn, &kn, &base, offset, &mut kc, &mut vc, &mut q_rot, t, s).unwrap();
     let mut scratch = gpu.stream.alloc_zeros::<f32>(s.scratch_len(t, splits)).unwrap();
     let mut out = gpu.stream.alloc_zeros::<f32>(t * s.hq * d).unwrap();
-    gpu.attn_decode(&q_rot, &kc, &vc, &base, offset, &upload(gpu, &gate), &mut scratch, &mut out, t, splits, s).unwrap();
+    gpu.attn_decode(&q_rot, &kc, &vc, &base, offset, &qg, &mut scratch, &mut out, t, splits, s).unwrap();
 
     let kch: Vec<f64> = download(gpu, &kc).iter().map(|x| x.to_f64()).collect();
     let vch: Vec<f64> = download(gpu, &vc).iter().map(|x| x.to_f64()).collect();
