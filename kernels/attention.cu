@@ -1,6 +1,7 @@
 // Gated full attention, decode and speculative verify over T new positions.
 //   attn_prep:    q/k RMSNorm over the head dim (the (1+w) kind), partial rotary (NeoX halves
-//                 over the first rot_dim dims), k and v appended to the bf16 cache.
+//                 over the first rot_dim dims, angles from the model's table), k and v
+//                 appended to the bf16 cache.
 //   attn_decode:  split-K (flash decoding): block (kv head, t, split) stages its keys through
 //                 shared memory, warps owning one q head of the group each; online softmax.
 //   attn_combine: merges the splits and applies the output gate sigmoid(gate), read from qg.
@@ -14,10 +15,11 @@
 // Block (head, t) with D threads; heads 0..Hq-1 are queries (read from qg), the next Hkv are keys.
 extern "C" __global__ void attn_prep(const float* __restrict__ qg, const float* __restrict__ k_in,
                                      const float* __restrict__ v_in, const bf16* __restrict__ q_norm,
-                                     const bf16* __restrict__ k_norm, const int* __restrict__ base, int offset,
+                                     const bf16* __restrict__ k_norm, const float* __restrict__ rope,
+                                     const int* __restrict__ base, int offset,
                                      bf16* __restrict__ k_cache, bf16* __restrict__ v_cache,
                                      float* __restrict__ q_out, int Hq, int Hkv, int max_ctx,
-                                     int rot_dim, float theta, float eps) {
+                                     int rot_dim, float eps) {
     pdl_begin();
     __shared__ float scratch[32];
     __shared__ float buf[512];
@@ -32,10 +34,10 @@ extern "C" __global__ void attn_prep(const float* __restrict__ qg, const float* 
     buf[d] = x;
     __syncthreads();
     if (d < rot_dim) {
+        // rope [max_ctx][rot_dim]: per position the cosines of the half dims, then the sines.
         const int half = rot_dim / 2, i = d % half;
-        const float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)rot_dim);
-        float sn, cs;
-        sincosf((float)pos * inv_freq, &sn, &cs);
+        const float* angle = rope + (size_t)pos * rot_dim;
+        const float cs = angle[i], sn = angle[half + i];
         x = d < half ? buf[d] * cs - buf[d + half] * sn : buf[d] * cs + buf[d - half] * sn;
     }
     if (is_q) {

@@ -227,7 +227,7 @@ fn gdn_rows(b: &Bench) -> Result<()> {
 fn attention_rows(b: &Bench) -> Result<()> {
     // (context, cache length): the cache length sets the splits; 8192 is the presets'.
     for (ctx, max_ctx) in [(2048, 2048), (2048, 8192), (4096, 4096), (32768, 32768)] {
-        let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx, rot_dim: 64, rope_theta: 1e7, eps: 1e-6 };
+        let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx, rot_dim: 64, eps: 1e-6 };
         let per_layer = 2 * ctx * s.hkv * s.head_dim * 2;
         let layers = copies_for(per_layer).min(16);
         let n = s.cache_len();

@@ -146,14 +146,14 @@ fn every_block_matches_the_cpu_backend() {
         let mut cache_c = KvCache { k: p.cpu.alloc_cache(c.max_context * kvw).unwrap(), v: p.cpu.alloc_cache(c.max_context * kvw).unwrap() };
         let mut cache_g = KvCache { k: p.gpu.alloc_cache(c.max_context * kvw).unwrap(), v: p.gpu.alloc_cache(c.max_context * kvw).unwrap() };
         let rope_c = rope_table(&c);
-        // The GPU kernels compute the rotary angles themselves.
-        let rope_g = p.gpu.upload(&[0.0]).unwrap();
+        let rope_g = p.gpu.upload(&rope_c).unwrap();
         let (mut at_c, mut at_g) = (vec![0.0; t * hq * d], p.gpu.alloc(t * hq * d).unwrap());
         for pos0 in [0, t] {
             p.gpu.set_positions(pos0);
             p.cpu.attention(&c, ac, &rope_c, &qg, &k, &v, &mut cache_c, pos0, t, &mut at_c);
             p.gpu.attention(&c, ag, &rope_g, &qgg, &kg, &vg, &mut cache_g, pos0, t, &mut at_g);
         }
+        p.gpu.take_error().unwrap();
         assert!(rel_err(&tag("attention"), &p.gpu.read_buf(&at_g, t * hq * d), &at_c) < 2e-2);
 
         // MoE added onto a residual stream.

@@ -18,7 +18,6 @@ pub struct AttnShape {
     pub max_ctx: usize,
     /// Rotary dims (the first 25 % of the head dim in the model).
     pub rot_dim: usize,
-    pub rope_theta: f32,
     pub eps: f32,
 }
 
@@ -65,10 +64,12 @@ impl Gpu {
     /// Normalises q and k per head (the (1+w) RMSNorm over the head dim), rotates the first
     /// `rot_dim` dims at positions pos0..pos0+t, appends k and v to the caches there and writes
     /// the rotated q to `q_out`. `qg` [t][hq][2D] is the q projection (per head the query,
-    /// then its output gate), k, v [t][hkv][D] fp32; pos0 = `base` (one i32 on the device) +
-    /// `offset`; the caller keeps pos0 + t <= max_ctx.
+    /// then its output gate), k, v [t][hkv][D] fp32; the rotary angles from `rope`, the
+    /// model's table ([`crate::model::rope_table`]: `[max_ctx][rot_dim]`, per position the
+    /// cosines, then the sines); pos0 = `base` (one i32 on the device) + `offset`; the caller
+    /// keeps pos0 + t <= max_ctx.
     #[allow(clippy::too_many_arguments)]
-    pub fn attn_prep(&self, qg: &impl DevicePtr<f32>, k: &impl DevicePtr<f32>, v: &impl DevicePtr<f32>, q_norm: &impl DevicePtr<bf16>, k_norm: &impl DevicePtr<bf16>, base: &impl DevicePtr<i32>, offset: i32, k_cache: &mut impl DevicePtrMut<bf16>, v_cache: &mut impl DevicePtrMut<bf16>, q_out: &mut impl DevicePtrMut<f32>, t: usize, s: AttnShape) -> Result<()> {
+    pub fn attn_prep(&self, qg: &impl DevicePtr<f32>, k: &impl DevicePtr<f32>, v: &impl DevicePtr<f32>, q_norm: &impl DevicePtr<bf16>, k_norm: &impl DevicePtr<bf16>, rope: &impl DevicePtr<f32>, base: &impl DevicePtr<i32>, offset: i32, k_cache: &mut impl DevicePtrMut<bf16>, v_cache: &mut impl DevicePtrMut<bf16>, q_out: &mut impl DevicePtrMut<f32>, t: usize, s: AttnShape) -> Result<()> {
         s.check()?;
         positions(t)?;
         let d = s.head_dim;
@@ -77,12 +78,13 @@ impl Gpu {
         let v = input("attention v", v, t * s.hkv * d, &self.stream)?;
         let qn = input("q norm weight", q_norm, d, &self.stream)?;
         let kn = input("k norm weight", k_norm, d, &self.stream)?;
+        let rope = input("rotary table", rope, s.max_ctx * s.rot_dim, &self.stream)?;
         let base = input("attention base position", base, 1, &self.stream)?;
         let kc = output("key cache", k_cache, s.cache_len(), &self.stream)?;
         let vc = output("value cache", v_cache, s.cache_len(), &self.stream)?;
         let q_out = output("rotated q", q_out, t * s.hq * d, &self.stream)?;
         let cfg = LaunchConfig { grid_dim: ((s.hq + s.hkv) as u32, t as u32, 1), block_dim: (d as u32, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "attn_prep", cfg, &qg, &k, &v, &qn, &kn, &base, &offset, &kc, &vc, &q_out, &dim("hq", s.hq)?, &dim("hkv", s.hkv)?, &dim("max_ctx", s.max_ctx)?, &dim("rot_dim", s.rot_dim)?, &s.rope_theta, &s.eps);
+        launch!(self, "attn_prep", cfg, &qg, &k, &v, &qn, &kn, &rope, &base, &offset, &kc, &vc, &q_out, &dim("hq", s.hq)?, &dim("hkv", s.hkv)?, &dim("max_ctx", s.max_ctx)?, &dim("rot_dim", s.rot_dim)?, &s.eps);
         Ok(())
     }
 
@@ -127,7 +129,7 @@ mod tests {
 
     #[test]
     fn splits_fill_the_device_at_a_full_cache() {
-        let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx: 8192, rot_dim: 64, rope_theta: 1e7, eps: 1e-6 };
+        let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx: 8192, rot_dim: 64, eps: 1e-6 };
         assert_eq!(s.splits(1, 132), 132);
         assert_eq!(s.splits(4, 132), 33);
         assert_eq!(AttnShape { max_ctx: 512, ..s }.splits(1, 132), 16, "a split walks at least 32 keys of a full cache");

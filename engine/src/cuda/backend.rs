@@ -398,7 +398,7 @@ impl CudaBackend {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn attention_groups(&mut self, w: &AttnWeights<Self>, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) -> Result<()> {
+    fn attention_groups(&mut self, w: &AttnWeights<Self>, rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) -> Result<()> {
         let gpu = &self.gpu;
         let p = self.prep.as_mut().context("prepare() first")?;
         let (s, splits) = (p.attn, p.splits);
@@ -412,7 +412,7 @@ impl CudaBackend {
             let offset = p.offset_of(pos0 + r0)?;
             let (k_rows, v_rows) = (k.f32()?.slice(r0 * kvw..(r0 + n) * kvw), v.f32()?.slice(r0 * kvw..(r0 + n) * kvw));
             let qg_rows = qg.f32()?.slice(r0 * 2 * qw..(r0 + n) * 2 * qw);
-            gpu.attn_prep(&qg_rows, &k_rows, &v_rows, qn, kn, &p.base_pos, offset, cache.k.bf16_mut()?, cache.v.bf16_mut()?, &mut p.q_rot.slice_mut(..n * qw), n, s)?;
+            gpu.attn_prep(&qg_rows, &k_rows, &v_rows, qn, kn, rope.f32()?, &p.base_pos, offset, cache.k.bf16_mut()?, cache.v.bf16_mut()?, &mut p.q_rot.slice_mut(..n * qw), n, s)?;
             gpu.attn_decode(&p.q_rot.slice(..n * qw), cache.k.bf16()?, cache.v.bf16()?, &p.base_pos, offset, &qg_rows, &mut p.attn_scratch, &mut out.slice_mut(r0 * qw..(r0 + n) * qw), n, splits, s)?;
         }
         Ok(())
@@ -468,7 +468,6 @@ impl Backend for CudaBackend {
             head_dim: cfg.attn_head_dim,
             max_ctx: cfg.max_context,
             rot_dim: cfg.rotary_dim(),
-            rope_theta: cfg.rope_theta as f32,
             eps: cfg.rms_eps as f32,
         };
         // One split count for every batch size, so that a position's attention sums in the
@@ -738,10 +737,10 @@ impl Backend for CudaBackend {
         self.op(|| "gated_norm".into(), 0, |b| b.gpu.rmsnorm_gated(o.f32()?, z.f32()?, w.norm.bf16()?, out.f32_mut()?, t * hv, dv, eps));
     }
 
-    fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, _rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) {
+    fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) {
         // Keys and values read: the live context at the last position, both caches.
         let bytes = 2 * (pos0 + t) * cfg.attn_kv_heads * cfg.attn_head_dim * 2;
-        self.op(|| "attention".into(), bytes as u64, |b| b.attention_groups(w, qg, k, v, cache, pos0, t, out));
+        self.op(|| "attention".into(), bytes as u64, |b| b.attention_groups(w, rope, qg, k, v, cache, pos0, t, out));
     }
 
     fn ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &CudaBuf, t: usize, acc: &mut CudaBuf) {

@@ -1,8 +1,12 @@
 //! Gated attention decode over the bf16 KV cache against an f64 reference.
 
 use super::{assert_close, download, gpu, sigmoid, upload, weights, Rng};
+use engine::config::ModelConfig;
 use engine::cuda::AttnShape;
+use engine::model::rope_table;
 use half::bf16;
+
+const ROPE_THETA: f64 = 1e7;
 
 fn rms_rope(x: &[f32], w: &[f64], pos: usize, s: &AttnShape) -> Vec<f64> {
     let d = s.head_dim;
@@ -14,7 +18,7 @@ fn rms_rope(x: &[f32], w: &[f64], pos: usize, s: &AttnShape) -> Vec<f64> {
             if i >= s.rot_dim {
                 return n[i];
             }
-            let f = pos as f64 * (s.rope_theta as f64).powf(-2.0 * (i % half) as f64 / s.rot_dim as f64);
+            let f = pos as f64 * ROPE_THETA.powf(-2.0 * (i % half) as f64 / s.rot_dim as f64);
             if i < half { n[i] * f.cos() - n[i + half] * f.sin() } else { n[i] * f.cos() + n[i - half] * f.sin() }
         })
         .collect()
@@ -23,7 +27,11 @@ fn rms_rope(x: &[f32], w: &[f64], pos: usize, s: &AttnShape) -> Vec<f64> {
 /// `hq` q heads over 2 kv heads: groups of 1 to 8 q heads per kv head.
 fn check(head_dim: usize, hq: usize, splits: usize) {
     let Some(gpu) = gpu() else { return };
-    let s = AttnShape { hq, hkv: 2, head_dim, max_ctx: 512, rot_dim: head_dim / 4, rope_theta: 1e7, eps: 1e-6 };
+    let s = AttnShape { hq, hkv: 2, head_dim, max_ctx: 512, rot_dim: head_dim / 4, eps: 1e-6 };
+    // The model's rotary table for this shape, which the kernel reads its angles from.
+    let model = ModelConfig { attn_head_dim: head_dim, partial_rotary: 0.25, max_context: s.max_ctx, rope_theta: ROPE_THETA, ..ModelConfig::preset("tiny").unwrap() };
+    assert_eq!(model.rotary_dim(), s.rot_dim);
+    let rope = upload(gpu, &rope_table(&model));
     let (t, pos0, d) = (3, 300usize, head_dim);
     let mut rng = Rng::new(21);
     let (q, k, v, gate) = (rng.vec(t * s.hq * d, 2.0), rng.vec(t * s.hkv * d, 2.0), rng.vec(t * s.hkv * d, 1.0), rng.vec(t * s.hq * d, 2.0));
@@ -37,7 +45,7 @@ fn check(head_dim: usize, hq: usize, splits: usize) {
     // pos0 as the kernels read it: a base on the device plus an offset fixed at launch.
     let (base, offset) = (upload(gpu, &[pos0 as i32 - 7]), 7);
     let mut q_rot = gpu.stream.alloc_zeros::<f32>(t * s.hq * d).unwrap();
-    gpu.attn_prep(&qg, &upload(gpu, &k), &upload(gpu, &v), &qn, &kn, &base, offset, &mut kc, &mut vc, &mut q_rot, t, s).unwrap();
+    gpu.attn_prep(&qg, &upload(gpu, &k), &upload(gpu, &v), &qn, &kn, &rope, &base, offset, &mut kc, &mut vc, &mut q_rot, t, s).unwrap();
     let mut scratch = gpu.stream.alloc_zeros::<f32>(s.scratch_len(t, splits)).unwrap();
     let mut out = gpu.stream.alloc_zeros::<f32>(t * s.hq * d).unwrap();
     gpu.attn_decode(&q_rot, &kc, &vc, &base, offset, &qg, &mut scratch, &mut out, t, splits, s).unwrap();
