@@ -18,7 +18,7 @@ pub struct KernelFile {
     pub name: &'static str,
     pub source: &'static str,
     /// `--use_fast_math`: off where results must be exact (synthetic weights) or where
-    /// approximate transcendental functions lose accuracy (rotary angles, the recurrence gates).
+    /// approximate transcendental functions lose accuracy (the recurrence gates).
     pub fast_math: bool,
 }
 
@@ -42,7 +42,7 @@ pub const KERNEL_FILES: &[KernelFile] = &[
     kernel_file!("argmax.cu", true),
     kernel_file!("moe.cu", true),
     kernel_file!("gdn.cu", false),
-    kernel_file!("attention.cu", false),
+    kernel_file!("attention.cu", true),
     kernel_file!("rows.cu", false),
 ];
 
