@@ -1,5 +1,5 @@
-//! Projections (kernels/gemv.cu; prefill GEMMs through cuBLAS with kernels/gemm.cu) and the
-//! LM head with argmax (kernels/argmax.cu).
+//! Projections (kernels/gemv.cu; prefill GEMMs through cuBLAS with kernels/gemm.cu), the LM
+//! head with argmax and the plain step's token feed that follows it (kernels/argmax.cu).
 
 use anyhow::{anyhow, ensure, Context, Result};
 use cudarc::cublas::{result::gemm_ex, sys as blas_sys, CudaBlas};
