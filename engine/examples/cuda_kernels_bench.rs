@@ -59,6 +59,11 @@ fn run() -> Result<()> {
     let ceilings: Vec<f64> = (0..3).map(|_| gpu.measure_read_ceiling_gbs(4 << 30)).collect::<Result<_>>()?;
     let ceiling_gbs = ceilings.iter().cloned().fold(0.0, f64::max);
     println!("read ceiling (float4 grid-stride over 4 GiB, median of 10, best of 3 runs): {ceiling_gbs:.0} GB/s ({:?})", ceilings.iter().map(|c| c.round()).collect::<Vec<_>>());
+    let sync = gpu.measure_stage_sync_us()?;
+    println!(
+        "a stage waiting for the one before ({} blocks of 128 threads): a dependent launch {:.2} us ({:.2} us with a handoff), a grid barrier in one launch {:.2} us ({:.2} us with a handoff)",
+        i.sm_count, sync.launch_us, sync.launch_handoff_us, sync.barrier_us, sync.barrier_handoff_us
+    );
     println!();
     println!("{:<22} {:<40} {:>9} {:>10} {:>9} {:>7} {:>7}", "kernel", "shape", "MB read", "us stream", "us graph", "GB/s", "ceiling");
     let b = Bench { gpu: &gpu, ceiling_gbs };

@@ -45,6 +45,7 @@ pub mod synthetic;
 
 pub use attention::AttnShape;
 pub use backend::{CudaBackend, CudaBuf, CudaMat, ProfileRow};
+pub use ceiling::StageSync;
 pub use device::{driver_present, DeviceInfo, Gpu};
 pub use gdn::GdnShape;
 pub use gemv::GemvInput;

@@ -66,3 +66,19 @@ fn captured_round_replays_like_eager_launches() {
     println!("graph rounds: {start:?} -> {eager:?}");
     assert_ne!(eager[0], start.to_vec(), "the round did not change the token ids");
 }
+
+/// The stage-sync measurement the kernel bench prints: both ways a stage waits for the one
+/// before cost at least an L2 round trip, so a barrier that did not wait, or an empty graph,
+/// would read far below 0.1 µs.
+#[test]
+fn stage_sync_costs_are_measured_in_microseconds() {
+    if gpu().is_none() {
+        return;
+    }
+    // Its own stream: the measurement captures a graph.
+    let gpu = Gpu::new(0).unwrap();
+    let s = gpu.measure_stage_sync_us().unwrap();
+    for (what, us) in [("a dependent launch", s.launch_us), ("a dependent launch with a handoff", s.launch_handoff_us), ("a grid barrier", s.barrier_us), ("a grid barrier with a handoff", s.barrier_handoff_us)] {
+        assert!((0.1..50.0).contains(&us), "{what} measured {us} µs");
+    }
+}
