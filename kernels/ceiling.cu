@@ -21,16 +21,19 @@ extern "C" __global__ void read_ceiling(const float4* __restrict__ data, u64 n, 
 
 // What it costs a decode stage to wait for the one before, both ways, with and without the
 // one handoff every real stage has (reading, after its wait, a value another block wrote
-// before it: `in` or `data` not null):
-//   stage_step:    a kernel that only waits (and with `in`, thread 0 of each block reads
-//                  another block's value of the stage before and writes its own); a graph of
-//                  them, launched with dependent launch, costs per launch what the decode
-//                  chain pays between two stages.
+// before it: `in` or `data` not null). The handoffs also check the wait:
+//   stage_step:    a kernel that only waits; with `in`, thread 0 of each block writes one more
+//                  than another block's value of the launch before, so after n launches from
+//                  zeros every value is n unless a launch read one too early. A graph of them,
+//                  launched with dependent launch, costs per launch what the decode chain pays
+//                  between two stages.
 //   grid_barriers: `rounds` grid-wide barriers inside one launch of one block per SM (thread 0
 //                  of each block adds itself to `count` with release semantics and spins until
-//                  the round's every block has, with acquire; with `data`, it writes its value
-//                  before and reads another block's after), the alternative a persistent
-//                  decode kernel would pay instead. `count` starts at 0.
+//                  the round's every block has, with acquire), the alternative a persistent
+//                  decode kernel would pay. With `data` (zeros), each block writes the round
+//                  into its slot before the barrier and, after it, counts the rounds in which
+//                  another block's slot still held an older one into data[gridDim.x + block]:
+//                  zero unless the barrier let it through early. `count` starts at 0.
 extern "C" __global__ void stage_step(const unsigned* in, unsigned* out) {
     pdl_begin();
     if (in != nullptr && threadIdx.x == 0) out[blockIdx.x] = __ldcg(in + (blockIdx.x + 1) % gridDim.x) + 1;
@@ -38,19 +41,19 @@ extern "C" __global__ void stage_step(const unsigned* in, unsigned* out) {
 
 extern "C" __global__ void grid_barriers(unsigned* count, unsigned* data, int rounds) {
     pdl_begin();
-    unsigned sum = 0;
+    unsigned early = 0;
     for (int r = 1; r <= rounds; ++r) {
         __syncthreads();
         if (threadIdx.x == 0) {
-            if (data != nullptr) __stcg(data + blockIdx.x, (unsigned)r + sum);
+            if (data != nullptr) __stcg(data + blockIdx.x, (unsigned)r);
             asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
             unsigned seen;
             do {
                 asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(count) : "memory");
             } while (seen < (unsigned)r * gridDim.x);
-            if (data != nullptr) sum += __ldcg(data + (blockIdx.x + 1) % gridDim.x);
+            if (data != nullptr) early += __ldcg(data + (blockIdx.x + 1) % gridDim.x) < (unsigned)r;
         }
         __syncthreads();
     }
-    if (data != nullptr && threadIdx.x == 0) data[gridDim.x + blockIdx.x] = sum;
+    if (data != nullptr && threadIdx.x == 0) data[gridDim.x + blockIdx.x] = early;
 }
