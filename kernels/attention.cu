@@ -29,23 +29,24 @@ extern "C" __global__ void attn_prep(const float* __restrict__ qg, const float* 
     const int kvh = head - Hq;
     const float* src = is_q ? qg + ((size_t)t * Hq + head) * 2 * D : k_in + ((size_t)t * Hkv + kvh) * D;
     float x = src[d];
+    // Everything else the thread reads is loaded before the norm's barriers, so that the loads
+    // make one trip to memory. rope [max_ctx][rot_dim]: per position the cosines of the half
+    // dims, then the sines.
+    const int half = rot_dim / 2, i = d < rot_dim ? d % half : 0;
+    const float* angle = rope + (size_t)pos * rot_dim;
+    const float cs = d < rot_dim ? angle[i] : 0.0f, sn = d < rot_dim ? angle[half + i] : 0.0f;
+    const float v = is_q ? 0.0f : v_in[((size_t)t * Hkv + kvh) * D + d];
     const float inv = rsqrtf(block_sum(x * x, scratch) / (float)D + eps);
     x *= inv * (1.0f + __bfloat162float((is_q ? q_norm : k_norm)[d]));
     buf[d] = x;
     __syncthreads();
-    if (d < rot_dim) {
-        // rope [max_ctx][rot_dim]: per position the cosines of the half dims, then the sines.
-        const int half = rot_dim / 2, i = d % half;
-        const float* angle = rope + (size_t)pos * rot_dim;
-        const float cs = angle[i], sn = angle[half + i];
-        x = d < half ? buf[d] * cs - buf[d + half] * sn : buf[d] * cs + buf[d - half] * sn;
-    }
+    if (d < rot_dim) x = d < half ? buf[d] * cs - buf[d + half] * sn : buf[d] * cs + buf[d - half] * sn;
     if (is_q) {
         q_out[((size_t)t * Hq + head) * D + d] = x;
     } else {
         const size_t at = ((size_t)kvh * max_ctx + pos) * D + d;
         k_cache[at] = __float2bfloat16_rn(x);
-        v_cache[at] = __float2bfloat16_rn(v_in[((size_t)t * Hkv + kvh) * D + d]);
+        v_cache[at] = __float2bfloat16_rn(v);
     }
 }
 
@@ -252,6 +253,9 @@ extern "C" __global__ void __launch_bounds__(256) attn_combine(
     const int h = blockIdx.x, t = blockIdx.y, d = blockIdx.z * 32 + (threadIdx.x & 31);
     const int group = threadIdx.x >> 5;
     const size_t base = ((size_t)t * Hq + h) * nsplit;
+    const size_t head = (size_t)t * Hq + h;
+    // The gate is loaded first, so that it arrives with the splits rather than after them.
+    const float gate = group == 0 ? qg[head * 2 * D + D + d] : 0.0f;
     const int live = live_splits(*pos_base + offset + t + 1, nsplit);
     float m = -INFINITY;
     for (int s = threadIdx.x; s < live; s += blockDim.x) m = fmaxf(m, part_ml[2 * (base + s)]);
@@ -277,7 +281,6 @@ extern "C" __global__ void __launch_bounds__(256) attn_combine(
         a = 0.0f;
 #pragma unroll
         for (int i = 0; i < 8; ++i) a += partial[i][threadIdx.x];
-        const size_t head = (size_t)t * Hq + h;
-        out[head * D + d] = a / L * sigmoid(qg[head * 2 * D + D + d]);
+        out[head * D + d] = a / L * sigmoid(gate);
     }
 }

@@ -63,6 +63,8 @@ extern "C" __global__ void gdn_conv(const float* __restrict__ x, const bf16* __r
 
 #define SLICES (DV / 32)
 #define NORM_CHUNK 64
+// Warps of a gdn_step block: 8 x 16 key rows, and the output norm's positions in turn.
+#define STEP_WARPS 8
 
 // The GDN output norm, y = w * o/rms(o) * silu(z) over each head's 128 columns, for the T
 // positions that gdn_step has just written to o. A head's columns are spread over SLICES
@@ -76,23 +78,34 @@ __device__ __forceinline__ void gdn_gated_norm(const float* __restrict__ o, cons
                                                const bf16* __restrict__ w, float* __restrict__ y, int T, int HV,
                                                float eps) {
     __shared__ float part[2][SLICES][NORM_CHUNK];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    constexpr int PER_WARP = NORM_CHUNK / STEP_WARPS;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int h = blockIdx.x, col = blockIdx.y * 32 + lane;
     const float wc = __bfloat162float(w[col]);
     for (int t0 = 0, c = 0; t0 < T; t0 += NORM_CHUNK, c ^= 1) {
         const int n = min(NORM_CHUNK, T - t0);
-        for (int i = warp; i < n; i += nwarps) {
-            const float v = o[((size_t)(t0 + i) * HV + h) * DV + col];
+        // The gate is loaded with o, before the barrier, so that no load waits behind it.
+        float zv[PER_WARP];
+#pragma unroll
+        for (int j = 0; j < PER_WARP; ++j) {
+            const int i = warp + STEP_WARPS * j;
+            if (i >= n) break;
+            const size_t at = ((size_t)(t0 + i) * HV + h) * DV + col;
+            const float v = o[at];
+            zv[j] = z[at];
             const float ss = warp_sum(v * v);
             if (lane < SLICES) cluster_store(&part[c][blockIdx.y][i], cluster_x() + lane * cluster_width(), ss);
         }
         cluster_sync();
-        for (int i = warp; i < n; i += nwarps) {
+#pragma unroll
+        for (int j = 0; j < PER_WARP; ++j) {
+            const int i = warp + STEP_WARPS * j;
+            if (i >= n) break;
             float ss = 0.0f;
 #pragma unroll
             for (int r = 0; r < SLICES; ++r) ss += part[c][r][i];
             const size_t at = ((size_t)(t0 + i) * HV + h) * DV + col;
-            y[at] = wc * o[at] * rsqrtf(ss / (float)DV + eps) * silu(z[at]);
+            y[at] = wc * o[at] * rsqrtf(ss / (float)DV + eps) * silu(zv[j]);
         }
     }
 }
@@ -109,7 +122,7 @@ __device__ __forceinline__ void gdn_gated_norm(const float* __restrict__ o, cons
 // (the slots may be one).
 //   qkv [T][C] (conv output, q||k||v, or the projection with conv_w), C = 2*HK*128 + HV*128
 //   b, a [T][HV]; A_log, dt_bias [HV]; o [T][HV][128]; z, y [T][HV][128]; norm_w [128]
-extern "C" __global__ void __launch_bounds__(256) gdn_step(
+extern "C" __global__ void __launch_bounds__(STEP_WARPS * 32) gdn_step(
     const float* __restrict__ qkv, const float* __restrict__ b, const float* __restrict__ a,
     const bf16* __restrict__ A_log, const bf16* __restrict__ dt_bias, const float* rec_in,
     float* rec_out, float* __restrict__ o, int T, int HK, int HV, int early, const float* __restrict__ z,
@@ -156,8 +169,12 @@ extern "C" __global__ void __launch_bounds__(256) gdn_step(
     const float bias = __bfloat162float(dt_bias[h]);
     for (int t = 0; t < T; ++t) {
         const float* row = qkv + (size_t)t * C;
+        // Every input of the position is loaded before the first barrier, so that the loads
+        // make one trip to memory, not one each side of it.
+        const float x_qk = row[c_qk], x_v = row[c_v];
+        const float b_t = b[(size_t)t * HV + h], a_t = a[(size_t)t * HV + h];
         // Warps 0-3 and 4-7 sum the squares of q and k.
-        const float val = conv ? conv_push(conv_qk, row[c_qk]) : row[c_qk];
+        const float val = conv ? conv_push(conv_qk, x_qk) : x_qk;
         const float sq = warp_sum(val * val);
         if (lane == 0) sums[warp] = sq;
         __syncthreads();
@@ -166,9 +183,9 @@ extern "C" __global__ void __launch_bounds__(256) gdn_step(
         if (threadIdx.x < DK) qs[d] = val * norm * rsqrtf((float)DK);
         else ks[d] = val * norm;
 
-        const float beta = sigmoid(b[(size_t)t * HV + h]);
-        const float alpha = expf(neg_A * softplus(a[(size_t)t * HV + h] + bias));
-        const float v = conv ? conv_push(conv_v, row[c_v]) : row[c_v];
+        const float beta = sigmoid(b_t);
+        const float alpha = expf(neg_A * softplus(a_t + bias));
+        const float v = conv ? conv_push(conv_v, x_v) : x_v;
         __syncthreads();
 
         float kv = 0.0f;
