@@ -153,6 +153,14 @@ struct FoldedNorm {
     float ss[T];
 };
 
+// A value a kernel needs once its wait has passed, loaded right after the wait so that it
+// arrives with the activations instead of a trip to memory later (the residual that an
+// accumulating projection adds onto).
+struct AfterWait {
+    const float* src = nullptr;
+    float value = 0.0f;
+};
+
 // The 16-byte chunks c0 + nlanes*u (u < UNROLL) of R weight rows, skipping chunks >= nchunks
 // and rows >= nrows.
 template <int UNROLL, int R>
@@ -177,14 +185,17 @@ __device__ __forceinline__ void load_weight_batch(uint4 (&wv)[UNROLL][R], const 
 // so a position's result does not depend on how many positions share the launch. With FOLD,
 // x is taken as x·(1+norm.w) and norm.ss[t] sums x[t]². With `wait`, the first batch of
 // weights is loaded before pdl_begin (EARLY_REGS): it arrives while the previous kernel ends.
+// `after` (its src set) is loaded once the wait has passed, before the activations.
 template <int UNROLL, int R, int T, bool FOLD = false, typename XT>
 __device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
                                                 const XT* __restrict__ x, int nchunks, int lane, int nlanes,
-                                                float (&acc)[R][T], FoldedNorm<T>* norm = nullptr, bool wait = false) {
+                                                float (&acc)[R][T], FoldedNorm<T>* norm = nullptr, bool wait = false,
+                                                AfterWait* after = nullptr) {
     const int step = nlanes * UNROLL;
     uint4 wv[UNROLL][R];
     load_weight_batch<UNROLL, R>(wv, wrow, stride, nrows, nchunks, lane, nlanes);
     if (wait) pdl_begin();
+    if (after != nullptr && after->src != nullptr) after->value = *after->src;
     for (int c0 = lane; c0 < nchunks; c0 += step) {
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {

@@ -33,15 +33,18 @@ __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* 
     norm.w = nw;
 #pragma unroll
     for (int t = 0; t < T; ++t) norm.ss[t] = 0.0f;
+    // Thread r*T + t writes row r of position t; the residual it adds onto is loaded right
+    // after the wait.
+    const int r = threadIdx.x / T, t = threadIdx.x % T;
+    const bool writes = threadIdx.x < GEMV_ROWS * T && row0 + r < rows;
+    AfterWait residual;
+    if (accumulate && writes) residual.src = y + (size_t)t * rows + row0 + r;
     rows_dot_lane_u<GEMV_BATCH, GEMV_ROWS, T, FOLD>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3,
-                                                    threadIdx.x, blockDim.x, acc, &norm, early & EARLY_REGS);
+                                                    threadIdx.x, blockDim.x, acc, &norm, early & EARLY_REGS,
+                                                    &residual);
     float s;
     block_sum_rows<GEMV_ROWS, T, FOLD>(acc, &s, &norm, cols, eps);
-    const int r = threadIdx.x / T, t = threadIdx.x % T;
-    if (threadIdx.x < GEMV_ROWS * T && row0 + r < rows) {
-        float* dst = y + (size_t)t * rows + row0 + r;
-        *dst = accumulate ? *dst + s : s;
-    }
+    if (writes) y[(size_t)t * rows + row0 + r] = accumulate ? residual.value + s : s;
 }
 
 #define GEMV(T)                                                                                     \

@@ -150,7 +150,9 @@ __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, con
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const unsigned rank = cluster_rank();
     // This thread's first element of xn, and its norm weight (a weight: read before the wait).
-    const int i0 = rank * blockDim.x + threadIdx.x, nthreads = ROUTER_BLOCKS * blockDim.x;
+    // The cluster's last threads take the first elements, so that the first block's routing
+    // warps write none and route as soon as the logits are in.
+    const int nthreads = ROUTER_BLOCKS * blockDim.x, i0 = nthreads - 1 - (int)(rank * blockDim.x + threadIdx.x);
     const float w0 = FOLD && i0 < H ? 1.0f + __bfloat162float(nw[i0]) : 0.0f;
     for (int trip = 0; trip < ROUTER_TRIPS; ++trip) {
         const int e = trip * ROUTER_ROWS + rank * ROUTER_WARPS + warp;
@@ -180,13 +182,15 @@ __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, con
     // The logits (and the first block's 1/rms) are visible to the whole cluster past here.
     cluster_sync();
     if constexpr (FOLD) {
-        float inv[T];
+        if (i0 < H) {
+            float inv[T];
 #pragma unroll
-        for (int t = 0; t < T; ++t) inv[t] = cluster_load(&inv_rms[t], 0);
-        for (int i = i0; i < H; i += nthreads) {
-            const float w = i == i0 ? w0 : 1.0f + __bfloat162float(nw[i]);
+            for (int t = 0; t < T; ++t) inv[t] = cluster_load(&inv_rms[t], 0);
+            for (int i = i0; i < H; i += nthreads) {
+                const float w = i == i0 ? w0 : 1.0f + __bfloat162float(nw[i]);
 #pragma unroll
-            for (int t = 0; t < T; ++t) xn[(size_t)t * H + i] = __ldg(x + (size_t)t * H + i) * inv[t] * w;
+                for (int t = 0; t < T; ++t) xn[(size_t)t * H + i] = __ldg(x + (size_t)t * H + i) * inv[t] * w;
+            }
         }
     }
     // Warp t of the first block routes position t (T <= ROUTER_WARPS); every other warp is done
@@ -327,6 +331,13 @@ __device__ __forceinline__ void moe_down_body(const bf16* __restrict__ Wd, const
     if (h0 < H) load_down_batch<UNROLL, ROWS>(wv, base, stride, h0, H, lane, nchunks, per_slot, k);
     if (preload) pdl_begin();
     if (h0 >= H) return;
+    // The residual this warp adds onto, loaded now so that it arrives with the activations.
+    float prev[ROWS] = {};
+    if (accumulate && lane == 0) {
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+            if (h0 + r < H) prev[r] = y[(size_t)t * H + h0 + r];
+    }
     const float* a = act + (size_t)t * rows;
     float total[ROWS] = {};
     for (int c0 = lane; c0 < nchunks; c0 += 32 * UNROLL) {
@@ -353,10 +364,7 @@ __device__ __forceinline__ void moe_down_body(const bf16* __restrict__ Wd, const
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
         const float s = warp_sum(total[r]);
-        if (lane == 0 && h0 + r < H) {
-            float* dst = y + (size_t)t * H + h0 + r;
-            *dst = accumulate ? *dst + s : s;
-        }
+        if (lane == 0 && h0 + r < H) y[(size_t)t * H + h0 + r] = accumulate ? prev[r] + s : s;
     }
 }
 
