@@ -50,6 +50,8 @@ impl GdnShape {
 
 /// Column slices of a value head, one block each (`SLICES` in kernels/gdn.cu).
 const SLICES: usize = HEAD_DIM / 32;
+/// Warps of a `gdn_step` block (`STEP_WARPS` in kernels/gdn.cu): 8 × 16 key rows.
+const STEP_WARPS: usize = 8;
 /// Value heads per key head that fit one step cluster: 16 blocks, the most sm_90 schedules.
 const MAX_HEADS_PER_KEY: usize = 16 / SLICES;
 
@@ -182,8 +184,19 @@ impl Gpu {
         let [qkv, b, a, a_log, dt_bias] = inputs;
         let g = gated.unwrap_or(GatedOut { z: 0, w: 0, y: 0, eps: 0.0 });
         let cv = conv.unwrap_or(ConvIn { w: 0, from: 0, to: 0 });
-        let cfg = LaunchConfig { grid_dim: (shape.hv as u32, SLICES as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig { grid_dim: (shape.hv as u32, SLICES as u32, 1), block_dim: (STEP_WARPS as u32 * 32, 1, 1), shared_mem_bytes: 0 };
         launch!(self, "gdn_step", cfg, cluster Some(shape.step_cluster()); &qkv, &b, &a, &a_log, &dt_bias, &from, &to, &o, &dim("t", t)?, &dim("hk", shape.hk)?, &dim("hv", shape.hv)?, &self.early_arg(), &g.z, &g.w, &g.y, &g.eps, &cv.w, &cv.from, &cv.to);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::nvrtc::assert_defines;
+    use super::STEP_WARPS;
+
+    #[test]
+    fn step_launch_shape_is_the_kernels() {
+        assert_defines("gdn.cu", &[("STEP_WARPS", STEP_WARPS)]);
     }
 }
