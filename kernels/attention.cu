@@ -252,8 +252,7 @@ extern "C" __global__ void __launch_bounds__(256) attn_combine(
     __shared__ float partial[8][32];
     const int h = blockIdx.x, t = blockIdx.y, d = blockIdx.z * 32 + (threadIdx.x & 31);
     const int group = threadIdx.x >> 5;
-    const size_t base = ((size_t)t * Hq + h) * nsplit;
-    const size_t head = (size_t)t * Hq + h;
+    const size_t head = (size_t)t * Hq + h, base = head * nsplit;
     // The gate is loaded first, so that it arrives with the splits rather than after them.
     const float gate = group == 0 ? qg[head * 2 * D + D + d] : 0.0f;
     const int live = live_splits(*pos_base + offset + t + 1, nsplit);
