@@ -161,39 +161,53 @@ struct AfterWait {
     float value = 0.0f;
 };
 
-// The 16-byte chunks c0 + nlanes*u (u < UNROLL) of R weight rows, skipping chunks >= nchunks
-// and rows >= nrows.
-template <int UNROLL, int R>
-__device__ __forceinline__ void load_weight_batch(uint4 (&wv)[UNROLL][R], const bf16* __restrict__ wrow,
-                                                  ptrdiff_t stride, int nrows, int nchunks, int c0, int nlanes) {
+// Where R weight rows are: row r at base + r * stride.
+struct StridedRows {
+    const bf16* base;
+    ptrdiff_t stride;
+    __device__ __forceinline__ const bf16* operator()(int r) const { return base + r * stride; }
+};
+
+// R weight rows anywhere (a warp's gate and up rows, which no one stride spans).
+template <int R>
+struct RowList {
+    const bf16* row[R];
+    __device__ __forceinline__ const bf16* operator()(int r) const { return row[r]; }
+};
+
+// The 16-byte chunks c0 + nlanes*u (u < UNROLL) of R weight rows (`rows(r)`), skipping chunks
+// >= nchunks and rows >= nrows.
+template <int UNROLL, int R, typename Rows>
+__device__ __forceinline__ void load_weight_batch(uint4 (&wv)[UNROLL][R], const Rows& rows, int nrows, int nchunks,
+                                                  int c0, int nlanes) {
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int c = c0 + nlanes * u;
-            if (c < nchunks && r < nrows)
-                wv[u][r] = load_weights16(reinterpret_cast<const uint4*>(wrow + r * stride) + c);
+            if (c < nchunks && r < nrows) wv[u][r] = load_weights16(reinterpret_cast<const uint4*>(rows(r)) + c);
         }
 }
 
-// Partial dot products of R bf16 weight rows (`nchunks` chunks of 8, rows `stride` elements
-// apart, rows >= `nrows` skipped) with T activation rows of length 8*nchunks, for one of
-// `nlanes` threads splitting the chunks (a warp, or a whole block); the caller reduces over
-// them. Each activation chunk is loaded once for the R rows (the L1 traffic of small-T
-// verify), and UNROLL x R 16-byte weight loads are issued before the first use so that
-// enough bytes are in flight. Each acc[r][t] sums its chunks in the same order whatever T is,
-// so a position's result does not depend on how many positions share the launch. With FOLD,
-// x is taken as x·(1+norm.w) and norm.ss[t] sums x[t]². With `wait`, the first batch of
-// weights is loaded before pdl_begin (EARLY_REGS): it arrives while the previous kernel ends.
-// `after` (its src set) is loaded once the wait has passed, before the activations.
-template <int UNROLL, int R, int T, bool FOLD = false, typename XT>
-__device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
-                                                const XT* __restrict__ x, int nchunks, int lane, int nlanes,
-                                                float (&acc)[R][T], FoldedNorm<T>* norm = nullptr, bool wait = false,
+// Partial dot products of R bf16 weight rows (`nchunks` chunks of 8, row r at `rows(r)`, rows
+// >= `nrows` skipped) with T activation rows of length 8*nchunks, for one of `nlanes` threads
+// splitting the chunks (a warp, or a whole block); the caller reduces over them. Each
+// activation chunk is loaded once for the R rows (the L1 traffic of small-T verify, and of
+// several rows a warp), and UNROLL x R 16-byte weight loads are issued before the first use
+// so that enough bytes are in flight. Each acc[r][t] sums its chunks in ascending order
+// whatever T, R and UNROLL are, so a position's result does not depend on how many positions
+// or rows share the launch. With FOLD, x is taken as x·(1+norm.w) and norm.ss[t] sums x[t]².
+// With `wait`, the first batch of weights is loaded before pdl_begin (EARLY_REGS): it arrives
+// while the previous kernel ends. `after` (its src set) is loaded once the wait has passed,
+// before the activations.
+template <int UNROLL, int R, int T, bool FOLD = false, typename Rows, typename XT>
+__device__ __forceinline__ void rows_dot_lane_u(const Rows& rows, int nrows, const XT* __restrict__ x, int nchunks,
+                                                int lane, int nlanes, float (&acc)[R][T],
+                                                FoldedNorm<T>* norm = nullptr, bool wait = false,
                                                 AfterWait* after = nullptr) {
     const int step = nlanes * UNROLL;
     uint4 wv[UNROLL][R];
-    load_weight_batch<UNROLL, R>(wv, wrow, stride, nrows, nchunks, lane, nlanes);
+    load_weight_batch<UNROLL, R>(wv, rows, nrows, nchunks, lane, nlanes);
     if (wait) pdl_begin();
     if (after != nullptr && after->src != nullptr) after->value = *after->src;
     for (int c0 = lane; c0 < nchunks; c0 += step) {
@@ -223,7 +237,7 @@ __device__ __forceinline__ void rows_dot_lane_u(const bf16* __restrict__ wrow, p
                 }
             }
         }
-        if (c0 + step < nchunks) load_weight_batch<UNROLL, R>(wv, wrow, stride, nrows, nchunks, c0 + step, nlanes);
+        if (c0 + step < nchunks) load_weight_batch<UNROLL, R>(wv, rows, nrows, nchunks, c0 + step, nlanes);
     }
 }
 
@@ -232,7 +246,8 @@ template <int R, int T, bool FOLD = false, typename XT>
 __device__ __forceinline__ void rows_dot_lane(const bf16* __restrict__ wrow, ptrdiff_t stride, int nrows,
                                               const XT* __restrict__ x, int nchunks, int lane, int nlanes,
                                               float (&acc)[R][T], FoldedNorm<T>* norm = nullptr, bool wait = false) {
-    rows_dot_lane_u<(R >= 4 ? 2 : 8 / R), R, T, FOLD>(wrow, stride, nrows, x, nchunks, lane, nlanes, acc, norm, wait);
+    rows_dot_lane_u<(R >= 4 ? 2 : 8 / R), R, T, FOLD>(StridedRows{wrow, stride}, nrows, x, nchunks, lane, nlanes, acc,
+                                                      norm, wait);
 }
 
 // Sums acc[R][T] over the block (warp shuffles, then shared memory); afterwards thread

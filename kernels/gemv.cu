@@ -39,9 +39,9 @@ __device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* 
     const bool writes = threadIdx.x < GEMV_ROWS * T && row0 + r < rows;
     AfterWait residual;
     if (accumulate && writes) residual.src = y + (size_t)t * rows + row0 + r;
-    rows_dot_lane_u<GEMV_BATCH, GEMV_ROWS, T, FOLD>(W + (size_t)row0 * cols, cols, rows - row0, x, cols >> 3,
-                                                    threadIdx.x, blockDim.x, acc, &norm, early & EARLY_REGS,
-                                                    &residual);
+    rows_dot_lane_u<GEMV_BATCH, GEMV_ROWS, T, FOLD>(StridedRows{W + (size_t)row0 * cols, cols}, rows - row0, x,
+                                                    cols >> 3, threadIdx.x, blockDim.x, acc, &norm,
+                                                    early & EARLY_REGS, &residual);
     float s;
     block_sum_rows<GEMV_ROWS, T, FOLD>(acc, &s, &norm, cols, eps);
     if (writes) y[(size_t)t * rows + row0 + r] = accumulate ? residual.value + s : s;

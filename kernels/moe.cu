@@ -166,7 +166,7 @@ __device__ __forceinline__ void moe_router_body(const bf16* __restrict__ Wr, con
 #pragma unroll
         for (int t = 0; t < T; ++t) acc[0][t] = norm.ss[t] = 0.0f;
         const bf16* row = e < E ? Wr + (size_t)e * H : shared_gate_w;
-        rows_dot_lane_u<MOE_UNROLL, 1, T, FOLD>(row, H, 1, x, H >> 3, lane, 32, acc, &norm,
+        rows_dot_lane_u<MOE_UNROLL, 1, T, FOLD>(StridedRows{row, H}, 1, x, H >> 3, lane, 32, acc, &norm,
                                                 trip == 0 && (early & EARLY_REGS));
 #pragma unroll
         for (int t = 0; t < T; ++t) {
@@ -226,22 +226,38 @@ __device__ __forceinline__ void moe_router_prologue(const bf16* __restrict__ Wr,
 MOE_ROUTER_BOTH(1) MOE_ROUTER_BOTH(2) MOE_ROUTER_BOTH(3) MOE_ROUTER_BOTH(4)
 MOE_ROUTER_BOTH(5) MOE_ROUTER_BOTH(6) MOE_ROUTER_BOTH(7) MOE_ROUTER_BOTH(8)
 
-// Activation rows per warp of moe_gate_up: two, one after the other. The launch alone is a
-// little slower than with a row a warp, but its 2,304 warps (35B-A3B) fit the device at once
-// and leave room for moe_down's blocks, which load their weights before their wait while
-// gate||up still runs: the whole MoE is faster (README-cuda, seventh pass).
+// Activation rows per warp of moe_gate_up. The launch alone is a little slower than with a
+// row a warp, but its 2,304 warps (35B-A3B) fit the device at once and leave room for
+// moe_down's blocks, which load their weights before their wait while gate||up still runs:
+// the whole MoE is faster (README-cuda, seventh pass).
 #define GATE_UP_ROWS 2
 
+// The gate and up rows of activation row r of position t: routed rows 0..k*I-1, then the Is
+// shared rows.
+__device__ __forceinline__ void gate_up_rows(const bf16* __restrict__ Wg, const bf16* __restrict__ Wu,
+                                             const bf16* __restrict__ Wsg, const bf16* __restrict__ Wsu,
+                                             const int* __restrict__ idx, int t, int r, int k, int I, int H,
+                                             const bf16*& g, const bf16*& u) {
+    if (r < k * I) {
+        const size_t off = ((size_t)idx[(size_t)t * k + r / I] * I + r % I) * H;
+        g = Wg + off;
+        u = Wu + off;
+    } else {
+        const size_t off = (size_t)(r - k * I) * H;
+        g = Wsg + off;
+        u = Wsu + off;
+    }
+}
+
 // GATE_UP_ROWS activation rows r of position t a warp (grid ceil(rows / (warps a block *
-// GATE_UP_ROWS)) x T): routed rows 0..k*I-1, then the Is shared rows; act [T][k*I + Is]. The
-// gate and up rows are read as two rows of one pass (`up - gate` apart), the warp's lanes
-// splitting the hidden dim.
+// GATE_UP_ROWS)) x T): act [T][k*I + Is]. The warp's gate and up rows are read in one pass,
+// the lanes splitting the hidden dim, so that each chunk of x is loaded once for all of them.
 extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
     const bf16* __restrict__ Wg, const bf16* __restrict__ Wu, const bf16* __restrict__ Wsg,
     const bf16* __restrict__ Wsu, const int* __restrict__ idx, const float* __restrict__ x,
     float* __restrict__ act, int k, int I, int Is, int H, int early) {
     const int t = blockIdx.y, r0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * GATE_UP_ROWS;
-    const int rows = k * I + Is;
+    const int lane = threadIdx.x & 31, rows = k * I + Is;
     // The shared expert's rows are known before the routing is: they are fetched while the
     // router finishes (`early`, EARLY_* bits). A warp preloads only when all its rows are
     // shared ones.
@@ -249,28 +265,26 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
     if ((early & EARLY_L2) && t == 0 && shared) {
         const size_t off = (size_t)(r0 - k * I) * H;
         const size_t n = (size_t)min(GATE_UP_ROWS, rows - r0) * H * sizeof(bf16);
-        prefetch_l2(Wsg + off, n, threadIdx.x & 31, 32);
-        prefetch_l2(Wsu + off, n, threadIdx.x & 31, 32);
+        prefetch_l2(Wsg + off, n, lane, 32);
+        prefetch_l2(Wsu + off, n, lane, 32);
     }
-    bool preload = shared && (early & EARLY_REGS);
+    const bool preload = shared && (early & EARLY_REGS);
     if (!preload) pdl_begin();
-    for (int r = r0; r < min(r0 + GATE_UP_ROWS, rows); ++r) {
-        const bf16 *g, *u;
-        if (r < k * I) {
-            const size_t off = ((size_t)idx[(size_t)t * k + r / I] * I + r % I) * H;
-            g = Wg + off;
-            u = Wu + off;
-        } else {
-            const size_t off = (size_t)(r - k * I) * H;
-            g = Wsg + off;
-            u = Wsu + off;
-        }
-        float acc[2][1] = {{0.0f}, {0.0f}};
-        rows_dot_lane_u<MOE_UNROLL, 2, 1>(g, u - g, 2, x + (size_t)t * H, H >> 3, threadIdx.x & 31, 32, acc, nullptr,
-                                          preload);
-        preload = false;
-        const float gate = warp_sum(acc[0][0]), up = warp_sum(acc[1][0]);
-        if ((threadIdx.x & 31) == 0) act[(size_t)t * rows + r] = silu(gate) * up;
+    if (r0 >= rows) return;
+    // Rows 2j and 2j + 1 of the pass: activation row r0 + j's gate and up.
+    const int n = min(GATE_UP_ROWS, rows - r0);
+    RowList<2 * GATE_UP_ROWS> w;
+#pragma unroll
+    for (int j = 0; j < GATE_UP_ROWS; ++j)
+        if (j < n) gate_up_rows(Wg, Wu, Wsg, Wsu, idx, t, r0 + j, k, I, H, w.row[2 * j], w.row[2 * j + 1]);
+    float acc[2 * GATE_UP_ROWS][1] = {};
+    rows_dot_lane_u<MOE_UNROLL / GATE_UP_ROWS, 2 * GATE_UP_ROWS, 1>(w, 2 * n, x + (size_t)t * H, H >> 3, lane, 32, acc,
+                                                                     nullptr, preload);
+#pragma unroll
+    for (int j = 0; j < GATE_UP_ROWS; ++j) {
+        if (j >= n) break;
+        const float gate = warp_sum(acc[2 * j][0]), up = warp_sum(acc[2 * j + 1][0]);
+        if (lane == 0) act[(size_t)t * rows + r0 + j] = silu(gate) * up;
     }
 }
 
