@@ -23,9 +23,10 @@ const ROUTER_WARPS: u32 = 17;
 const MOE_WARPS: usize = 4;
 /// Activation rows per warp of `moe_gate_up` (kernels/moe.cu `GATE_UP_ROWS`).
 const GATE_UP_ROWS: usize = 2;
-/// Warps per block of `moe_gate_up`: small blocks pack the SMs more evenly and leave room
-/// for `moe_down`'s, which start while gate‖up runs (README-cuda, ninth pass).
-const GATE_UP_WARPS: usize = 2;
+/// Warps per block of `moe_gate_up`, measured for each form of it: two when a warp read its
+/// rows one after the other (ninth pass), four since it reads them in one pass (thirteenth
+/// pass; README-cuda).
+const GATE_UP_WARPS: usize = MOE_WARPS;
 
 /// How `moe_down` runs for `t` positions (kernels/moe.cu `MOE_DOWN`).
 struct DownLaunch {
