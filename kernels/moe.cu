@@ -258,21 +258,21 @@ extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) moe_gate_up(
     float* __restrict__ act, int k, int I, int Is, int H, int early) {
     const int t = blockIdx.y, r0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * GATE_UP_ROWS;
     const int lane = threadIdx.x & 31, rows = k * I + Is;
+    // The activation rows this warp computes (none past the last).
+    const int n = min(GATE_UP_ROWS, rows - r0);
     // The shared expert's rows are known before the routing is: they are fetched while the
     // router finishes (`early`, EARLY_* bits). A warp preloads only when all its rows are
     // shared ones.
     const bool shared = r0 >= k * I && r0 < rows;
     if ((early & EARLY_L2) && t == 0 && shared) {
-        const size_t off = (size_t)(r0 - k * I) * H;
-        const size_t n = (size_t)min(GATE_UP_ROWS, rows - r0) * H * sizeof(bf16);
-        prefetch_l2(Wsg + off, n, lane, 32);
-        prefetch_l2(Wsu + off, n, lane, 32);
+        const size_t off = (size_t)(r0 - k * I) * H, bytes = (size_t)n * H * sizeof(bf16);
+        prefetch_l2(Wsg + off, bytes, lane, 32);
+        prefetch_l2(Wsu + off, bytes, lane, 32);
     }
     const bool preload = shared && (early & EARLY_REGS);
     if (!preload) pdl_begin();
-    if (r0 >= rows) return;
+    if (n <= 0) return;
     // Rows 2j and 2j + 1 of the pass: activation row r0 + j's gate and up.
-    const int n = min(GATE_UP_ROWS, rows - r0);
     RowList<2 * GATE_UP_ROWS> w;
 #pragma unroll
     for (int j = 0; j < GATE_UP_ROWS; ++j)
