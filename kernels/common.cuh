@@ -93,6 +93,36 @@ __device__ __forceinline__ float cluster_load(const float* p, unsigned rank) {
     return v;
 }
 
+// The decode timeline (kernels compiled with ENGINE_TIMELINE: `Gpu::with_timeline`). The first
+// block of every launch notes the time at which its wait returned, with its launch's shape.
+// A launch's wait returns once the launch before it has finished, so the time from one note to
+// the next is what a launch added to the chain, graphs and dependent launch included.
+#ifdef ENGINE_TIMELINE
+struct TimelineMark {
+    u64 ns;
+    unsigned blocks, threads;
+};
+// Where the notes go; the host sets it in every module (a null `marks` notes nothing).
+struct TimelineSink {
+    TimelineMark* marks;
+    unsigned* count;
+    u64 capacity;
+};
+__device__ TimelineSink timeline_sink;
+
+__device__ __forceinline__ void timeline_mark() {
+    if ((threadIdx.x | threadIdx.y | threadIdx.z | blockIdx.x | blockIdx.y | blockIdx.z) != 0) return;
+    if (timeline_sink.marks == nullptr) return;
+    u64 ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    const unsigned i = atomicAdd(timeline_sink.count, 1u);
+    if (i < timeline_sink.capacity)
+        timeline_sink.marks[i] = {ns, gridDim.x * gridDim.y * gridDim.z, blockDim.x * blockDim.y * blockDim.z};
+}
+#else
+__device__ __forceinline__ void timeline_mark() {}
+#endif
+
 // Programmatic dependent launch (sm_90). The engine launches every kernel so that it may start
 // while the previous kernel of the stream is still running. `pdl_begin` waits until that kernel
 // has finished and its writes are visible, then lets the next kernel start: every kernel calls
@@ -102,12 +132,16 @@ __device__ __forceinline__ float cluster_load(const float* p, unsigned rank) {
 // nothing.
 __device__ __forceinline__ void pdl_begin() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    timeline_mark();
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 // The wait alone, for the kernels that write weights: their dependents start only when they
 // have finished, because a kernel may load its weights before its own wait (EARLY_REGS).
-__device__ __forceinline__ void pdl_wait_only() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void pdl_wait_only() {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    timeline_mark();
+}
 
 // Bits of the `early` argument: what a kernel does with its weights before it waits for the
 // previous kernel. Weights are never written while a decode runs, so neither can read stale

@@ -9,7 +9,7 @@ use engine::arms::Arm;
 use engine::backend::{Backend, KvCache, SlotPair};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::CpuBackend;
-use engine::cuda::{CudaBackend, FoldNorms};
+use engine::cuda::{timeline, CudaBackend, FoldNorms, Gpu};
 use engine::model::{rope_table, Model};
 use engine::weights::{Mixer, WeightSource, Weights};
 
@@ -285,4 +285,38 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
         assert!(!mg.backend.graphs().is_empty(), "rounds were captured as graphs");
         assert!(me.backend.graphs().is_empty(), "--no-cuda-graph captures nothing");
     }
+}
+
+/// The timeline's kernels note every launch of a graph decode, in order and shape (else
+/// `read` fails), each of a step's operations is there once per layer, the chain they add up
+/// to fits in the decode's wall time, and the notes change no token.
+#[test]
+fn the_timeline_notes_every_launch_of_a_decode_and_changes_no_token() {
+    let Some(plain) = cuda(true) else { return };
+    let gpu = Gpu::with_timeline(0, 1 << 16).expect("a device without a timeline opened, with one failed");
+    let src = WeightSource::Synthetic { seed: 3 };
+    let mut mp = Model::new(cfg(), &src, Arm::default(), plain, 16).unwrap();
+    let mut mt = Model::new(cfg(), &src, Arm::default(), CudaBackend::on(gpu, true, Default::default()), 16).unwrap();
+    let prompt = engine::bench::prompts(3, 1, 29, cfg().vocab).remove(0);
+    let first = mt.prefill(&prompt, 16, false);
+    let mut out = vec![first];
+    mt.decode_plain(first, 4, &mut out);
+    let stream = mt.backend.gpu.stream.clone();
+    mt.backend.gpu.timeline.as_mut().expect("a timeline").reset(&stream).unwrap();
+    let (steps, wall) = (24, std::time::Instant::now());
+    let last = *out.last().unwrap();
+    mt.decode_plain(last, steps, &mut out);
+    let wall = wall.elapsed().as_secs_f64();
+    mt.backend.take_error().unwrap();
+    let timed = mt.backend.gpu.timeline.as_ref().expect("a timeline").read(&stream).unwrap();
+    assert_eq!((timed.len() + 1) % steps, 0, "{} launches noted for {steps} steps of one graph", timed.len() + 1);
+    let ops = timeline::by_op(&timed);
+    let calls = |label: &str| ops.iter().find(|r| r.label == label).map_or(0, |r| r.calls);
+    let layers = cfg().layers as u64 * steps as u64;
+    assert_eq!(calls("moe, norm folded"), layers, "{ops:#?}");
+    assert_eq!(calls("lm_head_argmax"), steps as u64, "{ops:#?}");
+    let chain: f64 = ops.iter().map(|r| r.ms * 1e-3).sum();
+    println!("timeline: {} launches, chain {:.1} µs a step, wall {:.1} µs a step", timed.len(), chain / steps as f64 * 1e6, wall / steps as f64 * 1e6);
+    assert!(chain > 0.0 && chain <= wall, "chain {chain} s against wall {wall} s");
+    assert_eq!(generate(&mut mp, &prompt, 16, 4 + steps, None).0, out, "the timeline's kernels decode other tokens");
 }

@@ -46,6 +46,26 @@ fn every_kernel_waits_for_the_kernel_before_it() {
     assert!(missing.is_empty(), "kernels without pdl_begin(): {}", missing.join(", "));
 }
 
+/// With the timeline (`Gpu::with_timeline`) every kernel notes its launch as its wait returns,
+/// and without it none reads the timer: the notes cost nothing in the kernels that decode.
+#[test]
+fn every_kernel_notes_its_launch_in_timeline_builds_only() {
+    let (Some(plain), Some(timed)) = (compiler(None), compiler(None).map(Compiler::with_timeline)) else { return };
+    let mut failures = Vec::new();
+    for file in KERNEL_FILES {
+        let ptx = timed.ptx(file).unwrap_or_else(|e| panic!("kernels/{} does not compile with the timeline: {e:#}", file.name));
+        for entry in ptx.split(".visible .entry ").skip(1) {
+            if !entry.contains("%globaltimer") {
+                failures.push(format!("{} in kernels/{} notes nothing", entry.split('(').next().unwrap_or(entry), file.name));
+            }
+        }
+        if plain.ptx(file).expect("kernels compile").contains("%globaltimer") {
+            failures.push(format!("kernels/{} reads the timer without the timeline", file.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// A kernel may load its weights before its wait (ENGINE_WEIGHT_PRELOAD), so the kernels that
 /// write weights must not let the next kernel start before they end.
 #[test]

@@ -149,7 +149,13 @@ impl CudaBackend {
     pub fn new(ordinal: usize, graphs: bool, l2_arm: L2Arm) -> Result<Self> {
         let t0 = Instant::now();
         let gpu = Gpu::new(ordinal)?;
-        Ok(Self {
+        Ok(Self { startup_seconds: t0.elapsed().as_secs_f64(), ..Self::on(gpu, graphs, l2_arm) })
+    }
+
+    /// The backend on an opened device (one with a timeline, [`Gpu::with_timeline`], logs
+    /// every operation's launches into it).
+    pub fn on(gpu: Gpu, graphs: bool, l2_arm: L2Arm) -> Self {
+        Self {
             gpu,
             use_graphs: graphs,
             error: None,
@@ -160,8 +166,8 @@ impl CudaBackend {
             pool: (0, 0),
             l2_arm,
             l2: None,
-            startup_seconds: t0.elapsed().as_secs_f64(),
-        })
+            startup_seconds: 0.0,
+        }
     }
 
     /// What the captured graphs and the device hold under the L2 arm, read back.
@@ -218,6 +224,10 @@ impl CudaBackend {
             return;
         }
         let timed = self.profile.is_some();
+        let label = (timed || self.gpu.timeline.is_some()).then(label).unwrap_or_default();
+        if let Some(t) = &self.gpu.timeline {
+            t.begin_op(&label, bytes);
+        }
         let events = if timed { self.events() } else { Ok(None) };
         let r = events.and_then(|ev| {
             if let Some((start, _)) = &ev {
@@ -227,10 +237,13 @@ impl CudaBackend {
             if let Some((start, end)) = ev {
                 end.record(&self.gpu.stream)?;
                 let p = self.profile.as_mut().expect("timed implies a profile");
-                p.pending.push((label(), bytes, start, end));
+                p.pending.push((label, bytes, start, end));
             }
             Ok(())
         });
+        if let Some(t) = &self.gpu.timeline {
+            t.end_op();
+        }
         if let Err(e) = r {
             self.error = Some(e.context("CUDA backend operation failed"));
         }
@@ -254,6 +267,7 @@ impl CudaBackend {
         }
         b.gpu.stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).context("beginning CUDA graph capture")?;
         let before = b.base();
+        let logged = b.gpu.timeline.as_ref().map(|t| t.logged());
         body(m);
         let b = backend(m);
         let advance = b.base() - before;
@@ -267,6 +281,9 @@ impl CudaBackend {
         }
         let graph = graph.context("ending CUDA graph capture")?.context("graph capture recorded no work")?;
         graph.launch().with_context(|| format!("launching the graph of round {key:?}"))?;
+        if let (Some(t), Some(from)) = (&b.gpu.timeline, logged) {
+            t.captured(b.graphs.len(), from);
+        }
         b.graph_of.insert(key, Recorded { graph: b.graphs.len(), advance });
         b.graphs.push(graph);
         Ok(())
@@ -599,6 +616,9 @@ impl Backend for CudaBackend {
         if let Some(&Recorded { graph, advance }) = b.graph_of.get(&key) {
             if let Err(e) = b.graphs[graph].launch() {
                 b.error = Some(anyhow::Error::from(e).context(format!("launching the graph of round {key:?}")));
+            }
+            if let Some(t) = &b.gpu.timeline {
+                t.replayed(graph);
             }
             if let Some(p) = b.prep.as_mut() {
                 p.base += advance;

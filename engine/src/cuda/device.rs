@@ -3,12 +3,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUfunction_attribute};
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
 use super::nvrtc::{default_cache_dir, Compiler, KERNEL_FILES};
+use super::timeline::Timeline;
 
 /// Facts read off the device at start-up (never compiled in).
 #[derive(Debug, Clone)]
@@ -37,6 +38,8 @@ pub struct Gpu {
     /// at their defaults until the caller sets them.
     pub options: super::GpuOptions,
     functions: HashMap<String, CudaFunction>,
+    /// Where the kernels note their launches ([`Gpu::with_timeline`]).
+    pub timeline: Option<super::timeline::Timeline>,
     /// cuBLAS and the split activations of the prefill GEMMs, made on first use (decode never
     /// needs them, and a graph capture never makes them).
     pub(crate) blas: Mutex<super::gemv::Blas>,
@@ -46,6 +49,16 @@ impl Gpu {
     /// Opens device `ordinal` and compiles (or loads from the disk cache) every kernel.
     /// Fails with "no CUDA device" when there is no driver or no device.
     pub fn new(ordinal: usize) -> Result<Self> {
+        Self::open(ordinal, None)
+    }
+
+    /// As [`Gpu::new`], with the kernels compiled to note every launch into a timeline of
+    /// `capacity` launches ([`super::timeline`]).
+    pub fn with_timeline(ordinal: usize, capacity: usize) -> Result<Self> {
+        Self::open(ordinal, Some(capacity))
+    }
+
+    fn open(ordinal: usize, timeline_capacity: Option<usize>) -> Result<Self> {
         let ctx = open_context(ordinal)?;
         // Event tracking would make graph capture with a second stream fail
         // (CUDA_ERROR_STREAM_CAPTURE_ISOLATION); the engine orders its work on one stream.
@@ -60,8 +73,9 @@ impl Gpu {
                 info.compute_capability.1
             );
         }
-        let functions = load_kernels(&ctx)?;
-        Ok(Self { ctx, stream, info, options: super::GpuOptions::default(), functions, blas: Mutex::default() })
+        let timeline = timeline_capacity.map(|n| Timeline::new(&stream, n)).transpose()?;
+        let functions = load_kernels(&ctx, &stream, timeline.as_ref())?;
+        Ok(Self { ctx, stream, info, options: super::GpuOptions::default(), functions, timeline, blas: Mutex::default() })
     }
 
     /// A loaded kernel by its `extern "C"` name.
@@ -103,8 +117,10 @@ fn read_info(ctx: &Arc<CudaContext>) -> Result<DeviceInfo> {
     })
 }
 
-fn load_kernels(ctx: &Arc<CudaContext>) -> Result<HashMap<String, CudaFunction>> {
+/// Loads every kernel; with a timeline, compiled to note their launches into it.
+fn load_kernels(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, timeline: Option<&Timeline>) -> Result<HashMap<String, CudaFunction>> {
     let compiler = Compiler::new(default_cache_dir())?;
+    let compiler = if timeline.is_some() { compiler.with_timeline() } else { compiler };
     let mut functions = HashMap::new();
     for file in KERNEL_FILES {
         let ptx = compiler.ptx(file)?;
@@ -112,6 +128,9 @@ fn load_kernels(ctx: &Arc<CudaContext>) -> Result<HashMap<String, CudaFunction>>
         let module = ctx
             .load_module(Ptx::from_src(ptx))
             .with_context(|| format!("loading the PTX of kernels/{} into the context", file.name))?;
+        if let Some(timeline) = timeline {
+            set_timeline_sink(&module, stream, timeline).with_context(|| format!("pointing kernels/{} at the timeline", file.name))?;
+        }
         for name in names {
             let f = module
                 .load_function(&name)
@@ -124,6 +143,17 @@ fn load_kernels(ctx: &Arc<CudaContext>) -> Result<HashMap<String, CudaFunction>>
         }
     }
     Ok(functions)
+}
+
+/// Writes where the timeline's notes go into the module's `timeline_sink` (kernels/common.cuh).
+fn set_timeline_sink(module: &Arc<CudaModule>, stream: &Arc<CudaStream>, timeline: &Timeline) -> Result<()> {
+    let sink = timeline.sink(stream);
+    let mut global = module.get_global("timeline_sink", stream)?;
+    ensure!(global.len() == std::mem::size_of_val(&sink), "timeline_sink is {} bytes, not the {} the host writes", global.len(), std::mem::size_of_val(&sink));
+    // Safety: the global is three 8-byte words (two addresses and a count), as checked above.
+    let mut words = unsafe { global.transmute_mut::<u64>(sink.len()) }.context("viewing timeline_sink as words")?;
+    stream.memcpy_htod(&sink, &mut words)?;
+    Ok(())
 }
 
 /// The `.entry` names of a PTX module (the `extern "C"` kernels).

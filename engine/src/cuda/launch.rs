@@ -31,14 +31,15 @@ impl Gpu {
         bit(self.options.weight_prefetch, EARLY_L2) | bit(self.options.weight_preload, EARLY_REGS)
     }
 
-    /// Launches `f` on the stream with `params` (one address per kernel argument), its blocks
-    /// grouped in clusters of `cluster` blocks (x, y, z) when given.
+    /// Launches `f` (kernel `name`) on the stream with `params` (one address per kernel
+    /// argument), its blocks grouped in clusters of `cluster` blocks (x, y, z) when given.
     ///
     /// # Safety
     /// `params` must match the kernel's signature in number, order and types, and every
     /// buffer it points into must hold what the launch reads and writes.
     pub(crate) unsafe fn launch_raw(
         &self,
+        name: &str,
         f: &CudaFunction,
         cfg: LaunchConfig,
         cluster: Option<[u32; 3]>,
@@ -84,7 +85,11 @@ impl Gpu {
             params.as_mut_ptr(),
             std::ptr::null_mut(),
         )
-        .result()
+        .result()?;
+        if let Some(timeline) = &self.timeline {
+            timeline.launched(name, &cfg);
+        }
+        Ok(())
     }
 }
 

@@ -19,7 +19,7 @@ macro_rules! launch {
         $( let arg = $arg; params.push($crate::cuda::launch::param(arg)); )+
         // Safety: each wrapper passes the argument types and order of the kernel's signature
         // and checks buffer lengths against the launch's shapes first.
-        unsafe { $gpu.launch_raw(f, $cfg, $cluster, &mut params) }.map_err(|e| anyhow::anyhow!("launching kernel {name}: {e:?}"))?;
+        unsafe { $gpu.launch_raw(name, f, $cfg, $cluster, &mut params) }.map_err(|e| anyhow::anyhow!("launching kernel {name}: {e:?}"))?;
     }};
     ($gpu:expr, $name:expr, $cfg:expr, $($arg:expr),+ $(,)?) => {
         launch!($gpu, $name, $cfg, cluster None; $($arg),+)
@@ -42,6 +42,7 @@ pub mod moe;
 pub mod nvrtc;
 pub mod rmsnorm;
 pub mod synthetic;
+pub mod timeline;
 
 pub use attention::AttnShape;
 pub use backend::{CudaBackend, CudaBuf, CudaMat, ProfileRow};

@@ -52,7 +52,7 @@ impl KernelFile {
         format!("{COMMON}\n#line 1 \"{}\"\n{}", self.name, self.source)
     }
 
-    fn options(&self, include_dir: &Path) -> Vec<String> {
+    fn options(&self, include_dir: &Path, defines: &[String]) -> Vec<String> {
         let mut options = vec![
             format!("--include-path={}", include_dir.display()),
             "--std=c++17".to_string(),
@@ -60,6 +60,7 @@ impl KernelFile {
         if self.fast_math {
             options.push("--use_fast_math".to_string());
         }
+        options.extend(defines.iter().map(|d| format!("-D{d}")));
         options
     }
 }
@@ -128,12 +129,21 @@ pub struct Compiler {
     include_dir: PathBuf,
     version: (i32, i32),
     cache_dir: Option<PathBuf>,
+    /// Macros defined for every file (`-D`).
+    defines: Vec<String>,
 }
 
 impl Compiler {
     /// Finds NVRTC and the headers; `cache_dir` None compiles every time.
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self> {
-        Ok(Self { include_dir: cuda_include_dir()?, version: nvrtc_version()?, cache_dir })
+        Ok(Self { include_dir: cuda_include_dir()?, version: nvrtc_version()?, cache_dir, defines: Vec::new() })
+    }
+
+    /// Compiles the kernels with the decode timeline (`ENGINE_TIMELINE`, kernels/common.cuh):
+    /// each launch's first block notes when its wait returned ([`super::timeline`]).
+    pub fn with_timeline(mut self) -> Self {
+        self.defines.push("ENGINE_TIMELINE".to_string());
+        self
     }
 
     /// The cache key: blake3 over the full source, the options and NVRTC's version.
@@ -153,7 +163,7 @@ impl Compiler {
     /// PTX for `file`, from the cache when present.
     pub fn ptx(&self, file: &KernelFile) -> Result<String> {
         let source = file.full_source();
-        let options = file.options(&self.include_dir);
+        let options = file.options(&self.include_dir, &self.defines);
         let cached = self.cache_dir.as_ref().map(|d| d.join(format!("{}.ptx", self.key(file, &source, &options))));
         if let Some(ptx) = cached.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
             return Ok(ptx);
