@@ -39,7 +39,7 @@ pub struct Gpu {
     pub options: super::GpuOptions,
     functions: HashMap<String, CudaFunction>,
     /// Where the kernels note their launches ([`Gpu::with_timeline`]).
-    pub timeline: Option<super::timeline::Timeline>,
+    pub timeline: Option<Timeline>,
     /// cuBLAS and the split activations of the prefill GEMMs, made on first use (decode never
     /// needs them, and a graph capture never makes them).
     pub(crate) blas: Mutex<super::gemv::Blas>,
