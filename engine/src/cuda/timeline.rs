@@ -2,7 +2,7 @@
 //! graphs and dependent launch (the eager profile, [`super::CudaBackend::start_profile`], times
 //! each operation alone, so it cannot see how launches overlap).
 //!
-//! Kernels compiled with `ENGINE_TIMELINE` ([`Gpu::with_timeline`]) note, in the first block of
+//! Kernels compiled with `ENGINE_TIMELINE` ([`super::Gpu::with_timeline`]) note, in the first block of
 //! every launch, the `%globaltimer` at which its dependency wait returned (kernels/common.cuh).
 //! A launch's wait returns when the launch before it has finished, so the time from one note to
 //! the next is what that launch added to the chain. The host logs every launch it enqueues (a
