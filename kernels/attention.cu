@@ -63,11 +63,12 @@ __device__ __forceinline__ void load_bf16(const bf16* p, float* f) {
     }
 }
 
-// Warps of an attn_decode block: PER_HEAD warps for each of the G q heads of its kv head
-// (8 warps in all, 6 when G = 6).
+// Warps of an attn_decode block: ATTN_WARPS / G warps for each of the G q heads of its kv
+// head (at least one), which split each tile's keys between them and merge at the end.
+#define ATTN_WARPS 16
 template <int G>
 struct AttnWarps {
-    static constexpr int per_head = G >= 6 ? 1 : 8 / G;
+    static constexpr int per_head = G >= ATTN_WARPS ? 1 : ATTN_WARPS / G;
     static constexpr int count = G * per_head;
 };
 
@@ -122,7 +123,8 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
                                                  int Hq, int max_ctx, float scale) {
     constexpr int E = D / 32, PER_HEAD = AttnWarps<G>::per_head, KEYS = E >= 8 ? 2 : 4;
     constexpr int TILE = ATTN_TILE_BYTES / (D * 2);
-    __shared__ __align__(16) bf16 ks[2][TILE * D], vs[2][TILE * D];
+    // Two tiles of keys and values: [tile][keys, values].
+    __shared__ __align__(16) bf16 kv[2][2][TILE * D];
     const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = warp / PER_HEAD, sub = warp % PER_HEAD, head = kvh * G + g;
@@ -133,7 +135,7 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
     const bf16* kb = k_cache + (size_t)kvh * max_ctx * D;
     const bf16* vb = v_cache + (size_t)kvh * max_ctx * D;
     const int tiles = end > start ? (end - start + TILE - 1) / TILE : 0;
-    if (tiles > 0) load_kv_tile<D>(ks[0], vs[0], kb, vb, start, min(TILE, end - start));
+    if (tiles > 0) load_kv_tile<D>(kv[0][0], kv[0][1], kb, vb, start, min(TILE, end - start));
 
     float qr[E], acc[E], m = -INFINITY, l = 0.0f;
 #pragma unroll
@@ -145,14 +147,14 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
         const int j0 = start + it * TILE, n = min(TILE, end - j0);
         if (it + 1 < tiles) {
             const int j1 = j0 + TILE;
-            load_kv_tile<D>(ks[(it + 1) & 1], vs[(it + 1) & 1], kb, vb, j1, min(TILE, end - j1));
+            load_kv_tile<D>(kv[(it + 1) & 1][0], kv[(it + 1) & 1][1], kb, vb, j1, min(TILE, end - j1));
             cp_async_wait<1>();
         } else {
             cp_async_wait<0>();
         }
         __syncthreads();
-        const bf16* kt = ks[it & 1] + lane * E;
-        const bf16* vt = vs[it & 1] + lane * E;
+        const bf16* kt = kv[it & 1][0] + lane * E;
+        const bf16* vt = kv[it & 1][1] + lane * E;
         for (int p0 = sub * KEYS; p0 < n; p0 += PER_HEAD * KEYS) {
             float kf[KEYS][E], vf[KEYS][E], sc[KEYS];
 #pragma unroll
@@ -197,7 +199,10 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
     const size_t part = ((size_t)t * Hq + head) * nsplit + split;
     if constexpr (PER_HEAD > 1) {
         // Merge the head's warps through shared memory; its first warp writes the split.
-        __shared__ float sacc[AttnWarps<G>::count][D];
+        // The warps' accumulators go where the tiles were: every warp is past the last tile's
+        // barrier.
+        static_assert(sizeof(float) * AttnWarps<G>::count * D <= sizeof(kv), "the accumulators exceed the tiles");
+        float (*sacc)[D] = reinterpret_cast<float (*)[D]>(&kv[0][0][0]);
         __shared__ float sm[AttnWarps<G>::count], sl[AttnWarps<G>::count];
 #pragma unroll
         for (int e = 0; e < E; ++e) sacc[warp][lane * E + e] = acc[e];
@@ -230,7 +235,7 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
 }
 
 #define ATTN_DECODE(D, G)                                                                           \
-    extern "C" __global__ void __launch_bounds__(256) attn_decode_d##D##_g##G(                      \
+    extern "C" __global__ void __launch_bounds__(ATTN_WARPS * 32) attn_decode_d##D##_g##G(          \
         const float* __restrict__ q, const bf16* __restrict__ k_cache,                              \
         const bf16* __restrict__ v_cache, const int* __restrict__ base, int offset,                 \
         float* __restrict__ part_acc, float* __restrict__ part_ml, int Hq, int max_ctx,             \

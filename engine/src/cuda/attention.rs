@@ -23,10 +23,12 @@ pub struct AttnShape {
 
 /// q heads per kv head the decode kernel is instantiated for (all handled in one block).
 const GROUPS: [usize; 5] = [1, 2, 4, 6, 8];
-/// Threads of an `attn_decode` block for `group` q heads per kv head: whole warps per q head,
-/// eight warps in all (six for a group of six), as `AttnWarps` in kernels/attention.cu.
+/// Warps of an `attn_decode` block (kernels/attention.cu `ATTN_WARPS`): whole warps per q head,
+/// as `AttnWarps` there.
+const ATTN_WARPS: usize = 16;
+/// Threads of an `attn_decode` block for `group` q heads per kv head.
 fn decode_threads(group: usize) -> u32 {
-    let per_head = if group >= 6 { 1 } else { 8 / group };
+    let per_head = (ATTN_WARPS / group).max(1);
     (32 * group * per_head) as u32
 }
 
@@ -123,8 +125,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn split_keys_match_the_kernel() {
-        assert_defines("attention.cu", &[("ATTN_SPLIT_KEYS", SPLIT_KEYS)]);
+    fn split_keys_and_warps_match_the_kernel() {
+        assert_defines("attention.cu", &[("ATTN_SPLIT_KEYS", SPLIT_KEYS), ("ATTN_WARPS", ATTN_WARPS)]);
+    }
+
+    #[test]
+    fn decode_blocks_give_each_q_head_whole_warps() {
+        assert_eq!(decode_threads(8), 16 * 32);
+        assert_eq!(decode_threads(6), 12 * 32, "two warps for each of six q heads");
+        assert_eq!(decode_threads(1), 16 * 32);
     }
 
     #[test]
