@@ -3,7 +3,7 @@
 //                 over the first rot_dim dims, angles from the model's table), k and v
 //                 appended to the bf16 cache.
 //   attn_decode:  split-K (flash decoding): block (kv head, t, split) stages its keys through
-//                 shared memory, warps owning one q head of the group each; online softmax.
+//                 shared memory, each q head of the group split over warps; online softmax.
 //   attn_combine: merges the splits and applies the output gate sigmoid(gate), read from qg.
 // The first new position is pos0 = *base + offset: the base is read from the device (the
 // round's position, written before it), so a captured graph replays with a new context
