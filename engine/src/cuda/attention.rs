@@ -14,7 +14,7 @@ pub struct AttnShape {
     pub hkv: usize,
     /// 64, 128 or 256.
     pub head_dim: usize,
-    /// Positions the cache holds: caches are [hkv][max_ctx][head_dim] bf16.
+    /// Positions the cache holds: caches are `[hkv][max_ctx][head_dim]` bf16.
     pub max_ctx: usize,
     /// Rotary dims (the first 25 % of the head dim in the model).
     pub rot_dim: usize,
@@ -54,8 +54,8 @@ impl AttnShape {
         t * self.hq * splits * (self.head_dim + 2)
     }
     /// Splits of the keys that fill the device at a full cache: about two blocks per SM, each
-    /// walking at least [`SPLIT_KEYS`] keys. Fixed per captured graph; each position uses as
-    /// many of them as its context gives [`SPLIT_KEYS`] keys each.
+    /// walking at least `SPLIT_KEYS` keys. Fixed per captured graph; each position uses as
+    /// many of them as its context gives `SPLIT_KEYS` keys each.
     pub fn splits(&self, t: usize, sm_count: u32) -> usize {
         let for_sms = (2 * sm_count as usize).div_ceil(self.hkv * t);
         for_sms.min(self.max_ctx.div_ceil(SPLIT_KEYS)).clamp(1, MAX_SPLITS)
@@ -65,8 +65,8 @@ impl AttnShape {
 impl Gpu {
     /// Normalises q and k per head (the (1+w) RMSNorm over the head dim), rotates the first
     /// `rot_dim` dims at positions pos0..pos0+t, appends k and v to the caches there and writes
-    /// the rotated q to `q_out`. `qg` [t][hq][2D] is the q projection (per head the query,
-    /// then its output gate), k, v [t][hkv][D] fp32; the rotary angles from `rope`, the
+    /// the rotated q to `q_out`. `qg` `[t][hq][2D]` is the q projection (per head the query,
+    /// then its output gate), k, v `[t][hkv][D]` fp32; the rotary angles from `rope`, the
     /// model's table ([`crate::model::rope_table`]: `[max_ctx][rot_dim]`, per position the
     /// cosines, then the sines); pos0 = `base` (one i32 on the device) + `offset`; the caller
     /// keeps pos0 + t <= max_ctx.
@@ -91,8 +91,8 @@ impl Gpu {
     }
 
     /// out = sigmoid(gate) * softmax(q k^T / sqrt(D)) v, GQA, causal: position t sees keys
-    /// 0..=pos0+t, pos0 = `base` + `offset` as in [`Gpu::attn_prep`]. q [t][hq][D] from
-    /// [`Gpu::attn_prep`], the gate read from the q projection `qg` [t][hq][2D], out [t][hq][D] fp32;
+    /// 0..=pos0+t, pos0 = `base` + `offset` as in [`Gpu::attn_prep`]. q `[t][hq][D]` from
+    /// [`Gpu::attn_prep`], the gate read from the q projection `qg` `[t][hq][2D]`, out `[t][hq][D]` fp32;
     /// `scratch` holds [`AttnShape::scratch_len`]`(t, splits)` floats. Two launches.
     #[allow(clippy::too_many_arguments)]
     pub fn attn_decode(&self, q: &impl DevicePtr<f32>, k_cache: &impl DevicePtr<bf16>, v_cache: &impl DevicePtr<bf16>, base: &impl DevicePtr<i32>, offset: i32, qg: &impl DevicePtr<f32>, scratch: &mut impl DevicePtrMut<f32>, out: &mut impl DevicePtrMut<f32>, t: usize, splits: usize, s: AttnShape) -> Result<()> {

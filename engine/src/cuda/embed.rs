@@ -8,7 +8,7 @@ use super::args::{dim, input, output};
 use super::Gpu;
 
 impl Gpu {
-    /// out[t] = table[ids[t]] as fp32 for t < `t`. table [vocab][hidden]; the ids are read on
+    /// `out[t] = table[ids[t]]` as fp32 for t < `t`. table `[vocab][hidden]`; the ids are read on
     /// the device and must be < vocab.
     pub fn embed(&self, table: &impl DevicePtr<bf16>, ids: &impl DevicePtr<i32>, out: &mut impl DevicePtrMut<f32>, t: usize, vocab: usize, hidden: usize) -> Result<()> {
         ensure!(hidden.is_multiple_of(8), "embedding hidden size {hidden} must be a multiple of 8");

@@ -27,7 +27,7 @@ impl GdnShape {
     pub fn conv_slot_bytes(&self) -> usize {
         3 * self.conv_channels() * 2
     }
-    /// Bytes of one recurrent state slot (fp32 [hv][128][128]): 2,097,152 for 32 heads.
+    /// Bytes of one recurrent state slot (fp32 `[hv][128][128]`): 2,097,152 for 32 heads.
     pub fn rec_slot_bytes(&self) -> usize {
         self.hv * HEAD_DIM * HEAD_DIM * 4
     }
@@ -94,8 +94,8 @@ fn slot(s: usize) -> Result<u64> {
 }
 
 impl Gpu {
-    /// Causal depthwise conv (kernel 4) plus SiLU over `t` positions: x, out [t][C] fp32,
-    /// w [C][4] bf16 (tap 3 on the newest input); `state` is the layer's pool (bytes, layout
+    /// Causal depthwise conv (kernel 4) plus SiLU over `t` positions: x, out `[t][C]` fp32,
+    /// w `[C][4]` bf16 (tap 3 on the newest input); `state` is the layer's pool (bytes, layout
     /// `[conv s0][conv s1][rec s0][rec s1]`), read from slot `read` and written to `write`.
     #[allow(clippy::too_many_arguments)]
     pub fn gdn_conv(&self, x: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, out: &mut impl DevicePtrMut<f32>, t: usize, shape: GdnShape) -> Result<()> {
@@ -119,8 +119,8 @@ impl Gpu {
         Ok(())
     }
 
-    /// The gated delta rule over `t` positions for all value heads: qkv [t][C] (conv output),
-    /// b, a [t][hv] fp32, a_log, dt_bias [hv] bf16, o [t][hv][128] fp32; the recurrent state
+    /// The gated delta rule over `t` positions for all value heads: qkv `[t][C]` (conv output),
+    /// b, a `[t][hv]` fp32, a_log, dt_bias `[hv]` bf16, o `[t][hv][128]` fp32; the recurrent state
     /// is read from slot `read` of the layer's pool and written to slot `write` (equal: in place).
     #[allow(clippy::too_many_arguments)]
     pub fn gdn_step(&self, qkv: &impl DevicePtr<f32>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, t: usize, shape: GdnShape) -> Result<()> {
@@ -138,7 +138,7 @@ impl Gpu {
 
     /// [`Gpu::gdn_step`] followed, in the same launch, by the output norm of
     /// [`Gpu::rmsnorm_gated`]: `y = norm_w · rmsnorm(o) · silu(z)` per value head, z and y
-    /// [t][hv][128] fp32, norm_w [128] bf16; `o` still receives the raw output.
+    /// `[t][hv][128]` fp32, norm_w `[128]` bf16; `o` still receives the raw output.
     #[allow(clippy::too_many_arguments)]
     pub fn gdn_step_gated(&self, qkv: &impl DevicePtr<f32>, b: &impl DevicePtr<f32>, a: &impl DevicePtr<f32>, a_log: &impl DevicePtr<bf16>, dt_bias: &impl DevicePtr<bf16>, state: &mut impl DevicePtrMut<u8>, read: usize, write: usize, o: &mut impl DevicePtrMut<f32>, z: &impl DevicePtr<f32>, norm_w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, eps: f32, t: usize, shape: GdnShape) -> Result<()> {
         let gated = GatedOut::new(z, norm_w, y, eps, t, shape, &self.stream)?;

@@ -78,7 +78,7 @@ impl FoldedNorm<'_> {
 /// Most projections one fused GEMV launch takes (`gemv_multi_t*`).
 pub const MAX_FUSED: usize = 4;
 
-/// Scratch of the two-pass LM head argmax, sized for a vocabulary and up to [`MAX_T`] positions.
+/// Scratch of the two-pass LM head argmax, sized for a vocabulary and up to `MAX_T` positions.
 pub struct ArgmaxScratch {
     vals: CudaSlice<f32>,
     idx: CudaSlice<i32>,
@@ -97,8 +97,8 @@ impl ArgmaxScratch {
 }
 
 impl Gpu {
-    /// y[t] = W x[t] (+ y[t] when `accumulate`) for t < `t` (1..=8): W [rows][cols] bf16,
-    /// x [t][cols], y [t][rows] fp32. One read of W serves all positions.
+    /// `y[t] = W x[t]` (`+ y[t]` when `accumulate`) for t < `t` (1..=8): W `[rows][cols]` bf16,
+    /// x `[t][cols]`, y `[t][rows]` fp32. One read of W serves all positions.
     #[allow(clippy::too_many_arguments)]
     pub fn gemv<X: GemvInput>(&self, w: &impl DevicePtr<bf16>, x: &impl DevicePtr<X>, y: &mut impl DevicePtrMut<f32>, rows: usize, cols: usize, t: usize, accumulate: bool) -> Result<()> {
         positions(t)?;
@@ -111,8 +111,8 @@ impl Gpu {
         Ok(())
     }
 
-    /// Y = X W^T (+ Y when `accumulate`) for a prefill chunk of any `t`: X [t][cols] fp32,
-    /// W [rows][cols] bf16, Y [t][rows] fp32. On the tensor cores through cuBLAS: X split into
+    /// Y = X W^T (+ Y when `accumulate`) for a prefill chunk of any `t`: X `[t][cols]` fp32,
+    /// W `[rows][cols]` bf16, Y `[t][rows]` fp32. On the tensor cores through cuBLAS: X split into
     /// three bf16 terms (kernels/gemm.cu), three bf16 GEMMs accumulated in fp32, smallest first.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm(&self, x: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, rows: usize, cols: usize, t: usize, accumulate: bool) -> Result<()> {
@@ -219,8 +219,8 @@ impl Gpu {
         }
     }
 
-    /// ids[t] = argmax over the vocabulary of W x[t] (lowest index on ties), for t < `t`
-    /// (1..=8), without writing the logits: W [vocab][hidden] bf16, x [t][hidden] fp32.
+    /// `ids[t]` = argmax over the vocabulary of `W x[t]` (lowest index on ties), for t < `t`
+    /// (1..=8), without writing the logits: W `[vocab][hidden]` bf16, x `[t][hidden]` fp32.
     #[allow(clippy::too_many_arguments)]
     pub fn lm_head_argmax(&self, w: &impl DevicePtr<bf16>, x: &impl DevicePtr<f32>, scratch: &mut ArgmaxScratch, ids: &mut impl DevicePtrMut<i32>, vocab: usize, hidden: usize, t: usize) -> Result<()> {
         positions(t)?;
@@ -253,7 +253,7 @@ impl Gpu {
         Ok(())
     }
 
-    /// ids[t] = argmax of logits[t][0..n) (lowest index on ties), for t < `t`.
+    /// `ids[t]` = argmax of `logits[t][0..n)` (lowest index on ties), for t < `t`.
     pub fn argmax(&self, logits: &impl DevicePtr<f32>, ids: &mut impl DevicePtrMut<i32>, n: usize, t: usize) -> Result<()> {
         let logits = input("logits", logits, t * n, &self.stream)?;
         let ids = output("token ids", ids, t, &self.stream)?;

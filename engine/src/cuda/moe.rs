@@ -74,8 +74,8 @@ impl MoeShape {
     }
 }
 
-/// One MoE layer's weights: router [E][H]; gate, up [E][I][H]; down [E][H][I]; shared_gate,
-/// shared_up [Is][H]; shared_down [H][Is]; shared_expert_gate [H].
+/// One MoE layer's weights: router `[E][H]`; gate, up `[E][I][H]`; down `[E][H][I]`; shared_gate,
+/// shared_up `[Is][H]`; shared_down `[H][Is]`; shared_expert_gate `[H]`.
 pub struct MoeWeights<'a, W> {
     pub router: &'a W,
     pub gate: &'a W,
@@ -89,13 +89,13 @@ pub struct MoeWeights<'a, W> {
 
 /// Device buffers of the routing and the expert activations, for up to 8 positions.
 pub struct MoeScratch {
-    /// Chosen experts [t][top_k].
+    /// Chosen experts `[t][top_k]`.
     pub idx: CudaSlice<i32>,
-    /// Renormalised routing weights [t][top_k], then the shared expert's gate: [t][top_k + 1].
+    /// Renormalised routing weights `[t][top_k]`, then the shared expert's gate: `[t][top_k + 1]`.
     pub weights: CudaSlice<f32>,
     act: CudaSlice<f32>,
     /// The input rows RMS-normalised by the router when the norm is folded in (gate‖up
-    /// reads them): [t][hidden].
+    /// reads them): `[t][hidden]`.
     pub normed: CudaSlice<f32>,
 }
 
@@ -111,9 +111,9 @@ impl MoeScratch {
 }
 
 impl Gpu {
-    /// y[t] (+)= sum over the top-k experts of softmax-renormalised weight x SwiGLU expert,
+    /// `y[t] (+)=` sum over the top-k experts of softmax-renormalised weight x SwiGLU expert,
     /// plus sigmoid(x . shared_expert_gate) x shared SwiGLU expert, for t < `t` (1..=8).
-    /// x [t][H], y [t][H] fp32 (`accumulate` adds onto y: the residual). With `norm`, the
+    /// x `[t][H]`, y `[t][H]` fp32 (`accumulate` adds onto y: the residual). With `norm`, the
     /// experts read `rmsnorm(x)` instead: the router folds the norm into its rows and
     /// writes the normalised rows for gate‖up (`scratch.normed`).
     #[allow(clippy::too_many_arguments)]

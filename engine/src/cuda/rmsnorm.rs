@@ -8,13 +8,13 @@ use super::args::{dim, input, output};
 use super::Gpu;
 
 impl Gpu {
-    /// y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * (1 + w) for `rows` rows of length `n`
+    /// `y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * (1 + w)` for `rows` rows of length `n`
     /// (the model's zero-centred norm; also q/k norms with rows = heads, n = head dim).
     pub fn rmsnorm(&self, x: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, rows: usize, n: usize, eps: f32) -> Result<()> {
         self.rmsnorm_launch(x, w, None, y, rows, n, eps, 1.0)
     }
 
-    /// The GDN output norm: y[r] = w * rmsnorm(o[r]) * silu(z[r]), weight not zero-centred.
+    /// The GDN output norm: `y[r] = w * rmsnorm(o[r]) * silu(z[r])`, weight not zero-centred.
     #[allow(clippy::too_many_arguments)] // one argument per kernel parameter
     pub fn rmsnorm_gated(&self, o: &impl DevicePtr<f32>, z: &impl DevicePtr<f32>, w: &impl DevicePtr<bf16>, y: &mut impl DevicePtrMut<f32>, rows: usize, n: usize, eps: f32) -> Result<()> {
         let z = input("gate z", z, rows * n, &self.stream)?;
