@@ -7,9 +7,7 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::sys::{
-    self, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributeValue, CUlaunchConfig,
-};
+use cudarc::driver::sys::{self, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
 use cudarc::driver::{CudaFunction, DeviceRepr, DriverError, LaunchConfig};
 
 use super::Gpu;
@@ -46,26 +44,20 @@ impl Gpu {
         params: &mut [*mut c_void],
     ) -> Result<(), DriverError> {
         self.ctx.bind_to_thread()?;
-        let mut attrs = Vec::with_capacity(2);
+        // At most two attributes, kept on the stack: no allocation per launch.
+        let mut attrs: [CUlaunchAttribute; 2] = std::mem::zeroed();
+        let mut n = 0;
         if self.options.pdl {
-            let mut value: CUlaunchAttributeValue = std::mem::zeroed();
-            value.programmaticStreamSerializationAllowed = 1;
-            attrs.push(CUlaunchAttribute {
-                id: CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-                pad: [0; 4],
-                value,
-            });
+            attrs[n].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attrs[n].value.programmaticStreamSerializationAllowed = 1;
+            n += 1;
         }
         if let Some([x, y, z]) = cluster {
-            let mut value: CUlaunchAttributeValue = std::mem::zeroed();
-            value.clusterDim.x = x;
-            value.clusterDim.y = y;
-            value.clusterDim.z = z;
-            attrs.push(CUlaunchAttribute {
-                id: CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-                pad: [0; 4],
-                value,
-            });
+            attrs[n].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attrs[n].value.clusterDim.x = x;
+            attrs[n].value.clusterDim.y = y;
+            attrs[n].value.clusterDim.z = z;
+            n += 1;
         }
         let config = CUlaunchConfig {
             gridDimX: cfg.grid_dim.0,
@@ -77,7 +69,7 @@ impl Gpu {
             sharedMemBytes: cfg.shared_mem_bytes,
             hStream: self.stream.cu_stream(),
             attrs: attrs.as_mut_ptr(),
-            numAttrs: attrs.len() as u32,
+            numAttrs: n as u32,
         };
         sys::cuLaunchKernelEx(
             &config,
