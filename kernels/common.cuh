@@ -223,6 +223,16 @@ __device__ __forceinline__ void load_weight_batch(uint4 (&wv)[UNROLL][R], const 
         }
 }
 
+// The chunks c0 + nlanes*u (u < UNROLL) of a folded norm's weights (chunks >= nchunks
+// skipped). Every block reads the same few KB: through L1, not streamed like the weights.
+template <int UNROLL>
+__device__ __forceinline__ void load_norm_batch(uint4 (&nv)[UNROLL], const bf16* __restrict__ w, int nchunks, int c0,
+                                                int nlanes) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+        if (c0 + nlanes * u < nchunks) nv[u] = __ldg(reinterpret_cast<const uint4*>(w) + c0 + nlanes * u);
+}
+
 // Partial dot products of R bf16 weight rows (`nchunks` chunks of 8, row r at `rows(r)`, rows
 // >= `nrows` skipped) with T activation rows of length 8*nchunks, for one of `nlanes` threads
 // splitting the chunks (a warp, or a whole block); the caller reduces over them. Each
@@ -241,7 +251,13 @@ __device__ __forceinline__ void rows_dot_lane_u(const Rows& rows, int nrows, con
                                                 AfterWait* after = nullptr) {
     const int step = nlanes * UNROLL;
     uint4 wv[UNROLL][R];
+    // For one position the folded norm's weights travel with the batch: weights too, they
+    // are loaded before the wait, so that x is all the batch reads after it (several
+    // positions' kernels have no registers to spare for them).
+    constexpr bool NORM_BATCH = FOLD && T == 1;
+    uint4 nv[NORM_BATCH ? UNROLL : 1];
     load_weight_batch<UNROLL, R>(wv, rows, nrows, nchunks, lane, nlanes);
+    if constexpr (NORM_BATCH) load_norm_batch<UNROLL>(nv, norm->w, nchunks, lane, nlanes);
     if (wait) pdl_begin();
     if (after != nullptr && after->src != nullptr) after->value = *after->src;
     for (int c0 = lane; c0 < nchunks; c0 += step) {
@@ -250,7 +266,8 @@ __device__ __forceinline__ void rows_dot_lane_u(const Rows& rows, int nrows, con
             const int c = c0 + nlanes * u;
             if (c >= nchunks) break;
             float nf[8];
-            if constexpr (FOLD) load_x8(norm->w, c, nf);
+            if constexpr (NORM_BATCH) unpack8(nv[u], nf);
+            else if constexpr (FOLD) load_x8(norm->w, c, nf);
 #pragma unroll
             for (int t = 0; t < T; ++t) {
                 float xf[8];
@@ -271,7 +288,10 @@ __device__ __forceinline__ void rows_dot_lane_u(const Rows& rows, int nrows, con
                 }
             }
         }
-        if (c0 + step < nchunks) load_weight_batch<UNROLL, R>(wv, rows, nrows, nchunks, c0 + step, nlanes);
+        if (c0 + step < nchunks) {
+            load_weight_batch<UNROLL, R>(wv, rows, nrows, nchunks, c0 + step, nlanes);
+            if constexpr (NORM_BATCH) load_norm_batch<UNROLL>(nv, norm->w, nchunks, c0 + step, nlanes);
+        }
     }
 }
 
