@@ -19,25 +19,29 @@ extern "C" __global__ void attn_prep(const float* __restrict__ qg, const float* 
                                      const int* __restrict__ base, int offset,
                                      bf16* __restrict__ k_cache, bf16* __restrict__ v_cache,
                                      float* __restrict__ q_out, int Hq, int Hkv, int max_ctx,
-                                     int rot_dim, float eps) {
-    pdl_begin();
+                                     int rot_dim, float eps, int early) {
     __shared__ float scratch[32];
     __shared__ float buf[512];
     const int head = blockIdx.x, t = blockIdx.y, d = threadIdx.x, D = blockDim.x;
-    const int pos = *base + offset + t;
     const bool is_q = head < Hq;
     const int kvh = head - Hq;
-    const float* src = is_q ? qg + ((size_t)t * Hq + head) * 2 * D : k_in + ((size_t)t * Hkv + kvh) * D;
-    float x = src[d];
-    // Everything else the thread reads is loaded before the norm's barriers, so that the loads
-    // make one trip to memory. rope [max_ctx][rot_dim]: per position the cosines of the half
-    // dims, then the sines.
+    // With EARLY_REGS the position (written before the round) and what depends on it alone,
+    // the rotary angles and the norm weight, are read before the wait; q, k and v after it.
+    // rope [max_ctx][rot_dim]: per position the cosines of the half dims, then the sines.
+    const bool preload = early & EARLY_REGS;
+    if (!preload) pdl_begin();
+    const int pos = *base + offset + t;
     const int half = rot_dim / 2, i = d < rot_dim ? d % half : 0;
     const float* angle = rope + (size_t)pos * rot_dim;
     const float cs = d < rot_dim ? angle[i] : 0.0f, sn = d < rot_dim ? angle[half + i] : 0.0f;
+    const float nw = 1.0f + __bfloat162float((is_q ? q_norm : k_norm)[d]);
+    if (preload) pdl_begin();
+    const float* src = is_q ? qg + ((size_t)t * Hq + head) * 2 * D : k_in + ((size_t)t * Hkv + kvh) * D;
+    // Both loaded before the norm's barriers, so that they make one trip to memory.
+    float x = src[d];
     const float v = is_q ? 0.0f : v_in[((size_t)t * Hkv + kvh) * D + d];
     const float inv = rsqrtf(block_sum(x * x, scratch) / (float)D + eps);
-    x *= inv * (1.0f + __bfloat162float((is_q ? q_norm : k_norm)[d]));
+    x *= inv * nw;
     buf[d] = x;
     __syncthreads();
     if (d < rot_dim) x = d < half ? buf[d] * cs - buf[d + half] * sn : buf[d] * cs + buf[d - half] * sn;
@@ -120,7 +124,7 @@ template <int D, int G>
 __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, const bf16* __restrict__ k_cache,
                                                  const bf16* __restrict__ v_cache, const int* __restrict__ base, int offset,
                                                  float* __restrict__ part_acc, float* __restrict__ part_ml,
-                                                 int Hq, int max_ctx, float scale) {
+                                                 int Hq, int max_ctx, float scale, int early) {
     constexpr int E = D / 32, PER_HEAD = AttnWarps<G>::per_head, KEYS = E >= 8 ? 2 : 4;
     constexpr int TILE = ATTN_TILE_BYTES / (D * 2);
     // Two tiles of keys and values: [tile][keys, values].
@@ -128,14 +132,28 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
     const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = warp / PER_HEAD, sub = warp % PER_HEAD, head = kvh * G + g;
-    const int len = *base + offset + t + 1, live = live_splits(len, nsplit);
-    if (split >= live) return;
+    // With EARLY_REGS the position, and a first tile of keys older than the round's, are read
+    // before the wait: the base is written before the round, and keys before pos0 were
+    // appended by earlier rounds (or, in a prefill, by the attention of the positions before,
+    // three launches back at least); the round's own keys come from attn_prep, the launch before.
+    const bool preload = early & EARLY_REGS;
+    if (!preload) pdl_begin();
+    const int pos0 = *base + offset;
+    const int len = pos0 + t + 1, live = live_splits(len, nsplit);
+    if (split >= live) {
+        // Waits all the same: no block lets a dependent start before the launch before it ends.
+        if (preload) pdl_begin();
+        return;
+    }
     const int chunk = (len + live - 1) / live;
     const int start = split * chunk, end = min(len, start + chunk);
     const bf16* kb = k_cache + (size_t)kvh * max_ctx * D;
     const bf16* vb = v_cache + (size_t)kvh * max_ctx * D;
     const int tiles = end > start ? (end - start + TILE - 1) / TILE : 0;
-    if (tiles > 0) load_kv_tile<D>(kv[0][0], kv[0][1], kb, vb, start, min(TILE, end - start));
+    const bool tile_early = preload && tiles > 0 && start + min(TILE, end - start) <= pos0;
+    if (tile_early) load_kv_tile<D>(kv[0][0], kv[0][1], kb, vb, start, min(TILE, end - start));
+    if (preload) pdl_begin();
+    if (tiles > 0 && !tile_early) load_kv_tile<D>(kv[0][0], kv[0][1], kb, vb, start, min(TILE, end - start));
 
     float qr[E], acc[E], m = -INFINITY, l = 0.0f;
 #pragma unroll
@@ -239,9 +257,8 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
         const float* __restrict__ q, const bf16* __restrict__ k_cache,                              \
         const bf16* __restrict__ v_cache, const int* __restrict__ base, int offset,                 \
         float* __restrict__ part_acc, float* __restrict__ part_ml, int Hq, int max_ctx,             \
-        float scale) {                                                                              \
-        pdl_begin();                                                                                \
-        attn_decode_body<D, G>(q, k_cache, v_cache, base, offset, part_acc, part_ml, Hq, max_ctx, scale); \
+        float scale, int early) {                                                                   \
+        attn_decode_body<D, G>(q, k_cache, v_cache, base, offset, part_acc, part_ml, Hq, max_ctx, scale, early); \
     }
 #define ATTN_DECODE_GROUPS(D) ATTN_DECODE(D, 1) ATTN_DECODE(D, 2) ATTN_DECODE(D, 4) ATTN_DECODE(D, 6) ATTN_DECODE(D, 8)
 ATTN_DECODE_GROUPS(64) ATTN_DECODE_GROUPS(128) ATTN_DECODE_GROUPS(256)
@@ -250,17 +267,20 @@ ATTN_DECODE_GROUPS(64) ATTN_DECODE_GROUPS(128) ATTN_DECODE_GROUPS(256)
 // ..., then the groups summed through shared memory; the gate sigmoid(gate) applied last.
 extern "C" __global__ void __launch_bounds__(256) attn_combine(
     const float* __restrict__ part_acc, const float* __restrict__ part_ml, const float* __restrict__ qg,
-    float* __restrict__ out, int Hq, int D, int nsplit, const int* __restrict__ pos_base, int offset) {
-    pdl_begin();
+    float* __restrict__ out, int Hq, int D, int nsplit, const int* __restrict__ pos_base, int offset, int early) {
     __shared__ float weight[256];
     __shared__ float scratch[32];
     __shared__ float partial[8][32];
     const int h = blockIdx.x, t = blockIdx.y, d = blockIdx.z * 32 + (threadIdx.x & 31);
     const int group = threadIdx.x >> 5;
     const size_t head = (size_t)t * Hq + h, base = head * nsplit;
-    // The gate is loaded first, so that it arrives with the splits rather than after them.
+    // With EARLY_REGS the position (written before the round) and the gate (the q projection,
+    // three launches back) are read before the wait, the splits after it.
+    const bool preload = early & EARLY_REGS;
+    if (!preload) pdl_begin();
     const float gate = group == 0 ? qg[head * 2 * D + D + d] : 0.0f;
     const int live = live_splits(*pos_base + offset + t + 1, nsplit);
+    if (preload) pdl_begin();
     float m = -INFINITY;
     for (int s = threadIdx.x; s < live; s += blockDim.x) m = fmaxf(m, part_ml[2 * (base + s)]);
     m = warp_max(m);

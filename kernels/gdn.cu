@@ -73,15 +73,18 @@ extern "C" __global__ void gdn_conv(const float* __restrict__ x, const bf16* __r
 // blocks, so that one cluster barrier a chunk of positions suffices; each then adds the sums
 // in slice order. Chunks alternate between two buffers: a block writes chunk c + 1's sums
 // only after the barrier of chunk c, which every block reaches only once it has read chunk
-// c - 1's, and after the last barrier no block touches another's shared memory.
+// c - 1's, and after the last barrier no block touches another's shared memory. The first
+// position's output and gate come in registers (`first`, warp 0's, which computed that output
+// and loaded that gate with the step's inputs): a decode step's norm then waits on no load.
+struct NormFirst {
+    float w, o, z;  // this thread's column of the norm weight; warp 0: position 0's o and z
+};
 __device__ __forceinline__ void gdn_gated_norm(const float* __restrict__ o, const float* __restrict__ z,
-                                               const bf16* __restrict__ w, float* __restrict__ y, int T, int HV,
-                                               float eps) {
+                                               NormFirst first, float* __restrict__ y, int T, int HV, float eps) {
     __shared__ float part[2][SLICES][NORM_CHUNK];
     constexpr int PER_WARP = NORM_CHUNK / STEP_WARPS;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int h = blockIdx.x, col = blockIdx.y * 32 + lane;
-    const float wc = __bfloat162float(w[col]);
     for (int t0 = 0, c = 0; t0 < T; t0 += NORM_CHUNK, c ^= 1) {
         const int n = min(NORM_CHUNK, T - t0);
         // The gate is loaded with o, before the barrier, so that no load waits behind it.
@@ -91,8 +94,9 @@ __device__ __forceinline__ void gdn_gated_norm(const float* __restrict__ o, cons
             const int i = warp + STEP_WARPS * j;
             if (i >= n) break;
             const size_t at = ((size_t)(t0 + i) * HV + h) * DV + col;
-            const float v = o[at];
-            zv[j] = z[at];
+            const bool held = t0 + i == 0;
+            const float v = held ? first.o : o[at];
+            zv[j] = held ? first.z : z[at];
             const float ss = warp_sum(v * v);
             if (lane < SLICES) cluster_store(&part[c][blockIdx.y][i], cluster_x() + lane * cluster_width(), ss);
         }
@@ -105,7 +109,7 @@ __device__ __forceinline__ void gdn_gated_norm(const float* __restrict__ o, cons
 #pragma unroll
             for (int r = 0; r < SLICES; ++r) ss += part[c][r][i];
             const size_t at = ((size_t)(t0 + i) * HV + h) * DV + col;
-            y[at] = wc * o[at] * rsqrtf(ss / (float)DV + eps) * silu(zv[j]);
+            y[at] = first.w * (t0 + i == 0 ? first.o : o[at]) * rsqrtf(ss / (float)DV + eps) * silu(zv[j]);
         }
     }
 }
@@ -147,26 +151,33 @@ extern "C" __global__ void __launch_bounds__(STEP_WARPS * 32) gdn_step(
     // kernel finishes: it was written a round ago (EARLY_L2); the conv taps are weights.
     if ((early & EARLY_L2) && threadIdx.x < DK)
         prefetch_l2(rec_in + head + (size_t)threadIdx.x * DV + blockIdx.y * 32, 32 * sizeof(float), 0, 1);
-    if (conv && (early & EARLY_REGS)) {
-        conv_taps(conv_qk, conv_w, c_qk);
-        conv_taps(conv_v, conv_w, c_v);
-    }
-    pdl_begin();
-
     float s[ROWS];
+    bf16 a_log, dt_b, norm_wc;
+    // The block's slice of the state, its conv window and its weights. The state and the
+    // window were written by this layer's step a round ago, with the rest of the model between,
+    // so with EARLY_REGS they are loaded before the wait, while the input projection streams.
+    const auto load_state = [&] {
 #pragma unroll
-    for (int i = 0; i < ROWS; ++i) s[i] = rec_in[head + (size_t)(warp * ROWS + i) * DV + col];
-    if (conv) {
-        if (!(early & EARLY_REGS)) {
+        for (int i = 0; i < ROWS; ++i) s[i] = __ldcg(rec_in + head + (size_t)(warp * ROWS + i) * DV + col);
+        if (conv) {
             conv_taps(conv_qk, conv_w, c_qk);
             conv_taps(conv_v, conv_w, c_v);
+            conv_history(conv_qk, conv_in, C, c_qk);
+            conv_history(conv_v, conv_in, C, c_v);
         }
-        conv_history(conv_qk, conv_in, C, c_qk);
-        conv_history(conv_v, conv_in, C, c_v);
-    }
+        a_log = A_log[h];
+        dt_b = dt_bias[h];
+        if (y != nullptr) norm_wc = norm_w[col];
+    };
+    const bool preload = early & EARLY_REGS;
+    if (preload) load_state();
+    pdl_begin();
+    if (!preload) load_state();
+    NormFirst first{y != nullptr ? __bfloat162float(norm_wc) : 0.0f, 0.0f, 0.0f};
+    if (y != nullptr && warp == 0) first.z = z[(size_t)h * DV + col];
 
-    const float neg_A = -expf(__bfloat162float(A_log[h]));
-    const float bias = __bfloat162float(dt_bias[h]);
+    const float neg_A = -expf(__bfloat162float(a_log));
+    const float bias = __bfloat162float(dt_b);
     for (int t = 0; t < T; ++t) {
         const float* row = qkv + (size_t)t * C;
         // Every input of the position is loaded before the first barrier, so that the loads
@@ -214,12 +225,13 @@ extern "C" __global__ void __launch_bounds__(STEP_WARPS * 32) gdn_step(
 #pragma unroll
             for (int w = 0; w < 8; ++w) out += red[w][lane];
             o[((size_t)t * HV + h) * DV + col] = out;
+            if (t == 0) first.o = out;
         }
         __syncthreads();
     }
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) rec_out[head + (size_t)(warp * ROWS + i) * DV + col] = s[i];
-    if (y != nullptr) gdn_gated_norm(o, z, norm_w, y, T, HV, eps);
+    if (y != nullptr) gdn_gated_norm(o, z, first, y, T, HV, eps);
     if (conv) {
         if (warp == 0) conv_store(conv_v, conv_out, C, c_v);
         // Past the norm's barrier every block of the cluster has read its window.

@@ -86,7 +86,7 @@ impl Gpu {
         let vc = output("value cache", v_cache, s.cache_len(), &self.stream)?;
         let q_out = output("rotated q", q_out, t * s.hq * d, &self.stream)?;
         let cfg = LaunchConfig { grid_dim: ((s.hq + s.hkv) as u32, t as u32, 1), block_dim: (d as u32, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "attn_prep", cfg, &qg, &k, &v, &qn, &kn, &rope, &base, &offset, &kc, &vc, &q_out, &dim("hq", s.hq)?, &dim("hkv", s.hkv)?, &dim("max_ctx", s.max_ctx)?, &dim("rot_dim", s.rot_dim)?, &s.eps);
+        launch!(self, "attn_prep", cfg, &qg, &k, &v, &qn, &kn, &rope, &base, &offset, &kc, &vc, &q_out, &dim("hq", s.hq)?, &dim("hkv", s.hkv)?, &dim("max_ctx", s.max_ctx)?, &dim("rot_dim", s.rot_dim)?, &s.eps, &self.early_arg());
         Ok(())
     }
 
@@ -112,9 +112,9 @@ impl Gpu {
         let hq = dim("hq", s.hq)?;
         let group = s.hq / s.hkv;
         let cfg = LaunchConfig { grid_dim: (s.hkv as u32, t as u32, splits as u32), block_dim: (decode_threads(group), 1, 1), shared_mem_bytes: 0 };
-        launch!(self, format!("attn_decode_d{d}_g{group}"), cfg, &q, &kc, &vc, &base, &offset, &acc, &ml, &hq, &dim("max_ctx", s.max_ctx)?, &scale);
+        launch!(self, format!("attn_decode_d{d}_g{group}"), cfg, &q, &kc, &vc, &base, &offset, &acc, &ml, &hq, &dim("max_ctx", s.max_ctx)?, &scale, &self.early_arg());
         let cfg = LaunchConfig { grid_dim: (s.hq as u32, t as u32, (d / 32) as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "attn_combine", cfg, &acc, &ml, &qg, &out, &hq, &dim("head dim", d)?, &dim("splits", splits)?, &base, &offset);
+        launch!(self, "attn_combine", cfg, &acc, &ml, &qg, &out, &hq, &dim("head dim", d)?, &dim("splits", splits)?, &base, &offset, &self.early_arg());
         Ok(())
     }
 }
