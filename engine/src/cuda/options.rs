@@ -29,7 +29,9 @@ pub const OPTIONS_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each
       prefetch their weights (state) into the L2 before waiting for the kernel before them]
   ENGINE_WEIGHT_PRELOAD=on|off   [default: on; on: the projection, router and MoE kernels
       load their first weights into registers before that wait (gate‖up: the shared
-      expert's rows; down: every row, from the routing the router wrote)]";
+      expert's rows; down: every row, from the routing the router wrote), the GDN step its
+      state and conv window, the attention its position and the cached keys of earlier
+      rounds]";
 
 /// How the CUDA backend runs a decode round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
