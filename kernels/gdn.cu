@@ -148,7 +148,7 @@ extern "C" __global__ void __launch_bounds__(STEP_WARPS * 32) gdn_step(
     const bool conv = conv_w != nullptr;
     ConvChannel conv_qk, conv_v;
     // The block's slice of the state (128 rows of 32 columns) into the L2 while the previous
-    // kernel finishes: it was written a round ago (EARLY_L2); the conv taps are weights.
+    // kernel finishes: it was written a round ago (EARLY_L2).
     if ((early & EARLY_L2) && threadIdx.x < DK)
         prefetch_l2(rec_in + head + (size_t)threadIdx.x * DV + blockIdx.y * 32, 32 * sizeof(float), 0, 1);
     float s[ROWS];
