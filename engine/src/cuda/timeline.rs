@@ -187,7 +187,7 @@ pub fn attribute(marks: &[Mark], launches: &[Launch]) -> Result<Vec<TimedLaunch>
 
 /// One row per value of `key` (an operation, a kernel), longest first: `calls` counts the
 /// launches for which `counts` holds.
-pub fn rows(timed: &[TimedLaunch], key: impl Fn(&Launch) -> &str, counts: impl Fn(&Launch) -> bool) -> Vec<ProfileRow> {
+fn rows(timed: &[TimedLaunch], key: impl Fn(&Launch) -> &str, counts: impl Fn(&Launch) -> bool) -> Vec<ProfileRow> {
     let mut by_key: HashMap<&str, ProfileRow> = HashMap::new();
     for t in timed {
         let label = key(&t.launch);
