@@ -2,9 +2,15 @@
 //   attn_prep:    q/k RMSNorm over the head dim (the (1+w) kind), partial rotary (NeoX halves
 //                 over the first rot_dim dims, angles from the model's table), k and v
 //                 appended to the bf16 cache.
-//   attn_decode:  split-K (flash decoding): block (kv head, t, split) stages its keys through
-//                 shared memory, each q head of the group split over warps; online softmax.
-//   attn_combine: merges the splits and applies the output gate sigmoid(gate), read from qg.
+//   split-K attention (flash decoding): block (kv head, t, split) stages its keys through
+//   shared memory, each q head of the group split over warps; online softmax. Then the splits
+//   merge and the output gate sigmoid(gate), read from qg, applies:
+//   attn_split + attn_combine:  several positions: the splits' partials go through memory to
+//                               a second launch.
+//   attn_decode_cluster:        one position (a decode step) in one launch: clusters of splits
+//                               merge in distributed shared memory, and the cluster that
+//                               finishes a head last merges the clusters.
+//   Both merge a position's splits in the same order (speculative verify equals plain decode).
 // The first new position is pos0 = *base + offset: the base is read from the device (the
 // round's position, written before it), so a captured graph replays with a new context
 // length. Position t sees keys 0..pos0+t (causal).
@@ -67,7 +73,7 @@ __device__ __forceinline__ void load_bf16(const bf16* p, float* f) {
     }
 }
 
-// Warps of an attn_decode block: ATTN_WARPS / G warps for each of the G q heads of its kv
+// Warps of an attention block (attn_split, attn_decode_cluster): ATTN_WARPS / G warps for each of the G q heads of its kv
 // head (at least one), which split each tile's keys between them and merge at the end.
 #define ATTN_WARPS 16
 template <int G>
@@ -106,60 +112,51 @@ __device__ __forceinline__ void load_kv_tile(bf16* ks, bf16* vs, const bf16* __r
 
 // A position of len keys uses the first min(nsplit, ceil(len / ATTN_SPLIT_KEYS)) of the launch's
 // splits, so that a split walks at least ATTN_SPLIT_KEYS keys (the launch's count is set for a
-// full cache); the rest exit at once and the combine skips them. It depends on the position
+// full cache); the rest do no work and the merges skip them. It depends on the position
 // alone, never on T.
 #define ATTN_SPLIT_KEYS 32
 __device__ __forceinline__ int live_splits(int len, int nsplit) {
     return min(nsplit, (len + ATTN_SPLIT_KEYS - 1) / ATTN_SPLIT_KEYS);
 }
 
-// part_acc [T][Hq][nsplit][D] (unnormalised), part_ml [T][Hq][nsplit][2] (running max, sum).
-// Block (kv head, t, split): the split's keys go through shared memory tile by tile; each warp
-// owns one q head and scores every PER_HEAD-th run of KEYS consecutive keys of a tile, lane =
-// E consecutive dims, so a warp holds one head's query and accumulator. The KEYS scores of a
-// step are reduced as independent shuffle chains, then one online-softmax update. The order
-// of every sum depends only on the split and the key, never on T (speculative verify equals
-// plain decode).
+// Splits merge in groups of ATTN_CLUSTER consecutive ones, then the groups in order, so that a
+// position's output sums in one order whether its splits merge in a cluster's shared memory
+// (one position: attn_decode_cluster) or in attn_combine (several).
+#define ATTN_CLUSTER 8
+// Most groups of splits (the engine's MAX_SPLITS / ATTN_CLUSTER).
+#define MAX_SPLIT_GROUPS 32
+
+// Where a split's result goes: for q head g of its group the unnormalised accumulator at
+// acc + g * acc_stride, its running maximum and sum at ml + g * ml_stride and the float after.
+struct SplitResult {
+    float* acc;
+    int acc_stride;
+    float* ml;
+    int ml_stride;
+};
+
+// Block (kv head, t, split) over keys start..end-1: they go through shared memory tile by
+// tile; each warp owns one q head and scores every PER_HEAD-th run of KEYS consecutive keys of
+// a tile, lane = E consecutive dims, so a warp holds one head's query and accumulator. The
+// KEYS scores of a step are reduced as independent shuffle chains, then one online-softmax
+// update; a head's warps then merge in warp order into `res`. The order of every sum depends
+// only on the split and the key, never on T (speculative verify equals plain decode).
 template <int D, int G>
-__device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, const bf16* __restrict__ k_cache,
-                                                 const bf16* __restrict__ v_cache, const int* __restrict__ base, int offset,
-                                                 float* __restrict__ part_acc, float* __restrict__ part_ml,
-                                                 int Hq, int max_ctx, float scale, int early) {
+__device__ __forceinline__ void split_attention(const float* __restrict__ q, const bf16* __restrict__ kb,
+                                                const bf16* __restrict__ vb, bf16 (&kv)[2][2][ATTN_TILE_BYTES / 2],
+                                                int start, int end, bool tile_loaded, int head, int sub,
+                                                float scale, SplitResult res) {
     constexpr int E = D / 32, PER_HEAD = AttnWarps<G>::per_head, KEYS = E >= 8 ? 2 : 4;
     constexpr int TILE = ATTN_TILE_BYTES / (D * 2);
-    // Two tiles of keys and values: [tile][keys, values].
-    __shared__ __align__(16) bf16 kv[2][2][TILE * D];
-    const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int g = warp / PER_HEAD, sub = warp % PER_HEAD, head = kvh * G + g;
-    // With EARLY_REGS the position, and a first tile of keys older than the round's, are read
-    // before the wait: the base is written before the round, and keys before pos0 were
-    // appended by earlier rounds (or, in a prefill, by the attention of the positions before,
-    // three launches back at least); the round's own keys come from attn_prep, the launch before.
-    const bool preload = early & EARLY_REGS;
-    if (!preload) pdl_begin();
-    const int pos0 = *base + offset;
-    const int len = pos0 + t + 1, live = live_splits(len, nsplit);
-    if (split >= live) {
-        // Waits all the same: no block lets a dependent start before the launch before it ends.
-        if (preload) pdl_begin();
-        return;
-    }
-    const int chunk = (len + live - 1) / live;
-    const int start = split * chunk, end = min(len, start + chunk);
-    const bf16* kb = k_cache + (size_t)kvh * max_ctx * D;
-    const bf16* vb = v_cache + (size_t)kvh * max_ctx * D;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = warp / PER_HEAD;
     const int tiles = end > start ? (end - start + TILE - 1) / TILE : 0;
-    const bool tile_early = preload && tiles > 0 && start + min(TILE, end - start) <= pos0;
-    if (tile_early) load_kv_tile<D>(kv[0][0], kv[0][1], kb, vb, start, min(TILE, end - start));
-    if (preload) pdl_begin();
-    if (tiles > 0 && !tile_early) load_kv_tile<D>(kv[0][0], kv[0][1], kb, vb, start, min(TILE, end - start));
+    if (tiles > 0 && !tile_loaded) load_kv_tile<D>(kv[0][0], kv[0][1], kb, vb, start, min(TILE, end - start));
 
     float qr[E], acc[E], m = -INFINITY, l = 0.0f;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
         acc[e] = 0.0f;
-        qr[e] = q[((size_t)t * Hq + head) * D + lane * E + e] * scale;
+        qr[e] = q[(size_t)head * D + lane * E + e] * scale;
     }
     for (int it = 0; it < tiles; ++it) {
         const int j0 = start + it * TILE, n = min(TILE, end - j0);
@@ -214,12 +211,9 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
         // Every warp is done with this tile before the next iteration refills it.
         __syncthreads();
     }
-    const size_t part = ((size_t)t * Hq + head) * nsplit + split;
     if constexpr (PER_HEAD > 1) {
-        // Merge the head's warps through shared memory; its first warp writes the split.
-        // The warps' accumulators go where the tiles were: every warp is past the last tile's
-        // barrier.
-        static_assert(sizeof(float) * AttnWarps<G>::count * D <= sizeof(kv), "the accumulators exceed the tiles");
+        // The warps' accumulators go where the tiles were, ahead of `res.acc`: every warp is
+        // past the last tile's barrier.
         float (*sacc)[D] = reinterpret_cast<float (*)[D]>(&kv[0][0][0]);
         __shared__ float sm[AttnWarps<G>::count], sl[AttnWarps<G>::count];
 #pragma unroll
@@ -245,66 +239,247 @@ __device__ __forceinline__ void attn_decode_body(const float* __restrict__ q, co
         m = M;
     }
 #pragma unroll
-    for (int e = 0; e < E; ++e) part_acc[part * D + lane * E + e] = acc[e];
+    for (int e = 0; e < E; ++e) res.acc[g * res.acc_stride + lane * E + e] = acc[e];
     if (lane == 0) {
-        part_ml[2 * part] = m;
-        part_ml[2 * part + 1] = l;
+        res.ml[g * res.ml_stride] = m;
+        res.ml[g * res.ml_stride + 1] = l;
     }
+}
+
+// Merges n (maximum, sum, accumulator) triples of one head for dim d, `part(i, m, l, a)`
+// giving the i-th; empty ones (maximum -inf) count for nothing.
+template <typename Part>
+__device__ __forceinline__ void merge_parts(int n, const Part& part, float& M, float& L, float& A) {
+    float m[ATTN_CLUSTER], l[ATTN_CLUSTER], a[ATTN_CLUSTER];
+    M = -INFINITY;
+    L = A = 0.0f;
+    for (int i0 = 0; i0 < n; i0 += ATTN_CLUSTER) {
+        // Loaded in batches so that the loads of a batch make one trip.
+#pragma unroll
+        for (int i = 0; i < ATTN_CLUSTER; ++i)
+            if (i0 + i < n) part(i0 + i, m[i], l[i], a[i]);
+        float M1 = M;
+#pragma unroll
+        for (int i = 0; i < ATTN_CLUSTER; ++i)
+            if (i0 + i < n) M1 = fmaxf(M1, m[i]);
+        if (M1 == -INFINITY) continue;
+        const float c = M == -INFINITY ? 0.0f : expf(M - M1);
+        L *= c;
+        A *= c;
+#pragma unroll
+        for (int i = 0; i < ATTN_CLUSTER; ++i) {
+            if (i0 + i >= n || m[i] == -INFINITY) continue;
+            const float w = expf(m[i] - M1);
+            L = fmaf(l[i], w, L);
+            A = fmaf(a[i], w, A);
+        }
+        M = M1;
+    }
+}
+
+// The keys of split `split` of a launch of nsplit, for position t: the position comes from the
+// device (base + offset); a position of len keys uses live_splits(len, nsplit) splits.
+struct SplitKeys {
+    int pos0, live, start, end;
+    __device__ __forceinline__ SplitKeys(const int* __restrict__ base, int offset, int t, int split, int nsplit) {
+        pos0 = *base + offset;
+        const int len = pos0 + t + 1;
+        live = live_splits(len, nsplit);
+        const int chunk = (len + live - 1) / live;
+        start = split * chunk;
+        end = min(len, start + chunk);
+    }
+};
+
+// Everything a split reads before its wait with EARLY_REGS, then the wait: the first tile of
+// keys when all of them precede the round's first new position (the base is written before
+// the round, and keys before pos0 were appended by earlier rounds or, in a prefill, by the
+// attention of the positions before, three launches back at least; the round's own keys come
+// from attn_prep, the launch before). Returns whether the tile is on its way.
+template <int D>
+__device__ __forceinline__ bool split_prologue(bf16 (&kv)[2][2][ATTN_TILE_BYTES / 2], const bf16* kb, const bf16* vb,
+                                               const SplitKeys& keys, bool active, bool preload) {
+    constexpr int TILE = ATTN_TILE_BYTES / (D * 2);
+    const bool early = preload && active && keys.end > keys.start && keys.start + min(TILE, keys.end - keys.start) <= keys.pos0;
+    if (early) load_kv_tile<D>(kv[0][0], kv[0][1], kb, vb, keys.start, min(TILE, keys.end - keys.start));
+    if (preload) pdl_begin();
+    return early;
+}
+
+// part_acc [T][Hq][nsplit][D] (unnormalised), part_ml [T][Hq][nsplit][2] (maximum, sum).
+// Block (kv head, t, split) of several positions' attention: the split's result for each q
+// head of the group, merged by attn_combine. With EARLY_REGS the position is read before the
+// wait, and a first tile as split_prologue says.
+template <int D, int G>
+__device__ __forceinline__ void attn_split_body(const float* __restrict__ q, const bf16* __restrict__ k_cache,
+                                                const bf16* __restrict__ v_cache, const int* __restrict__ base,
+                                                int offset, float* __restrict__ part_acc, float* __restrict__ part_ml,
+                                                int Hq, int nsplit, int max_ctx, float scale, int early) {
+    constexpr int PER_HEAD = AttnWarps<G>::per_head;
+    __shared__ __align__(16) bf16 kv[2][2][ATTN_TILE_BYTES / 2];
+    const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, warp = threadIdx.x >> 5;
+    const bool preload = early & EARLY_REGS;
+    if (!preload) pdl_begin();
+    const SplitKeys keys(base, offset, t, split, nsplit);
+    const bool active = split < keys.live;
+    const bf16* kb = k_cache + (size_t)kvh * max_ctx * D;
+    const bf16* vb = v_cache + (size_t)kvh * max_ctx * D;
+    // Idle splits wait all the same: no block lets a dependent start before the launch before it ends.
+    const bool tile_early = split_prologue<D>(kv, kb, vb, keys, active, preload);
+    if (!active) return;
+    const size_t first = ((size_t)t * Hq + kvh * G) * nsplit + split;
+    const SplitResult res{part_acc + first * D, nsplit * D, part_ml + 2 * first, 2 * nsplit};
+    split_attention<D, G>(q + (size_t)t * Hq * D, kb, vb, kv, keys.start, keys.end, tile_early,
+                          kvh * G + warp / PER_HEAD, warp % PER_HEAD, scale, res);
+}
+
+// Block (q head, t, 32 dims) of any number of warps: warp w merges groups w, w + warps, ... of
+// the position's live splits (lane = dim), then warp 0 merges the groups and applies the output
+// gate sigmoid(gate), read in place from qg. The engine gives a launch of one position a warp a
+// group (one trip), of several positions blocks of COMBINE_WARPS, eight an SM (a prefill
+// chunk's launch, 8 positions x q heads x dim slices, then runs in one wave). With EARLY_REGS the position and the gate (the
+// q projection, three launches back) are read before the wait.
+#define COMBINE_WARPS 4
+extern "C" __global__ void __launch_bounds__(MAX_SPLIT_GROUPS * 32) attn_combine(
+    const float* __restrict__ part_acc, const float* __restrict__ part_ml, const float* __restrict__ qg,
+    float* __restrict__ out, int Hq, int D, int nsplit, const int* __restrict__ base, int offset, int early) {
+    __shared__ float group_ml[MAX_SPLIT_GROUPS][2], group_acc[MAX_SPLIT_GROUPS][32];
+    const int h = blockIdx.x, t = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int d = blockIdx.z * 32 + lane;
+    const size_t head = (size_t)t * Hq + h;
+    const bool preload = early & EARLY_REGS;
+    if (!preload) pdl_begin();
+    const float gate = warp == 0 ? qg[(head * 2 + 1) * D + d] : 0.0f;
+    const int live = live_splits(*base + offset + t + 1, nsplit), groups = (live + ATTN_CLUSTER - 1) / ATTN_CLUSTER;
+    if (preload) pdl_begin();
+    for (int c = warp; c < groups; c += blockDim.x >> 5) {
+        float M, L, A;
+        merge_parts(min(ATTN_CLUSTER, live - c * ATTN_CLUSTER), [&](int i, float& m, float& l, float& a) {
+            const size_t s = head * nsplit + c * ATTN_CLUSTER + i;
+            m = part_ml[2 * s];
+            l = part_ml[2 * s + 1];
+            a = part_acc[s * D + d];
+        }, M, L, A);
+        group_acc[c][lane] = A;
+        if (lane == 0) {
+            group_ml[c][0] = M;
+            group_ml[c][1] = L;
+        }
+    }
+    __syncthreads();
+    if (warp == 0) {
+        float M, L, A;
+        merge_parts(groups, [&](int i, float& m, float& l, float& a) {
+            m = group_ml[i][0];
+            l = group_ml[i][1];
+            a = group_acc[i][lane];
+        }, M, L, A);
+        out[head * D + d] = A / L * sigmoid(gate);
+    }
+}
+
+// One position's attention in one launch. part_acc [Hq][groups][D] (unnormalised), part_ml
+// [Hq][groups][2] (maximum, sum), tickets [Hq] (zero between launches). Block (kv head, 0,
+// split) in clusters of ATTN_CLUSTER splits: each live split attends over its keys; the
+// cluster then merges its splits, block r taking q head r of the group, and writes the head's
+// group partial; the block that writes a head's last partial (its ticket says so) merges the
+// groups and writes out = sigmoid(gate) * softmax(q k^T) v, the gate read in place from qg.
+// With EARLY_REGS the position, the gate (the q projection, two launches back) and a first
+// tile as split_prologue says are read before the wait.
+template <int D, int G>
+__device__ __forceinline__ void attn_decode_cluster_body(const float* __restrict__ q, const bf16* __restrict__ k_cache,
+                                                         const bf16* __restrict__ v_cache, const int* __restrict__ base,
+                                                         int offset, const float* __restrict__ qg,
+                                                         float* __restrict__ part_acc, float* __restrict__ part_ml,
+                                                         unsigned* __restrict__ tickets, float* __restrict__ out, int Hq,
+                                                         int nsplit, int max_ctx, float scale, int early) {
+    static_assert(G <= ATTN_CLUSTER, "a cluster's blocks merge one q head each");
+    constexpr int PER_HEAD = AttnWarps<G>::per_head;
+    // Two tiles of keys and values: [tile][keys, values]; past the last tile the warps'
+    // accumulators and then the split's result.
+    __shared__ __align__(16) bf16 kv[2][2][ATTN_TILE_BYTES / 2];
+    __shared__ float res_ml[G][2];
+    __shared__ bool last;
+    static_assert(sizeof(float) * (AttnWarps<G>::count + G) * D <= sizeof(kv), "the accumulators exceed the tiles");
+    float* res_acc = reinterpret_cast<float*>(&kv[0][0][0]) + AttnWarps<G>::count * D;
+    const int kvh = blockIdx.x, split = blockIdx.z, warp = threadIdx.x >> 5;
+    const int rank = split % ATTN_CLUSTER, group = split / ATTN_CLUSTER, ngroups = gridDim.z / ATTN_CLUSTER;
+    const bool preload = early & EARLY_REGS;
+    if (!preload) pdl_begin();
+    const SplitKeys keys(base, offset, 0, split, nsplit);
+    const int live_groups = (keys.live + ATTN_CLUSTER - 1) / ATTN_CLUSTER;
+    // Block r of a cluster merges q head r of the group, one dim a thread.
+    const bool merges = rank < G && (int)threadIdx.x < D;
+    const int head = kvh * G + rank, d = threadIdx.x;
+    const float gate = merges ? qg[((size_t)head * 2 + 1) * D + d] : 0.0f;
+    const bf16* kb = k_cache + (size_t)kvh * max_ctx * D;
+    const bf16* vb = v_cache + (size_t)kvh * max_ctx * D;
+    const bool active = split < keys.live;
+    const bool tile_early = split_prologue<D>(kv, kb, vb, keys, active, preload);
+    // A cluster with no live split leaves at once, all its blocks together.
+    if (group >= live_groups) return;
+    if (active)
+        split_attention<D, G>(q, kb, vb, kv, keys.start, keys.end, tile_early, kvh * G + warp / PER_HEAD,
+                              warp % PER_HEAD, scale, SplitResult{res_acc, D, &res_ml[0][0], 2});
+
+    // The cluster's splits, merged in split order.
+    cluster_sync();
+    if (merges) {
+        float M, L, A;
+        merge_parts(min(ATTN_CLUSTER, keys.live - group * ATTN_CLUSTER), [&](int i, float& m, float& l, float& a) {
+            m = cluster_load(&res_ml[rank][0], i);
+            l = cluster_load(&res_ml[rank][1], i);
+            a = cluster_load(&res_acc[rank * D + d], i);
+        }, M, L, A);
+        const size_t part = (size_t)head * ngroups + group;
+        part_acc[part * D + d] = A;
+        if (d == 0) {
+            part_ml[2 * part] = M;
+            part_ml[2 * part + 1] = L;
+        }
+    }
+    // No block reads another's shared memory past here; each waits for the others before it exits.
+    cluster_arrive();
+    if (rank < G) {
+        // The head's partial is out before its ticket is taken (the last-block pattern).
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            last = atomicAdd(&tickets[head], 1u) == (unsigned)live_groups - 1;
+            if (last) tickets[head] = 0;
+        }
+        __syncthreads();
+        if (last && merges) {
+            float M, L, A;
+            merge_parts(live_groups, [&](int i, float& m, float& l, float& a) {
+                const size_t part = (size_t)head * ngroups + i;
+                m = __ldcg(part_ml + 2 * part);
+                l = __ldcg(part_ml + 2 * part + 1);
+                a = __ldcg(part_acc + part * D + d);
+            }, M, L, A);
+            out[(size_t)head * D + d] = A / L * sigmoid(gate);
+        }
+    }
+    cluster_wait();
 }
 
 #define ATTN_DECODE(D, G)                                                                           \
-    extern "C" __global__ void __launch_bounds__(ATTN_WARPS * 32) attn_decode_d##D##_g##G(          \
+    extern "C" __global__ void __launch_bounds__(ATTN_WARPS * 32) attn_split_d##D##_g##G(        \
         const float* __restrict__ q, const bf16* __restrict__ k_cache,                              \
         const bf16* __restrict__ v_cache, const int* __restrict__ base, int offset,                 \
-        float* __restrict__ part_acc, float* __restrict__ part_ml, int Hq, int max_ctx,             \
+        float* __restrict__ part_acc, float* __restrict__ part_ml, int Hq, int nsplit, int max_ctx, \
         float scale, int early) {                                                                   \
-        attn_decode_body<D, G>(q, k_cache, v_cache, base, offset, part_acc, part_ml, Hq, max_ctx, scale, early); \
+        attn_split_body<D, G>(q, k_cache, v_cache, base, offset, part_acc, part_ml, Hq, nsplit, max_ctx, scale, \
+                              early);                                                               \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(ATTN_WARPS * 32, 2) attn_decode_cluster_d##D##_g##G( \
+        const float* __restrict__ q, const bf16* __restrict__ k_cache,                              \
+        const bf16* __restrict__ v_cache, const int* __restrict__ base, int offset,                 \
+        const float* __restrict__ qg, float* __restrict__ part_acc, float* __restrict__ part_ml,    \
+        unsigned* __restrict__ tickets, float* __restrict__ out, int Hq, int nsplit, int max_ctx,   \
+        float scale, int early) {                                                                   \
+        attn_decode_cluster_body<D, G>(q, k_cache, v_cache, base, offset, qg, part_acc, part_ml, tickets, out, \
+                                       Hq, nsplit, max_ctx, scale, early);                          \
     }
 #define ATTN_DECODE_GROUPS(D) ATTN_DECODE(D, 1) ATTN_DECODE(D, 2) ATTN_DECODE(D, 4) ATTN_DECODE(D, 6) ATTN_DECODE(D, 8)
 ATTN_DECODE_GROUPS(64) ATTN_DECODE_GROUPS(128) ATTN_DECODE_GROUPS(256)
-
-// Block (q head, t, 32 dims): 8 groups of 32 threads, group i summing the live splits i, i+8,
-// ..., then the groups summed through shared memory; the gate sigmoid(gate) applied last.
-extern "C" __global__ void __launch_bounds__(256) attn_combine(
-    const float* __restrict__ part_acc, const float* __restrict__ part_ml, const float* __restrict__ qg,
-    float* __restrict__ out, int Hq, int D, int nsplit, const int* __restrict__ pos_base, int offset, int early) {
-    __shared__ float weight[256];
-    __shared__ float scratch[32];
-    __shared__ float partial[8][32];
-    const int h = blockIdx.x, t = blockIdx.y, d = blockIdx.z * 32 + (threadIdx.x & 31);
-    const int group = threadIdx.x >> 5;
-    const size_t head = (size_t)t * Hq + h, base = head * nsplit;
-    // With EARLY_REGS the position (written before the round) and the gate (the q projection,
-    // three launches back) are read before the wait, the splits after it.
-    const bool preload = early & EARLY_REGS;
-    if (!preload) pdl_begin();
-    const float gate = group == 0 ? qg[head * 2 * D + D + d] : 0.0f;
-    const int live = live_splits(*pos_base + offset + t + 1, nsplit);
-    if (preload) pdl_begin();
-    float m = -INFINITY;
-    for (int s = threadIdx.x; s < live; s += blockDim.x) m = fmaxf(m, part_ml[2 * (base + s)]);
-    m = warp_max(m);
-    if ((threadIdx.x & 31) == 0) scratch[group] = m;
-    __syncthreads();
-    float M = -INFINITY;
-    for (int w = 0; w < 8; ++w) M = fmaxf(M, scratch[w]);
-    float l = 0.0f;
-    for (int s = threadIdx.x; s < live; s += blockDim.x) {
-        const float ms = part_ml[2 * (base + s)];
-        // An empty split has m = -inf and contributes nothing.
-        weight[s] = ms == -INFINITY ? 0.0f : expf(ms - M);
-        l += part_ml[2 * (base + s) + 1] * weight[s];
-    }
-    const float L = block_sum(l, scratch);
-    float a = 0.0f;
-#pragma unroll 4
-    for (int s = group; s < live; s += 8) a += part_acc[(base + s) * D + d] * weight[s];
-    partial[group][threadIdx.x & 31] = a;
-    __syncthreads();
-    if (group == 0) {
-        a = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) a += partial[i][threadIdx.x];
-        out[head * D + d] = a / L * sigmoid(gate);
-    }
-}

@@ -148,9 +148,10 @@ __device__ __forceinline__ void pdl_wait_only() {
 // EARLY_REGS a kernel may also read what was written two launches back or earlier, since
 // every kernel lets its dependents start only after its own wait has returned: the round's
 // position (written before the round), moe_down's routing (the router, two back), the GDN
-// step's state and conv window (this layer's step, a round ago), attn_combine's output gate
-// (the q projection, three back) and attn_decode's first tile of keys older than the round's
-// (earlier rounds, or a prefill's earlier positions, three launches back at least).
+// step's state and conv window (this layer's step, a round ago), the attention's output gate
+// (the q projection: two back for attn_decode_cluster, three for attn_combine) and a split's
+// first tile of keys older than the round's (earlier rounds, or a prefill's earlier
+// positions, three launches back at least).
 // Activations, and the keys of the round's own positions (appended by attn_prep, the launch
 // before), are only read after the wait. (A first tile copied before the wait whatever keys it held, in a form
 // of the attention that appended them in the same launch, made the prefill nondeterministic

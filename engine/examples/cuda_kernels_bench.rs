@@ -7,7 +7,7 @@
 use anyhow::Result;
 use cudarc::driver::CudaSlice;
 use engine::cuda::gemv::{ArgmaxScratch, FoldedNorm};
-use engine::cuda::{synthetic_key, AttnShape, GdnShape, Gpu, GpuOptions, MoeScratch, MoeShape, MoeStage, MoeWeights};
+use engine::cuda::{synthetic_key, AttnScratch, AttnShape, GdnShape, Gpu, GpuOptions, MoeScratch, MoeShape, MoeStage, MoeWeights};
 use half::bf16;
 
 /// Data a benchmark cycles through per timed batch, so that L2 hits do not flatter it.
@@ -230,7 +230,8 @@ fn gdn_rows(b: &Bench) -> Result<()> {
 }
 
 fn attention_rows(b: &Bench) -> Result<()> {
-    // (context, cache length): the cache length sets the splits; 8192 is the presets'.
+    // (context, cache length): the cache length sets the splits, 8192 is the presets'; each
+    // shape runs both ways, the way the plan takes at that context marked.
     for (ctx, max_ctx) in [(2048, 2048), (2048, 8192), (4096, 4096), (32768, 32768)] {
         let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx, rot_dim: 64, eps: 1e-6 };
         let per_layer = 2 * ctx * s.hkv * s.head_dim * 2;
@@ -241,12 +242,16 @@ fn attention_rows(b: &Bench) -> Result<()> {
         // The q projection (query, then gate, per head); the rotated query is its first rows.
         let qg: CudaSlice<f32> = b.gpu.stream.clone_htod(&vec![0.05f32; s.hq * 2 * 256])?;
         let base: CudaSlice<i32> = b.gpu.stream.clone_htod(&[(ctx - 1) as i32])?;
-        let splits = s.splits(1, b.gpu.info.sm_count);
-        let mut scratch = b.gpu.stream.alloc_zeros::<f32>(s.scratch_len(1, splits))?;
+        let plan = b.gpu.attn_plan(s)?;
+        let mut scratch = AttnScratch::new(b.gpu, s, 1, plan)?;
         let mut out = b.gpu.stream.alloc_zeros::<f32>(s.hq * 256)?;
-        b.row("attn_decode t=1", &format!("ctx {ctx} of {max_ctx}, 16/2 heads x256, {splits} splits"), per_layer, layers, |l| {
-            b.gpu.attn_decode(&qg, &kc.slice(l * n..(l + 1) * n), &vc.slice(l * n..(l + 1) * n), &base, 0, &qg, &mut scratch, &mut out, 1, splits, s)
-        })?;
+        for one_launch in [true, false] {
+            let how = if one_launch { "1 launch" } else { "2 launches" };
+            let chosen = if one_launch == plan.one_launch(ctx) { " *" } else { "" };
+            b.row("attn_decode t=1", &format!("ctx {ctx} of {max_ctx}, 16/2 x256, {} splits, {how}{chosen}", plan.splits), per_layer, layers, |l| {
+                b.gpu.attn_decode(&qg, &kc.slice(l * n..(l + 1) * n), &vc.slice(l * n..(l + 1) * n), &base, 0, &qg, &mut scratch, &mut out, 1, s, one_launch)
+            })?;
+        }
     }
     Ok(())
 }

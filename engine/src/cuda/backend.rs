@@ -16,7 +16,7 @@ use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice, DevicePtr, LaunchConfig};
 use half::bf16;
 
 use super::args::{dim, MAX_T};
-use super::attention::{AttnShape, MAX_SPLITS};
+use super::attention::{AttnScratch, AttnShape};
 use super::gdn::{conv_taps, ConvIn, GatedOut, GdnShape, HEAD_DIM};
 use super::gemv::{ArgmaxScratch, FoldedNorm};
 use super::l2::{L2Arm, L2Audit, L2Session};
@@ -84,8 +84,7 @@ struct Prepared {
     /// The grouped MoE of prefill chunks of more than [`MAX_T`] positions.
     moe_prefill: Option<MoePrefillScratch>,
     attn: AttnShape,
-    splits: usize,
-    attn_scratch: CudaSlice<f32>,
+    attn_scratch: AttnScratch,
     /// The rotated query: `[MAX_T][hq][D]`.
     q_rot: CudaSlice<f32>,
     /// Dense FFN activations `[max_rows][size]` (gate, up).
@@ -117,6 +116,10 @@ pub struct ProfileRow {
     pub bytes: u64,
 }
 
+/// A round as captured: the round, and whether its attention of one position runs in one
+/// launch, which the round's position decides ([`Prepared::attn_one_launch`]).
+type GraphKey = (RoundKey, bool);
+
 /// A captured round: its graph in [`CudaBackend::graphs`], and how far it advances the
 /// round's position (a plain step's [`Backend::feed_next`]), which each replay repeats.
 #[derive(Clone, Copy)]
@@ -131,7 +134,7 @@ pub struct CudaBackend {
     error: Option<anyhow::Error>,
     prep: Option<Prepared>,
     graphs: Vec<CudaGraph>,
-    graph_of: HashMap<RoundKey, Recorded>,
+    graph_of: HashMap<GraphKey, Recorded>,
     profile: Option<Profile>,
     /// Device address and bytes of the state pool (the last one allocated).
     pool: (u64, usize),
@@ -257,7 +260,7 @@ impl CudaBackend {
     /// Captures `body` as the graph of `key`, then launches it. All capturing happens here:
     /// a stream attribute that must be baked into the kernel nodes (an L2 access-policy
     /// window) is set just before `begin_capture` and cleared just after `end_capture`.
-    fn capture<M>(m: &mut M, backend: fn(&mut M) -> &mut Self, key: RoundKey, body: impl FnOnce(&mut M)) -> Result<()> {
+    fn capture<M>(m: &mut M, backend: fn(&mut M) -> &mut Self, key: GraphKey, body: impl FnOnce(&mut M)) -> Result<()> {
         let b = backend(m);
         // The L2 window goes on the stream right before capture, so that it is baked into
         // every kernel node of the graph, and comes off right after, so that nothing eager
@@ -418,7 +421,7 @@ impl CudaBackend {
     fn attention_groups(&mut self, w: &AttnWeights<Self>, rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) -> Result<()> {
         let gpu = &self.gpu;
         let p = self.prep.as_mut().context("prepare() first")?;
-        let (s, splits) = (p.attn, p.splits);
+        let s = p.attn;
         let (hq, d) = (s.hq, s.head_dim);
         let (qw, kvw) = (hq * d, s.hkv * d);
         ensure!(t <= p.max_rows, "attention over {t} positions, prepared for {}", p.max_rows);
@@ -427,10 +430,11 @@ impl CudaBackend {
         for r0 in (0..t).step_by(MAX_T) {
             let n = (t - r0).min(MAX_T);
             let offset = p.offset_of(pos0 + r0)?;
+            let one_launch = n == 1 && p.attn_one_launch();
             let (k_rows, v_rows) = (k.f32()?.slice(r0 * kvw..(r0 + n) * kvw), v.f32()?.slice(r0 * kvw..(r0 + n) * kvw));
             let qg_rows = qg.f32()?.slice(r0 * 2 * qw..(r0 + n) * 2 * qw);
             gpu.attn_prep(&qg_rows, &k_rows, &v_rows, qn, kn, rope.f32()?, &p.base_pos, offset, cache.k.bf16_mut()?, cache.v.bf16_mut()?, &mut p.q_rot.slice_mut(..n * qw), n, s)?;
-            gpu.attn_decode(&p.q_rot.slice(..n * qw), cache.k.bf16()?, cache.v.bf16()?, &p.base_pos, offset, &qg_rows, &mut p.attn_scratch, &mut out.slice_mut(r0 * qw..(r0 + n) * qw), n, splits, s)?;
+            gpu.attn_decode(&p.q_rot.slice(..n * qw), cache.k.bf16()?, cache.v.bf16()?, &p.base_pos, offset, &qg_rows, &mut p.attn_scratch, &mut out.slice_mut(r0 * qw..(r0 + n) * qw), n, s, one_launch)?;
         }
         Ok(())
     }
@@ -440,6 +444,13 @@ impl Prepared {
     /// Position `pos` as an offset from the round's base position.
     fn offset_of(&self, pos: usize) -> Result<i32> {
         i32::try_from(pos as i64 - self.base as i64).map_err(|_| anyhow::anyhow!("position {pos} is too far from the round's position {}", self.base))
+    }
+
+    /// Whether a round from the current position runs its attention of one position in one
+    /// launch, judged at the farthest position a round reaches: a captured round is keyed by
+    /// it, and every replay of its graph takes the same path.
+    fn attn_one_launch(&self) -> bool {
+        self.attn_scratch.plan().one_launch(self.base + MAX_T)
     }
 }
 
@@ -487,9 +498,10 @@ impl Backend for CudaBackend {
             rot_dim: cfg.rotary_dim(),
             eps: cfg.rms_eps as f32,
         };
-        // One split count for every batch size, so that a position's attention sums in the
-        // same order in a plain step and in a verify pass (speculative = plain, bit for bit).
-        let splits = attn.splits(1, self.gpu.info.sm_count).min(MAX_SPLITS);
+        // One split count for every batch size, and one merge order for either path, so that
+        // a position's attention sums in the same order in a plain step and in a verify pass
+        // (speculative = plain, bit for bit).
+        let plan = self.gpu.attn_plan(attn)?;
         let qw = cfg.attn_heads * cfg.attn_head_dim;
         let moe_shape = match cfg.ffn {
             Ffn::Moe { experts, top_k, expert_size, shared_size } => Some(MoeShape { experts, top_k, hidden: cfg.hidden, expert_dim: expert_size, shared_dim: shared_size }),
@@ -510,8 +522,7 @@ impl Backend for CudaBackend {
             moe,
             moe_prefill,
             attn,
-            splits,
-            attn_scratch: s.alloc_zeros(attn.scratch_len(MAX_T, splits))?,
+            attn_scratch: AttnScratch::new(&self.gpu, attn, MAX_T, plan)?,
             q_rot: s.alloc_zeros(MAX_T * qw)?,
             ffn_gate: s.alloc_zeros(dense)?,
             ffn_up: s.alloc_zeros(dense)?,
@@ -613,6 +624,7 @@ impl Backend for CudaBackend {
         if !b.use_graphs || b.error.is_some() {
             return body(m);
         }
+        let key = (key, b.prep.as_ref().is_some_and(Prepared::attn_one_launch));
         if let Some(&Recorded { graph, advance }) = b.graph_of.get(&key) {
             if let Err(e) = b.graphs[graph].launch() {
                 b.error = Some(anyhow::Error::from(e).context(format!("launching the graph of round {key:?}")));

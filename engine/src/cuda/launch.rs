@@ -44,33 +44,8 @@ impl Gpu {
         params: &mut [*mut c_void],
     ) -> Result<(), DriverError> {
         self.ctx.bind_to_thread()?;
-        // At most two attributes, kept on the stack: no allocation per launch.
-        let mut attrs: [CUlaunchAttribute; 2] = std::mem::zeroed();
-        let mut n = 0;
-        if self.options.pdl {
-            attrs[n].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            attrs[n].value.programmaticStreamSerializationAllowed = 1;
-            n += 1;
-        }
-        if let Some([x, y, z]) = cluster {
-            attrs[n].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            attrs[n].value.clusterDim.x = x;
-            attrs[n].value.clusterDim.y = y;
-            attrs[n].value.clusterDim.z = z;
-            n += 1;
-        }
-        let config = CUlaunchConfig {
-            gridDimX: cfg.grid_dim.0,
-            gridDimY: cfg.grid_dim.1,
-            gridDimZ: cfg.grid_dim.2,
-            blockDimX: cfg.block_dim.0,
-            blockDimY: cfg.block_dim.1,
-            blockDimZ: cfg.block_dim.2,
-            sharedMemBytes: cfg.shared_mem_bytes,
-            hStream: self.stream.cu_stream(),
-            attrs: attrs.as_mut_ptr(),
-            numAttrs: n as u32,
-        };
+        let mut attrs = LaunchAttrs::new(self.options.pdl, cluster);
+        let config = self.launch_config(cfg, &mut attrs);
         sys::cuLaunchKernelEx(
             &config,
             f.cu_function(),
@@ -82,6 +57,69 @@ impl Gpu {
             timeline.launched(name, &cfg);
         }
         Ok(())
+    }
+
+    /// How many clusters of `cluster` blocks of kernel `name`, launched as `cfg`, the device
+    /// runs at once.
+    pub(crate) fn max_active_clusters(&self, name: &str, cfg: LaunchConfig, cluster: [u32; 3]) -> anyhow::Result<usize> {
+        let f = self.function(name)?;
+        self.ctx.bind_to_thread()?;
+        let mut attrs = LaunchAttrs::new(false, Some(cluster));
+        let config = self.launch_config(cfg, &mut attrs);
+        let mut clusters = 0;
+        // SAFETY: `config` and the attributes it points to live through the call.
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, f.cu_function(), &config) }
+            .result()
+            .map_err(|e| anyhow::anyhow!("{name}: clusters of {cluster:?} blocks: {e:?}"))?;
+        Ok(clusters.max(0) as usize)
+    }
+
+    /// The driver's launch configuration for `cfg` on the stream, with `attrs`.
+    fn launch_config(&self, cfg: LaunchConfig, attrs: &mut LaunchAttrs) -> CUlaunchConfig {
+        CUlaunchConfig {
+            gridDimX: cfg.grid_dim.0,
+            gridDimY: cfg.grid_dim.1,
+            gridDimZ: cfg.grid_dim.2,
+            blockDimX: cfg.block_dim.0,
+            blockDimY: cfg.block_dim.1,
+            blockDimZ: cfg.block_dim.2,
+            sharedMemBytes: cfg.shared_mem_bytes,
+            hStream: self.stream.cu_stream(),
+            attrs: attrs.list.as_mut_ptr(),
+            numAttrs: attrs.count,
+        }
+    }
+}
+
+/// A launch's attributes: dependent launch and the cluster shape. At most two, kept on the
+/// stack: no allocation per launch.
+struct LaunchAttrs {
+    list: [CUlaunchAttribute; 2],
+    count: u32,
+}
+
+impl LaunchAttrs {
+    fn new(pdl: bool, cluster: Option<[u32; 3]>) -> Self {
+        // SAFETY: the attributes are plain C data, for which all zeros is a valid value.
+        let mut attrs = Self { list: unsafe { std::mem::zeroed() }, count: 0 };
+        if pdl {
+            let a = attrs.push(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+            a.value.programmaticStreamSerializationAllowed = 1;
+        }
+        if let Some([x, y, z]) = cluster {
+            let a = attrs.push(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+            a.value.clusterDim.x = x;
+            a.value.clusterDim.y = y;
+            a.value.clusterDim.z = z;
+        }
+        attrs
+    }
+
+    fn push(&mut self, id: CUlaunchAttributeID) -> &mut CUlaunchAttribute {
+        let a = &mut self.list[self.count as usize];
+        a.id = id;
+        self.count += 1;
+        a
     }
 }
 

@@ -44,7 +44,7 @@ pub mod rmsnorm;
 pub mod synthetic;
 pub mod timeline;
 
-pub use attention::AttnShape;
+pub use attention::{AttnPlan, AttnScratch, AttnShape};
 pub use backend::{CudaBackend, CudaBuf, CudaMat, ProfileRow};
 pub use ceiling::StageSync;
 pub use device::{driver_present, DeviceInfo, Gpu};

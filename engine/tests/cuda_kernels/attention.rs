@@ -2,7 +2,7 @@
 
 use super::{assert_close, download, gpu, sigmoid, upload, weights, Rng};
 use engine::config::ModelConfig;
-use engine::cuda::AttnShape;
+use engine::cuda::{AttnPlan, AttnScratch, AttnShape};
 use engine::model::rope_table;
 use half::bf16;
 
@@ -46,9 +46,25 @@ fn check(head_dim: usize, hq: usize, splits: usize) {
     let (base, offset) = (upload(gpu, &[pos0 as i32 - 7]), 7);
     let mut q_rot = gpu.stream.alloc_zeros::<f32>(t * s.hq * d).unwrap();
     gpu.attn_prep(&qg, &upload(gpu, &k), &upload(gpu, &v), &qn, &kn, &rope, &base, offset, &mut kc, &mut vc, &mut q_rot, t, s).unwrap();
-    let mut scratch = gpu.stream.alloc_zeros::<f32>(s.scratch_len(t, splits)).unwrap();
+    let plan = AttnPlan { splits, one_launch_groups: 0 };
+    let mut scratch = AttnScratch::new(gpu, s, t, plan).unwrap();
     let mut out = gpu.stream.alloc_zeros::<f32>(t * s.hq * d).unwrap();
-    gpu.attn_decode(&q_rot, &kc, &vc, &base, offset, &qg, &mut scratch, &mut out, t, splits, s).unwrap();
+    gpu.attn_decode(&q_rot, &kc, &vc, &base, offset, &qg, &mut scratch, &mut out, t, s, false).unwrap();
+    let got = download(gpu, &out);
+    // Each position alone, in two launches or in one (its splits merged in clusters), gives
+    // the same bits as in the launch of all three (speculative verify equals plain decode),
+    // and so does a second launch on the same scratch (the tickets are left zero).
+    let row = s.hq * d;
+    for one_launch in [false, true] {
+        let mut scratch = AttnScratch::new(gpu, s, 1, plan).unwrap();
+        for p in 0..t {
+            let mut one = gpu.stream.alloc_zeros::<f32>(row).unwrap();
+            for _ in 0..2 {
+                gpu.attn_decode(&q_rot.slice(p * row..), &kc, &vc, &base, offset + p as i32, &qg.slice(2 * p * row..), &mut scratch, &mut one, 1, s, one_launch).unwrap();
+                assert_eq!(download(gpu, &one), got[p * row..][..row], "position {p} alone, {splits} splits, one launch: {one_launch}");
+            }
+        }
+    }
 
     let kch: Vec<f64> = download(gpu, &kc).iter().map(|x| x.to_f64()).collect();
     let vch: Vec<f64> = download(gpu, &vc).iter().map(|x| x.to_f64()).collect();
@@ -84,7 +100,7 @@ fn check(head_dim: usize, hq: usize, splits: usize) {
             }
         }
     }
-    assert_close(&format!("attention output (D {d}, {} q heads per kv head, {splits} splits)", s.hq / s.hkv), &download(gpu, &out), &want, 1e-4);
+    assert_close(&format!("attention output (D {d}, {} q heads per kv head, {splits} splits)", s.hq / s.hkv), &got, &want, 1e-4);
 }
 
 #[test]
