@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn one_launch_when_the_clusters_fill_two_thirds_of_the_device_at_most() {
-        // The 35B-A3B's attention on the H200, which runs 30 of its clusters at once.
+        // The 35B-A3B's attention on the H200, which runs about 30 of its clusters at once.
         let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx: 8192, rot_dim: 64, eps: 1e-6 };
         let plan = s.plan(132, 30);
         assert_eq!(plan, AttnPlan { splits: 132, one_launch_groups: 10 }, "2 x 10 groups of 30 clusters");
