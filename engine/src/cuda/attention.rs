@@ -44,6 +44,13 @@ const CLUSTER: usize = 8;
 /// Warps of an `attn_combine` block (`COMBINE_WARPS`).
 const COMBINE_WARPS: u32 = 4;
 
+/// The one-launch kernel for head dim `d` and `group` q heads a kv head, and its clusters: a
+/// group of splits each.
+fn cluster_kernel(d: usize, group: usize) -> String {
+    format!("attn_decode_cluster_d{d}_g{group}")
+}
+const CLUSTER_SHAPE: [u32; 3] = [1, 1, CLUSTER as u32];
+
 /// Groups of `splits` splits, the last one padded.
 fn groups(splits: usize) -> usize {
     splits.div_ceil(CLUSTER)
@@ -137,7 +144,7 @@ impl Gpu {
         s.check()?;
         let group = s.hq / s.hkv;
         let cfg = LaunchConfig { grid_dim: (s.hkv as u32, 1, CLUSTER as u32), block_dim: (decode_threads(group), 1, 1), shared_mem_bytes: 0 };
-        let clusters = self.max_active_clusters(&format!("attn_decode_cluster_d{}_g{group}", s.head_dim), cfg, [1, 1, CLUSTER as u32])?;
+        let clusters = self.max_active_clusters(&cluster_kernel(s.head_dim, group), cfg, CLUSTER_SHAPE)?;
         Ok(s.plan(self.info.sm_count, clusters))
     }
 
@@ -198,7 +205,7 @@ impl Gpu {
         if one_launch {
             let tickets = output("attention tickets", &mut scratch.tickets, s.hq, &self.stream)?;
             let cfg = LaunchConfig { grid_dim: (s.hkv as u32, 1, (groups(splits) * CLUSTER) as u32), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
-            launch!(self, format!("attn_decode_cluster_d{d}_g{group}"), cfg, cluster Some([1, 1, CLUSTER as u32]); &q, &kc, &vc, &base, &offset, &qg, &acc, &ml, &tickets, &out, &hq, &nsplit, &max_ctx, &scale, &self.early_arg());
+            launch!(self, cluster_kernel(d, group), cfg, cluster Some(CLUSTER_SHAPE); &q, &kc, &vc, &base, &offset, &qg, &acc, &ml, &tickets, &out, &hq, &nsplit, &max_ctx, &scale, &self.early_arg());
         } else {
             let cfg = LaunchConfig { grid_dim: (s.hkv as u32, t as u32, splits as u32), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
             launch!(self, format!("attn_split_d{d}_g{group}"), cfg, &q, &kc, &vc, &base, &offset, &acc, &ml, &hq, &nsplit, &max_ctx, &scale, &self.early_arg());
