@@ -108,3 +108,48 @@ fn compiled_ptx_is_cached_on_disk_by_source() {
     assert!(compiler.ptx(&changed).unwrap().contains(".entry tiny"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The kernels that spill, with what ptxas (NVRTC 13.0.88, sm_90) spills for each a thread,
+/// in bytes stored and loaded: the router and the projections over several positions (verify
+/// rounds), under the register bounds that keep their blocks resident beside the next kernel's.
+/// Every other kernel spills nothing. A kernel that spills more, or one more kernel that
+/// spills, is a regression to look at; one that spills less takes its new figures here.
+const SPILLS: &[(&str, u32, u32)] = &[
+    ("gemv_multi_t6", 4, 4),
+    ("gemv_multi_t7", 40, 20),
+    ("gemv_multi_t8", 36, 16),
+    ("moe_router_t5", 4, 4),
+    ("moe_router_t6", 4, 4),
+    ("moe_router_t7", 32, 200),
+    ("moe_router_t8", 144, 76),
+    ("moe_router_norm_t4", 24, 60),
+    ("moe_router_norm_t5", 4, 4),
+    ("moe_router_norm_t6", 48, 140),
+    ("moe_router_norm_t7", 24, 32),
+    ("moe_router_norm_t8", 144, 216),
+];
+
+#[test]
+fn kernels_spill_only_what_they_are_known_to() {
+    let Some(compiler) = compiler(None) else { return };
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    for file in KERNEL_FILES {
+        let entries = compiler.resources(file).unwrap_or_else(|e| panic!("{e:#}"));
+        let ptx = compiler.ptx(file).expect("kernels compile (see every_kernel_file_compiles_for_sm90)");
+        let in_ptx = ptx.matches(".visible .entry ").count();
+        assert_eq!(entries.len(), in_ptx, "ptxas reported {} entries of kernels/{}, its PTX has {in_ptx}", entries.len(), file.name);
+        for e in entries {
+            let known = SPILLS.iter().find(|(name, ..)| *name == e.name).map_or((0, 0), |&(_, s, l)| (s, l));
+            if (e.spill_store_bytes, e.spill_load_bytes) != known {
+                failures.push(format!(
+                    "{} (kernels/{}): spills {} bytes stored and {} loaded at {} registers, expected {} and {}",
+                    e.name, file.name, e.spill_store_bytes, e.spill_load_bytes, e.registers, known.0, known.1
+                ));
+            }
+            report.push(format!("{:<36} {:>4} regs {:>6} B smem {:>4}/{:<4} B spilled", e.name, e.registers, e.shared_bytes, e.spill_store_bytes, e.spill_load_bytes));
+        }
+    }
+    println!("{}", report.join("\n"));
+    assert!(failures.is_empty(), "{}\n(a spill that grows or appears is a regression; one that shrinks updates SPILLS)", failures.join("\n"));
+}

@@ -83,6 +83,15 @@ impl Gpu {
         self.functions.get(name).with_context(|| format!("kernel {name} is not in kernels/"))
     }
 
+    /// Registers a thread and local memory a thread (stack frame and spills) of a loaded kernel,
+    /// as the driver assembled its PTX.
+    pub fn kernel_registers(&self, name: &str) -> Result<(u32, u32)> {
+        let f = self.function(name)?;
+        let registers = f.num_regs().with_context(|| format!("reading the registers of kernel {name}"))?;
+        let local = f.local_size_bytes().with_context(|| format!("reading the local memory of kernel {name}"))?;
+        Ok((registers as u32, local as u32))
+    }
+
     /// Waits for all work queued on the stream and reports any asynchronous kernel error.
     pub fn synchronize(&self) -> Result<()> {
         self.stream.synchronize().context("CUDA stream synchronize (a kernel failed)")

@@ -179,6 +179,80 @@ impl Compiler {
     }
 }
 
+/// What ptxas gave one kernel entry for sm_90: registers a thread, spills and stack a thread,
+/// static shared memory a block. (The engine loads PTX, which the driver assembles with the
+/// ptxas of the same CUDA release, so these are the figures the device runs.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelResources {
+    pub name: String,
+    pub registers: u32,
+    pub spill_store_bytes: u32,
+    pub spill_load_bytes: u32,
+    pub stack_bytes: u32,
+    pub shared_bytes: u32,
+}
+
+impl Compiler {
+    /// Assembles `file` for sm_90 with `ptxas -v` and reads every entry's resources from the
+    /// log (never cached: the report is for checks, not for start-up).
+    pub fn resources(&self, file: &KernelFile) -> Result<Vec<KernelResources>> {
+        let mut options = file.options(&self.include_dir, &self.defines);
+        options.push(format!("--gpu-architecture={ARCH}"));
+        options.push("--ptxas-options=-v".to_string());
+        let log = compile_log(file, &file.full_source(), &options)?;
+        parse_ptxas_log(&log).with_context(|| format!("reading ptxas's report on kernels/{}", file.name))
+    }
+}
+
+/// Compiles and returns NVRTC's log, which holds ptxas's report.
+fn compile_log(file: &KernelFile, source: &str, options: &[String]) -> Result<String> {
+    use cudarc::nvrtc::result;
+    let text = |log: Vec<std::ffi::c_char>| {
+        let bytes: Vec<u8> = log.into_iter().take_while(|&c| c != 0).map(|c| c as u8).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    ensure_nvrtc()?;
+    let source = std::ffi::CString::new(source).context("kernel source holds a NUL byte")?;
+    let name = std::ffi::CString::new(file.name).context("kernel file name holds a NUL byte")?;
+    let prog = result::create_program(&source, Some(&name)).with_context(|| format!("NVRTC could not take kernels/{}", file.name))?;
+    // SAFETY: `prog` was created above and is destroyed once, after its last use.
+    let outcome = unsafe { result::compile_program(prog, options) };
+    let log = unsafe { result::get_program_log(prog) }.map(text);
+    unsafe { result::destroy_program(prog) }.context("NVRTC could not release a program")?;
+    let log = log.context("NVRTC gave no log")?;
+    match outcome {
+        Ok(()) => Ok(log),
+        Err(e) => bail!("NVRTC rejected kernels/{} ({e}; options {}):\n{log}", file.name, options.join(" ")),
+    }
+}
+
+/// The entries of a `ptxas -v` log, in its order. Per entry ptxas writes
+/// `Compiling entry function 'NAME'`, then `N bytes stack frame, S bytes spill stores, L bytes
+/// spill loads`, then `Used R registers, ... [, M bytes smem]`.
+pub fn parse_ptxas_log(log: &str) -> Result<Vec<KernelResources>> {
+    log.split("Compiling entry function '").skip(1).map(parse_entry).collect()
+}
+
+fn parse_entry(report: &str) -> Result<KernelResources> {
+    let name = report.split('\'').next().unwrap_or_default().to_string();
+    let line_with = |text: &str| report.lines().find(|l| l.contains(text));
+    // The number just before `unit` on `line`.
+    let number = |line: &str, unit: &str| -> Option<u32> {
+        line[..line.find(unit)?].split(|c: char| !c.is_ascii_digit()).filter(|w| !w.is_empty()).last()?.parse().ok()
+    };
+    let frame = line_with("bytes spill stores").with_context(|| format!("no spill line for {name}"))?;
+    let usage = line_with(" registers").with_context(|| format!("no register count for {name}"))?;
+    let field = |line: &str, unit: &str| number(line, unit).with_context(|| format!("no `{unit}` for {name} in `{}`", line.trim()));
+    Ok(KernelResources {
+        registers: field(usage, " registers")?,
+        spill_store_bytes: field(frame, " bytes spill stores")?,
+        spill_load_bytes: field(frame, " bytes spill loads")?,
+        stack_bytes: field(frame, " bytes stack frame")?,
+        shared_bytes: number(usage, " bytes smem").unwrap_or(0),
+        name,
+    })
+}
+
 fn compile(file: &KernelFile, source: &str, options: Vec<String>) -> Result<String> {
     let opts = CompileOptions {
         arch: Some(ARCH),
@@ -216,5 +290,37 @@ pub(crate) fn assert_defines(file: &str, defines: &[(&str, usize)]) {
     for (name, value) in defines {
         let define = format!("#define {name} {value}\n");
         assert!(source.contains(&define), "kernels/{file} lacks `{}`", define.trim_end());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'moe_down' for 'sm_90'
+ptxas info    : Function properties for moe_down
+ptxas         .     8 bytes stack frame, 12 bytes spill stores, 20 bytes spill loads
+ptxas info    : Used 108 registers, used 1 barriers, 272 bytes smem
+ptxas info    : Compile time = 205.593 ms
+ptxas info    : Compiling entry function 'tiny' for 'sm_90'
+ptxas info    : Function properties for tiny
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 14 registers, used 0 barriers
+";
+
+    #[test]
+    fn ptxas_report_gives_each_entry_its_resources() {
+        let entries = parse_ptxas_log(LOG).unwrap();
+        let down = KernelResources { name: "moe_down".into(), registers: 108, spill_store_bytes: 12, spill_load_bytes: 20, stack_bytes: 8, shared_bytes: 272 };
+        let tiny = KernelResources { name: "tiny".into(), registers: 14, spill_store_bytes: 0, spill_load_bytes: 0, stack_bytes: 0, shared_bytes: 0 };
+        assert_eq!(entries, vec![down, tiny]);
+    }
+
+    #[test]
+    fn an_entry_without_its_register_count_is_an_error() {
+        let cut = &LOG[..LOG.find("ptxas info    : Used 108").unwrap()];
+        let err = format!("{:#}", parse_ptxas_log(cut).unwrap_err());
+        assert!(err.contains("no register count for moe_down"), "{err}");
     }
 }

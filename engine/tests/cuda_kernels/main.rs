@@ -11,6 +11,7 @@ mod gdn;
 mod graph;
 mod linear;
 mod moe;
+mod resources;
 mod synthetic;
 
 
