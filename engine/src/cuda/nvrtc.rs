@@ -180,8 +180,8 @@ impl Compiler {
 }
 
 /// What ptxas gave one kernel entry for sm_90: registers a thread, spills and stack a thread,
-/// static shared memory a block. (The engine loads PTX, which the driver assembles with the
-/// ptxas of the same CUDA release, so these are the figures the device runs.)
+/// static shared memory a block. The engine loads PTX, which the driver assembles; a GPU test
+/// (`cuda_kernels`, `resources`) checks that it gives every kernel these registers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelResources {
     pub name: String,
