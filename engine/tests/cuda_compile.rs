@@ -135,10 +135,8 @@ fn kernels_spill_only_what_they_are_known_to() {
     let mut report = Vec::new();
     let mut failures = Vec::new();
     for file in KERNEL_FILES {
+        // `resources` fails unless ptxas reported every entry of the file's PTX.
         let entries = compiler.resources(file).unwrap_or_else(|e| panic!("{e:#}"));
-        let ptx = compiler.ptx(file).expect("kernels compile (see every_kernel_file_compiles_for_sm90)");
-        let in_ptx = ptx.matches(".visible .entry ").count();
-        assert_eq!(entries.len(), in_ptx, "ptxas reported {} entries of kernels/{}, its PTX has {in_ptx}", entries.len(), file.name);
         for e in entries {
             let known = SPILLS.iter().find(|(name, ..)| *name == e.name).map_or((0, 0), |&(_, s, l)| (s, l));
             if (e.spill_store_bytes, e.spill_load_bytes) != known {

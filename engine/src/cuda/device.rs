@@ -8,7 +8,7 @@ use cudarc::driver::sys::{CUdevice_attribute as Attr, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
-use super::nvrtc::{default_cache_dir, Compiler, KERNEL_FILES};
+use super::nvrtc::{default_cache_dir, entry_points, Compiler, KERNEL_FILES};
 use super::timeline::Timeline;
 
 /// Facts read off the device at start-up (never compiled in).
@@ -163,12 +163,4 @@ fn set_timeline_sink(module: &Arc<CudaModule>, stream: &Arc<CudaStream>, timelin
     let mut words = unsafe { global.transmute_mut::<u64>(sink.len()) }.context("viewing timeline_sink as words")?;
     stream.memcpy_htod(&sink, &mut words)?;
     Ok(())
-}
-
-/// The `.entry` names of a PTX module (the `extern "C"` kernels).
-fn entry_points(ptx: &str) -> Vec<String> {
-    ptx.lines()
-        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
-        .map(|rest| rest.split('(').next().unwrap_or(rest).trim().to_string())
-        .collect()
 }

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use cudarc::nvrtc::{self, CompileError, CompileOptions};
 
 /// The architecture every kernel is compiled for (the H200 is compute capability 9.0).
@@ -199,13 +199,27 @@ impl Compiler {
         let mut options = file.options(&self.include_dir, &self.defines);
         options.push(format!("--gpu-architecture={ARCH}"));
         options.push("--ptxas-options=-v".to_string());
-        let log = compile_log(file, &file.full_source(), &options)?;
-        parse_ptxas_log(&log).with_context(|| format!("reading ptxas's report on kernels/{}", file.name))
+        let (log, ptx) = compile_log(file, &file.full_source(), &options)?;
+        let entries = parse_ptxas_log(&log).with_context(|| format!("reading ptxas's report on kernels/{}", file.name))?;
+        let mut reported: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
+        let mut in_ptx = entry_points(&ptx);
+        reported.sort();
+        in_ptx.sort();
+        ensure!(reported == in_ptx, "ptxas reported the entries {reported:?} of kernels/{}, its PTX has {in_ptx:?}", file.name);
+        Ok(entries)
     }
 }
 
-/// Compiles and returns NVRTC's log, which holds ptxas's report.
-fn compile_log(file: &KernelFile, source: &str, options: &[String]) -> Result<String> {
+/// The `.entry` names of a PTX module (the `extern "C"` kernels).
+pub(crate) fn entry_points(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+        .map(|rest| rest.split('(').next().unwrap_or(rest).trim().to_string())
+        .collect()
+}
+
+/// Compiles and returns NVRTC's log, which holds ptxas's report, and the PTX.
+fn compile_log(file: &KernelFile, source: &str, options: &[String]) -> Result<(String, String)> {
     use cudarc::nvrtc::result;
     let text = |log: Vec<std::ffi::c_char>| {
         let bytes: Vec<u8> = log.into_iter().take_while(|&c| c != 0).map(|c| c as u8).collect();
@@ -218,10 +232,11 @@ fn compile_log(file: &KernelFile, source: &str, options: &[String]) -> Result<St
     // SAFETY: `prog` was created above and is destroyed once, after its last use.
     let outcome = unsafe { result::compile_program(prog, options) };
     let log = unsafe { result::get_program_log(prog) }.map(text);
+    let ptx = outcome.is_ok().then(|| unsafe { result::get_ptx(prog) }.map(text));
     unsafe { result::destroy_program(prog) }.context("NVRTC could not release a program")?;
     let log = log.context("NVRTC gave no log")?;
     match outcome {
-        Ok(()) => Ok(log),
+        Ok(()) => Ok((log, ptx.expect("taken when the compile succeeded").context("NVRTC gave no PTX")?)),
         Err(e) => bail!("NVRTC rejected kernels/{} ({e}; options {}):\n{log}", file.name, options.join(" ")),
     }
 }
