@@ -7,45 +7,8 @@
 // columns, 8 for 4096. Accumulation is fp32; `accumulate` folds the residual add into the
 // projection.
 
-#define GEMV_ROWS 4
-#define GEMV_BATCH 2
-
-// What the block does before the wait for the previous kernel (`early`, EARLY_* bits): its
-// weights (up to GEMV_ROWS whole rows from row0) into the L2; with EARLY_REGS the wait comes
-// later, in gemv_body, after the first weights are loaded.
-__device__ __forceinline__ void gemv_prologue(const bf16* __restrict__ W, int rows, int cols, int row0, int early) {
-    const int n = max(0, min(GEMV_ROWS, rows - row0));
-    if (early & EARLY_L2) prefetch_l2(W + (size_t)row0 * cols, (size_t)n * cols * sizeof(bf16), threadIdx.x, blockDim.x);
-    if (!(early & EARLY_REGS)) pdl_begin();
-}
-
-template <int T, bool FOLD = false, typename XT>
-__device__ __forceinline__ void gemv_body(const bf16* __restrict__ W, const XT* __restrict__ x,
-                                          float* __restrict__ y, int rows, int cols, int accumulate,
-                                          int row0, int early, const bf16* __restrict__ nw = nullptr,
-                                          float eps = 0.0f) {
-    float acc[GEMV_ROWS][T];
-#pragma unroll
-    for (int r = 0; r < GEMV_ROWS; ++r)
-#pragma unroll
-        for (int t = 0; t < T; ++t) acc[r][t] = 0.0f;
-    FoldedNorm<T> norm;
-    norm.w = nw;
-#pragma unroll
-    for (int t = 0; t < T; ++t) norm.ss[t] = 0.0f;
-    // Thread r*T + t writes row r of position t; the residual it adds onto is loaded right
-    // after the wait.
-    const int r = threadIdx.x / T, t = threadIdx.x % T;
-    const bool writes = threadIdx.x < GEMV_ROWS * T && row0 + r < rows;
-    AfterWait residual;
-    if (accumulate && writes) residual.src = y + (size_t)t * rows + row0 + r;
-    rows_dot_lane_u<GEMV_BATCH, GEMV_ROWS, T, FOLD>(StridedRows{W + (size_t)row0 * cols, cols}, rows - row0, x,
-                                                    cols >> 3, threadIdx.x, blockDim.x, acc, &norm,
-                                                    early & EARLY_REGS, &residual);
-    float s;
-    block_sum_rows<GEMV_ROWS, T, FOLD>(acc, &s, &norm, cols, eps);
-    if (writes) y[(size_t)t * rows + row0 + r] = accumulate ? residual.value + s : s;
-}
+// GEMV_ROWS, GEMV_BATCH, gemv_prologue and gemv_body are in common.cuh (the MoE's output
+// projection with the router, kernels/moe.cu, runs them too).
 
 #define GEMV(T)                                                                                     \
     extern "C" __global__ void __launch_bounds__(256) gemv_f32_t##T(                                \

@@ -313,7 +313,8 @@ __device__ __forceinline__ void load_down_batch(uint4 (&wv)[UNROLL][R], const bf
 // lane: with one row, 18 cover the whole virtual row of the 35B-A3B shape, (8 + 1) x 512
 // values, in one batch (a row costs one trip to memory). Two rows of 9 loads each take two
 // trips but read act half as often, which pays when act holds several positions (speculative
-// verify): moe_down runs a single position, moe_down_rows2 several. Both sum a row's chunks in
+// verify): moe_down runs a single position, moe_down_rows2 several. With `accumulate` the sum
+// is added onto `resid`: the stream itself (y), or the copy of it that moe_out_logits wrote. Both sum a row's chunks in
 // the same order, so verify equals plain decode. With EARLY_REGS (`early`) the routing and
 // the first weights are read before the wait for gate||up: the router wrote the routing two
 // launches back, and gate||up lets this kernel start only once its own wait has seen the
@@ -321,8 +322,8 @@ __device__ __forceinline__ void load_down_batch(uint4 (&wv)[UNROLL][R], const bf
 template <int UNROLL, int ROWS>
 __device__ __forceinline__ void moe_down_body(const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd,
                                               const int* __restrict__ idx, const float* __restrict__ wts,
-                                              const float* __restrict__ act, float* __restrict__ y, int k, int I,
-                                              int Is, int H, int accumulate, int early) {
+                                              const float* __restrict__ act, const float* resid, float* y, int k,
+                                              int I, int Is, int H, int accumulate, int early) {
     const bool preload = early & EARLY_REGS;
     if (!preload) pdl_begin();
     // Per slot: where its weights start, shifted so that virtual chunk c indexes them, and
@@ -350,7 +351,7 @@ __device__ __forceinline__ void moe_down_body(const bf16* __restrict__ Wd, const
     if (accumulate && lane == 0) {
 #pragma unroll
         for (int r = 0; r < ROWS; ++r)
-            if (h0 + r < H) prev[r] = y[(size_t)t * H + h0 + r];
+            if (h0 + r < H) prev[r] = resid[(size_t)t * H + h0 + r];
     }
     const float* a = act + (size_t)t * rows;
     float total[ROWS] = {};
@@ -385,12 +386,228 @@ __device__ __forceinline__ void moe_down_body(const bf16* __restrict__ Wd, const
 #define MOE_DOWN(NAME, UNROLL, ROWS)                                                                   \
     extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32) NAME(                                 \
         const bf16* __restrict__ Wd, const bf16* __restrict__ Wsd, const int* __restrict__ idx,        \
-        const float* __restrict__ wts, const float* __restrict__ act, float* __restrict__ y, int k,    \
-        int I, int Is, int H, int accumulate, int early) {                                             \
-        moe_down_body<UNROLL, ROWS>(Wd, Wsd, idx, wts, act, y, k, I, Is, H, accumulate, early);        \
+        const float* __restrict__ wts, const float* __restrict__ act, const float* resid, float* y,     \
+        int k, int I, int Is, int H, int accumulate, int early) {                                      \
+        moe_down_body<UNROLL, ROWS>(Wd, Wsd, idx, wts, act, resid, y, k, I, Is, H, accumulate, early); \
     }
 MOE_DOWN(moe_down, 18, 1)
 MOE_DOWN(moe_down_rows2, 9, 2)
+
+// ---- The router's rows in the output projection (decode) ----
+// The router reads rmsnorm(x + Wo·a): the residual stream x once the mixer's output a has been
+// projected onto it. Its logits are linear in the stream, Wr·((x + Wo·a)·(1+nw)) =
+// Wr·(x·(1+nw)) + M·a with M = Wr·diag(1+nw)·Wo ([E+1][C], the shared expert's gate as row E),
+// then scaled by 1/rms of the new stream. So the output projection's launch computes them,
+// unscaled, beside the stream's rows, from x and a (both final when its wait returns), spread
+// over the whole device like the projection's rows; what is left of the router is the
+// routing: one small launch that normalises the new stream and routes (moe_route_stream),
+// instead of the router cluster's 257 row reads after its wait (README-cuda, twenty-first
+// pass). M is made once from the weights (moe_router_through_out) as two bf16 terms, hi +
+// lo, within 2^-17 of the fp64 product. The projection writes the new stream to xo, leaving
+// x as it was for the logit rows; moe_down adds the MoE onto xo and writes the stream.
+
+// Rows 0..E of M = [Wr; sg]·diag(1+nw)·Wo in fp64, 8 rows a thread for one column c (so each
+// Wo value loaded serves 8 rows), stored as hi = bf16(M) and lo = bf16(M - hi). Grid
+// (ceil(C/256), ceil((E+1)/8)), 256 threads; run once, when the weights are made.
+#define THROUGH_ROWS 8
+extern "C" __global__ void moe_router_through_out(const bf16* __restrict__ Wr, const bf16* __restrict__ sg,
+                                                  const bf16* __restrict__ nw, const bf16* __restrict__ Wo, int E,
+                                                  int H, int C, bf16* __restrict__ hi, bf16* __restrict__ lo) {
+    pdl_wait_only();
+    const int c = blockIdx.x * blockDim.x + threadIdx.x, j0 = blockIdx.y * THROUGH_ROWS;
+    if (c >= C) return;
+    double acc[THROUGH_ROWS] = {};
+    for (int i = 0; i < H; ++i) {
+        const double w = (double)__bfloat162float(Wo[(size_t)i * C + c]) * (1.0f + __bfloat162float(nw[i]));
+#pragma unroll
+        for (int r = 0; r < THROUGH_ROWS; ++r) {
+            const int j = j0 + r;
+            if (j <= E) acc[r] = fma((double)__bfloat162float(j < E ? Wr[(size_t)j * H + i] : sg[i]), w, acc[r]);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < THROUGH_ROWS; ++r) {
+        const int j = j0 + r;
+        if (j > E) break;
+        const bf16 h = __float2bfloat16_rn((float)acc[r]);
+        hi[(size_t)j * C + c] = h;
+        lo[(size_t)j * C + c] = __float2bfloat16_rn((float)(acc[r] - (double)__bfloat162float(h)));
+    }
+}
+
+// Raw logit j [T][E+1]: (hi + lo)·a + [Wr; sg]_j·(x·(1+nw)), each thread's chunks summed in
+// that order (the same for every T), then over the block. A thread's weights of the row
+// (GEMV_BATCH chunks of each of hi, lo and Wr) are loaded in one batch: one trip to memory.
+template <int T>
+__device__ __forceinline__ void router_logit_row(const bf16* __restrict__ Mhi, const bf16* __restrict__ Mlo,
+                                                 const bf16* __restrict__ wr, const bf16* __restrict__ nw,
+                                                 const float* __restrict__ a, const float* __restrict__ x, int E,
+                                                 int H, int C, int j, float* __restrict__ logits) {
+    const uint4* hi = reinterpret_cast<const uint4*>(Mhi + (size_t)j * C);
+    const uint4* lo = reinterpret_cast<const uint4*>(Mlo + (size_t)j * C);
+    const uint4* w = reinterpret_cast<const uint4*>(wr);
+    const int nc = C >> 3, nh = H >> 3, step = blockDim.x * GEMV_BATCH;
+    float acc[1][T] = {};
+    for (int c0 = threadIdx.x; c0 < max(nc, nh); c0 += step) {
+        uint4 hv[GEMV_BATCH], lv[GEMV_BATCH], wv[GEMV_BATCH], nv[GEMV_BATCH];
+#pragma unroll
+        for (int u = 0; u < GEMV_BATCH; ++u) {
+            const int c = c0 + blockDim.x * u;
+            if (c < nc) {
+                hv[u] = load_weights16(hi + c);
+                lv[u] = load_weights16(lo + c);
+            }
+            if (c < nh) {
+                wv[u] = load_weights16(w + c);
+                nv[u] = __ldg(reinterpret_cast<const uint4*>(nw) + c);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < GEMV_BATCH; ++u) {
+            const int c = c0 + blockDim.x * u;
+            float hf[8], lf[8], wf[8], nf[8];
+            unpack8(hv[u], hf);
+            unpack8(lv[u], lf);
+            unpack8(wv[u], wf);
+            unpack8(nv[u], nf);
+#pragma unroll
+            for (int t = 0; t < T; ++t) {
+                float af[8], xf[8];
+                if (c < nc) {
+                    load_x8(a + (size_t)t * C, c, af);
+#pragma unroll
+                    for (int i = 0; i < 8; ++i) acc[0][t] = fmaf(hf[i], af[i], fmaf(lf[i], af[i], acc[0][t]));
+                }
+                if (c < nh) {
+                    load_x8(x + (size_t)t * H, c, xf);
+#pragma unroll
+                    for (int i = 0; i < 8; ++i) acc[0][t] = fmaf(wf[i], xf[i] * (1.0f + nf[i]), acc[0][t]);
+                }
+            }
+        }
+    }
+    float s;
+    block_sum_rows<1, T>(acc, &s);
+    if (threadIdx.x < T) logits[(size_t)threadIdx.x * (E + 1) + j] = s;
+}
+
+// The output projection xo[t] = x[t] + Wo a[t] (GEMV_ROWS rows of H a block), then raw
+// router logit j = blockIdx.x (blocks 0..E). Grid max(ceil(H/GEMV_ROWS), E+1) blocks of 256
+// threads. A logit row's weights are prefetched into the L2 before the wait, so that its trip
+// after the projection's rows is an L2 hit.
+#define MOE_OUT_LOGITS(T)                                                                                       \
+    extern "C" __global__ void __launch_bounds__(256) moe_out_logits_t##T(                                      \
+        const bf16* __restrict__ Wo, const float* __restrict__ a, const float* __restrict__ x,                  \
+        float* __restrict__ xo, int H, int C, const bf16* __restrict__ Mhi, const bf16* __restrict__ Mlo,       \
+        const bf16* __restrict__ Wr, const bf16* __restrict__ sg, const bf16* __restrict__ nw, int E,           \
+        float* __restrict__ logits, int early) {                                                                \
+        const int j = blockIdx.x;                                                                               \
+        const bf16* wr = j < E ? Wr + (size_t)j * H : sg;                                                       \
+        if (j <= E) {                                                                                           \
+            prefetch_l2(Mhi + (size_t)j * C, (size_t)C * sizeof(bf16), threadIdx.x, blockDim.x);               \
+            prefetch_l2(Mlo + (size_t)j * C, (size_t)C * sizeof(bf16), threadIdx.x, blockDim.x);               \
+            prefetch_l2(wr, (size_t)H * sizeof(bf16), threadIdx.x, blockDim.x);                                \
+        }                                                                                                       \
+        gemv_prologue(Wo, H, C, blockIdx.x * GEMV_ROWS, early);                                                 \
+        if (blockIdx.x * GEMV_ROWS < H) gemv_body<T>(Wo, a, xo, H, C, 1, blockIdx.x * GEMV_ROWS, early, nullptr, 0.0f, x); \
+        else if (early & EARLY_REGS) pdl_begin();                                                               \
+        if (j <= E) router_logit_row<T>(Mhi, Mlo, wr, nw, a, x, E, H, C, j, logits);                            \
+    }
+MOE_OUT_LOGITS(1) MOE_OUT_LOGITS(2) MOE_OUT_LOGITS(3) MOE_OUT_LOGITS(4)
+MOE_OUT_LOGITS(5) MOE_OUT_LOGITS(6) MOE_OUT_LOGITS(7) MOE_OUT_LOGITS(8)
+
+// The routing of T positions from moe_out_logits's new stream xo and raw logits, by one block
+// of ROUTE_WARPS warps: 1/rms of each row (a thread's elements, then the warps in order), then
+// warp t routes position t from its logits scaled by 1/rms while the block writes the
+// normalised rows for gate||up, x/rms·(1+nw), as the router cluster does.
+#define ROUTE_WARPS 8
+template <int N>
+__device__ __forceinline__ void route_scaled(const float* __restrict__ l, float s, int E, int k, int* __restrict__ idx,
+                                             float* __restrict__ wts) {
+    const int lane = threadIdx.x & 31;
+    float v[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = lane + 32 * i < E ? l[lane + 32 * i] * s : -INFINITY;
+    const float shared_gate = l[E] * s;
+    route_values<N>(v, k, idx, wts);
+    if (lane == 0) wts[k] = sigmoid(shared_gate);
+}
+
+// A thread's elements of a row: H <= ROUTE_WARPS * 32 * ROUTE_PER_THREAD.
+#define ROUTE_PER_THREAD 16
+template <int T>
+__device__ __forceinline__ void route_stream_body(const float* __restrict__ xo, const float* __restrict__ logits,
+                                                  const bf16* __restrict__ nw, float eps, int E, int k, int H,
+                                                  float* __restrict__ xn, int* __restrict__ idx,
+                                                  float* __restrict__ wts) {
+    __shared__ float part[ROUTE_WARPS][T];
+    __shared__ float inv[T];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    // The norm weights before the wait; after it, every load at once: the rows' elements and
+    // the routing warp's logits.
+    float w[ROUTE_PER_THREAD];
+#pragma unroll
+    for (int u = 0; u < ROUTE_PER_THREAD; ++u) {
+        const int i = threadIdx.x + u * ROUTE_WARPS * 32;
+        w[u] = i < H ? 1.0f + __bfloat162float(nw[i]) : 0.0f;
+    }
+    pdl_begin();
+    const float* l = logits + (size_t)min(warp, T - 1) * (E + 1);
+    float v[8], shared_gate = 0.0f;
+    if (warp < T && E <= 256) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = lane + 32 * i < E ? l[lane + 32 * i] : -INFINITY;
+        shared_gate = l[E];
+    }
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+        float xv[ROUTE_PER_THREAD], ss = 0.0f;
+#pragma unroll
+        for (int u = 0; u < ROUTE_PER_THREAD; ++u) {
+            const int i = threadIdx.x + u * ROUTE_WARPS * 32;
+            xv[u] = i < H ? xo[(size_t)t * H + i] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < ROUTE_PER_THREAD; ++u) ss = fmaf(xv[u], xv[u], ss);
+        ss = warp_sum(ss);
+        if (lane == 0) part[warp][t] = ss;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            float sum = 0.0f;
+            for (int q = 0; q < ROUTE_WARPS; ++q) sum += part[q][t];
+            inv[t] = rsqrtf(sum / (float)H + eps);
+        }
+        __syncthreads();
+        const float s = inv[t];
+#pragma unroll
+        for (int u = 0; u < ROUTE_PER_THREAD; ++u) {
+            const int i = threadIdx.x + u * ROUTE_WARPS * 32;
+            if (i < H) xn[(size_t)t * H + i] = xv[u] * s * w[u];
+        }
+    }
+    if (warp < T) {
+        int* ix = idx + (size_t)warp * k;
+        float* wt = wts + (size_t)warp * (k + 1);
+        const float s = inv[warp];
+        if (E <= 256) {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) v[i] *= s;
+            route_values<8>(v, k, ix, wt);
+            if (lane == 0) wt[k] = sigmoid(shared_gate * s);
+        } else {
+            route_scaled<MAX_EXPERTS_PER_LANE>(l, s, E, k, ix, wt);
+        }
+    }
+}
+
+#define MOE_ROUTE_STREAM(T)                                                                                     \
+    extern "C" __global__ void __launch_bounds__(ROUTE_WARPS * 32) moe_route_stream_t##T(                       \
+        const float* __restrict__ xo, const float* __restrict__ logits, const bf16* __restrict__ nw, float eps,  \
+        int E, int k, int H, float* __restrict__ xn, int* __restrict__ idx, float* __restrict__ wts) {          \
+        route_stream_body<T>(xo, logits, nw, eps, E, k, H, xn, idx, wts);                                       \
+    }
+MOE_ROUTE_STREAM(1) MOE_ROUTE_STREAM(2) MOE_ROUTE_STREAM(3) MOE_ROUTE_STREAM(4)
+MOE_ROUTE_STREAM(5) MOE_ROUTE_STREAM(6) MOE_ROUTE_STREAM(7) MOE_ROUTE_STREAM(8)
 
 // ---- Prefill: a chunk of T positions with the experts' work grouped by expert ----
 // Each expert's weights are read once per chunk (instead of once per position) by tiles of 64

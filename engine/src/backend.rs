@@ -9,7 +9,7 @@
 use crate::arms::Prefetch;
 use crate::config::ModelConfig;
 use crate::synthetic::Init;
-use crate::weights::{AttnWeights, FfnWeights, GdnWeights};
+use crate::weights::{AttnWeights, FfnWeights, GdnWeights, Weights};
 use anyhow::Result;
 
 /// Where one GDN layer's state lives in the pool for one call: the slot read and the slot
@@ -30,6 +30,23 @@ pub enum RoundKey {
     Spec { live: usize, k: usize, catch_up: usize },
     /// The GDN replay of an accepted prefix of `rows` positions.
     Replay { live: usize, rows: usize },
+}
+
+/// A layer's mixer output and what follows it: the output projection, then the FFN of the
+/// normalised stream ([`Backend::out_norm_ffn_add`]).
+pub struct OutFfn<'a, B: Backend> {
+    pub out: &'a B::Mat,
+    pub mixed: &'a B::Buf,
+    pub ffn: &'a FfnWeights<B>,
+    pub norm: &'a B::Buf,
+    pub eps: f32,
+}
+
+/// [`Backend::out_norm_ffn_add`] step by step: the projection, `between`, the FFN.
+pub fn out_then_norm_ffn<B: Backend>(b: &mut B, cfg: &ModelConfig, layer: OutFfn<'_, B>, t: usize, normed: &mut B::Buf, x: &mut B::Buf, between: impl FnOnce(&mut B)) {
+    b.matmul_add(layer.out, layer.mixed, t, x);
+    between(b);
+    b.norm_ffn_add(cfg, layer.ffn, layer.norm, layer.eps, t, normed, x);
 }
 
 pub trait Backend: Sized {
@@ -168,6 +185,18 @@ pub trait Backend: Sized {
     fn norm_ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, norm: &Self::Buf, eps: f32, t: usize, normed: &mut Self::Buf, x: &mut Self::Buf) {
         self.rms_norm(x, norm, t, cfg.hidden, eps, normed);
         self.ffn_add(cfg, w, normed, t, x);
+    }
+    /// `x += out · mixed` (a mixer's output projection onto the residual stream), `between`,
+    /// then [`Backend::norm_ffn_add`]. `between` is what the caller runs after the projection
+    /// (the CPU's prefetch arm); a backend that computes the FFN's first step in the
+    /// projection's launch runs it before both.
+    fn out_norm_ffn_add(&mut self, cfg: &ModelConfig, layer: OutFfn<'_, Self>, t: usize, normed: &mut Self::Buf, x: &mut Self::Buf, between: impl FnOnce(&mut Self)) {
+        out_then_norm_ffn(self, cfg, layer, t, normed, x, between);
+    }
+    /// Weights the backend makes from the model's once they are loaded, for its own kernels
+    /// (none by default).
+    fn derive_weights(&mut self, _cfg: &ModelConfig, _w: &Weights<Self>) -> Result<()> {
+        Ok(())
     }
     /// `out[at + i] = argmax(head · x[row0 + i])` for `rows` rows (lowest index on ties).
     fn lm_head_argmax(&mut self, head: &Self::Mat, x: &Self::Buf, row0: usize, rows: usize, out: &mut Self::Tok, at: usize);

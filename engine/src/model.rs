@@ -2,7 +2,7 @@
 //! generic over the backend.
 
 use crate::arms::Arm;
-use crate::backend::{Backend, KvCache, RoundKey, SlotPair};
+use crate::backend::{Backend, KvCache, OutFfn, RoundKey, SlotPair};
 use crate::config::{ModelConfig, MAX_DRAFT};
 use crate::state::PoolMap;
 use crate::weights::{LayerWeights, Mixer, WeightSource, Weights};
@@ -88,6 +88,7 @@ impl<B: Backend> Model<B> {
         let max_rows = prefill_chunk.max(ROUND_ROWS);
         backend.prepare(&cfg, max_rows)?;
         let w = Weights::load(&cfg, source, &mut backend)?;
+        backend.derive_weights(&cfg, &w)?;
         let map = PoolMap::new(&cfg, arm.layout);
         let pool = backend.alloc_pool(map.total_bytes())?;
         let (h, c) = (cfg.hidden, cfg.conv_channels());
@@ -273,12 +274,12 @@ enum MixerIo<'a, B: Backend> {
     Attn { cache: &'a mut KvCache<B> },
 }
 
-/// One decoder layer over `t` rows of the residual stream `s.x`: norm, mixer, residual,
-/// (prefetch armed), norm, FFN, residual.
+/// One decoder layer over `t` rows of the residual stream `s.x`: norm, mixer, output
+/// projection onto the residual, (prefetch armed), norm, FFN, residual.
 fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: MixerIo<'_, B>, t: usize, pos0: usize, prefetch: Option<[(usize, usize); 2]>, arm: Arm) {
     let LayerIo { cfg, b, s, pool, rope } = io;
     let (h, eps) = (cfg.hidden, cfg.rms_eps as f32);
-    match (&lw.mixer, mixer) {
+    let (out, mixed) = match (&lw.mixer, mixer) {
         (Mixer::Gdn(w), MixerIo::Gdn { conv, rec, stash }) => {
             let (x, bb, aa) = match stash {
                 Some(st) => (&mut st.x, &mut st.b, &mut st.a),
@@ -286,21 +287,22 @@ fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: Mi
             };
             b.norm_matmul_many(&s.x, &lw.input_norm, eps, h, t, &mut s.xn, &mut [(&w.qkv, &mut *x), (&w.z, &mut s.z), (&w.b, &mut *bb), (&w.a, &mut *aa)]);
             b.gdn_conv_recurrence(cfg, w, pool, (conv, rec), (x, bb, aa), t, (&mut s.conv, &mut s.o), Some((&s.z, &mut s.on)));
-            b.matmul_add(&w.out, &s.on, t, &mut s.x);
+            (&w.out, &s.on)
         }
         (Mixer::Attn(w), MixerIo::Attn { cache }) => {
             b.norm_matmul_many(&s.x, &lw.input_norm, eps, h, t, &mut s.xn, &mut [(&w.q, &mut s.qg), (&w.k, &mut s.k), (&w.v, &mut s.v)]);
             b.attention(cfg, w, rope, &s.qg, &s.k, &s.v, cache, pos0, t, &mut s.att);
-            b.matmul_add(&w.o, &s.att, t, &mut s.x);
+            (&w.o, &s.att)
         }
         _ => unreachable!("layer kinds follow the config"),
-    }
-    if let Some(regions) = prefetch {
-        for (off, len) in regions {
+    };
+    let arm_prefetch = |b: &mut B| {
+        for (off, len) in prefetch.into_iter().flatten() {
             b.prefetch_state(pool, off, len, arm.prefetch);
         }
-    }
-    b.norm_ffn_add(cfg, &lw.ffn, &lw.post_norm, eps, t, &mut s.xn, &mut s.x);
+    };
+    let layer = OutFfn { out, mixed, ffn: &lw.ffn, norm: &lw.post_norm, eps };
+    b.out_norm_ffn_add(cfg, layer, t, &mut s.xn, &mut s.x, arm_prefetch);
 }
 
 /// cos then sin of every position for the rotary dims: `[max_context][rotary_dim]`.

@@ -6,7 +6,7 @@ mod common;
 
 use common::{generate, rand_vec, skip};
 use engine::arms::Arm;
-use engine::backend::{Backend, KvCache, SlotPair};
+use engine::backend::{Backend, KvCache, OutFfn, SlotPair};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::CpuBackend;
 use engine::cuda::{timeline, CudaBackend, FoldNorms, Gpu};
@@ -70,6 +70,7 @@ impl Pair {
         let src = WeightSource::Synthetic { seed };
         let wc = Weights::load(&c, &src, &mut cpu).unwrap();
         let wg = Weights::load(&c, &src, &mut gpu).unwrap();
+        gpu.derive_weights(&c, &wg).unwrap();
         gpu.take_error().unwrap();
         Pair { c, cpu, gpu, wc, wg }
     }
@@ -180,6 +181,19 @@ fn every_block_matches_the_cpu_backend() {
         p.gpu.norm_ffn_add(&c, &p.wg.layers[0].ffn, post_g, 1e-6, t, &mut xn_g, &mut acc_g);
         assert!(rel_err(&tag("moe, post norm folded"), &p.gpu.read_buf(&acc_g, t * h), &acc_c) < 1e-4);
 
+        // The GDN layer's output projection and its MoE, the router's rows in the
+        // projection's launch (ENGINE_ROUTER_IN_OUT, the default) on the GPU, step by step on
+        // the CPU.
+        assert_eq!(p.gpu.routed_projections(), c.layers + 1, "the router through every MoE layer's output projection (and the MTP layer's) was made");
+        let (mut acc_c, mut acc_g) = (acc_c, acc_g);
+        let mut ran_between = [false; 2];
+        let layer_c = OutFfn { out: &gc.out, mixed: &n_c, ffn: &p.wc.layers[0].ffn, norm: post_c, eps: 1e-6 };
+        p.cpu.out_norm_ffn_add(&c, layer_c, t, &mut xn_c, &mut acc_c, |_| ran_between[0] = true);
+        let layer_g = OutFfn { out: &gg.out, mixed: &n_g, ffn: &p.wg.layers[0].ffn, norm: post_g, eps: 1e-6 };
+        p.gpu.out_norm_ffn_add(&c, layer_g, t, &mut xn_g, &mut acc_g, |_| ran_between[1] = true);
+        assert_eq!(ran_between, [true; 2], "both backends run what the caller puts between the projection and the FFN");
+        assert!(rel_err(&tag("output projection + moe, the router's rows in the projection"), &p.gpu.read_buf(&acc_g, t * h), &acc_c) < 1e-4);
+
         // LM head argmax and the embedding.
         let (mut tok_c, mut tok_g) = (p.cpu.alloc_tokens(t).unwrap(), p.gpu.alloc_tokens(t).unwrap());
         p.cpu.lm_head_argmax(&p.wc.lm_head, &out_c, 0, t, &mut tok_c, 0);
@@ -282,6 +296,16 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
         let same = tokens.iter().zip(&plain).take_while(|(a, b)| a == b).count();
         assert!(same >= 8, "seed {seed}: unfolded norms agree on only {same} tokens: {tokens:?}\nfolded {plain:?}");
         assert_eq!(generate(&mut mu, &prompt, 16, 48, Some(3)).0, tokens, "seed {seed}: unfolded, speculative decode differs from plain");
+        // The router in a launch of its own instead of the output projection's sums its
+        // logits in another order: a prefix of the tokens must agree, speculative = plain.
+        let Some(mut own_launch) = cuda(true) else { return };
+        own_launch.gpu.options.router_in_out = false;
+        let mut mr = Model::new(cfg(), &src, Arm::default(), own_launch, 16).unwrap();
+        assert!(mg.backend.routed_projections() > 0 && mr.backend.routed_projections() == 0, "ENGINE_ROUTER_IN_OUT picks where the router runs");
+        let (tokens, _) = generate(&mut mr, &prompt, 16, 48, None);
+        let same = tokens.iter().zip(&plain).take_while(|(a, b)| a == b).count();
+        assert!(same >= 8, "seed {seed}: the router in its own launch agrees on only {same} tokens: {tokens:?}\nin the projection {plain:?}");
+        assert_eq!(generate(&mut mr, &prompt, 16, 48, Some(3)).0, tokens, "seed {seed}: the router in its own launch, speculative decode differs from plain");
         assert!(!mg.backend.graphs().is_empty(), "rounds were captured as graphs");
         assert!(me.backend.graphs().is_empty(), "--no-cuda-graph captures nothing");
     }
@@ -313,10 +337,12 @@ fn the_timeline_notes_every_launch_of_a_decode_and_changes_no_token() {
     let ops = timeline::by_op(&timed);
     let calls = |label: &str| ops.iter().find(|r| r.label == label).map_or(0, |r| r.calls);
     let layers = cfg().layers as u64 * steps as u64;
-    assert_eq!(calls("moe, norm folded"), layers, "{ops:#?}");
+    // The MoE with the output projection before it (ENGINE_ROUTER_IN_OUT, the default).
+    assert_eq!(calls("gemv 256x512 += with the router's rows, and moe"), layers, "{ops:#?}");
     assert_eq!(calls("lm_head_argmax"), steps as u64, "{ops:#?}");
     let chain: f64 = ops.iter().map(|r| r.ms * 1e-3).sum();
     println!("timeline: {} launches, chain {:.1} µs a step, wall {:.1} µs a step", timed.len(), chain / steps as f64 * 1e6, wall / steps as f64 * 1e6);
     assert!(chain > 0.0 && chain <= wall, "chain {chain} s against wall {wall} s");
     assert_eq!(generate(&mut mp, &prompt, 16, 4 + steps, None).0, out, "the timeline's kernels decode other tokens");
 }
+

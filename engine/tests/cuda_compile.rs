@@ -127,6 +127,11 @@ const SPILLS: &[(&str, u32, u32)] = &[
     ("moe_router_norm_t6", 48, 140),
     ("moe_router_norm_t7", 24, 32),
     ("moe_router_norm_t8", 144, 216),
+    ("moe_out_logits_t6", 4, 4),
+    ("moe_out_logits_t7", 20, 28),
+    ("moe_out_logits_t8", 16, 16),
+    ("moe_route_stream_t2", 4, 4),
+    ("moe_route_stream_t3", 8, 8),
 ];
 
 #[test]

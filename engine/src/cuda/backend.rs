@@ -20,14 +20,14 @@ use super::attention::{AttnScratch, AttnShape};
 use super::gdn::{conv_taps, ConvIn, GatedOut, GdnShape, HEAD_DIM};
 use super::gemv::{ArgmaxScratch, FoldedNorm};
 use super::l2::{L2Arm, L2Audit, L2Session};
-use super::moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
+use super::moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights, RouterThroughOut};
 use super::options::FoldNorms;
 use super::Gpu;
 use crate::arms::Prefetch;
-use crate::backend::{Backend, KvCache, PrefetchCounts, RoundKey, SlotPair};
+use crate::backend::{out_then_norm_ffn, Backend, KvCache, OutFfn, PrefetchCounts, RoundKey, SlotPair};
 use crate::config::{Ffn, ModelConfig};
 use crate::synthetic::Init;
-use crate::weights::{AttnWeights, FfnWeights, GdnWeights};
+use crate::weights::{AttnWeights, FfnWeights, GdnWeights, LayerWeights, Mixer, Weights};
 
 /// A bf16 weight matrix `[rows][cols]` on the device.
 pub struct CudaMat {
@@ -142,6 +142,9 @@ pub struct CudaBackend {
     /// every captured graph.
     l2_arm: L2Arm,
     l2: Option<L2Session>,
+    /// Per output projection (by its weights' device address) of a layer whose FFN is an MoE:
+    /// the router carried through it (`ENGINE_ROUTER_IN_OUT`, [`Gpu::out_moe_at`]).
+    through_out: HashMap<u64, RouterThroughOut>,
     /// Seconds spent compiling or loading the kernels and opening the device.
     pub startup_seconds: f64,
 }
@@ -169,8 +172,15 @@ impl CudaBackend {
             pool: (0, 0),
             l2_arm,
             l2: None,
+            through_out: HashMap::new(),
             startup_seconds: 0.0,
         }
+    }
+
+    /// How many output projections carry their layer's MoE router ([`Backend::derive_weights`]):
+    /// a decode MoE after one of them is routed in the projection's launch.
+    pub fn routed_projections(&self) -> usize {
+        self.through_out.len()
     }
 
     /// What the captured graphs and the device hold under the L2 arm, read back.
@@ -334,21 +344,9 @@ impl CudaBackend {
 
     /// MoE added onto the residual stream: the grouped prefill kernels above [`MAX_T`] rows.
     fn moe_add(&mut self, w: &FfnWeights<Self>, input: FfnInput<'_>, t: usize, acc: &mut CudaBuf) -> Result<()> {
-        let FfnWeights::Moe { router, experts, shared, shared_gate, top_k } = w else { unreachable!("called for MoE only") };
         let p = self.prep.as_mut().context("prepare() first")?;
-        let Ffn::Moe { experts: e, expert_size, shared_size, .. } = p.cfg.ffn else { unreachable!("MoE config") };
-        let h = p.cfg.hidden;
-        let shape = MoeShape { experts: e, top_k: *top_k, hidden: h, expert_dim: expert_size, shared_dim: shared_size };
-        let weights = MoeWeights {
-            router: &router.data,
-            gate: &experts.gate.data,
-            up: &experts.up.data,
-            down: &experts.down.data,
-            shared_gate: &shared.gate.data,
-            shared_up: &shared.up.data,
-            shared_down: &shared.down.data,
-            shared_expert_gate: &shared_gate.data,
-        };
+        let (weights, shape) = moe_weights(w, &p.cfg);
+        let h = shape.hidden;
         let acc = acc.f32_mut()?;
         if let (FfnInput::Rows(x), true) = (&input, t > MAX_T) {
             let scratch = p.moe_prefill.as_mut().context("MoE prefill scratch")?;
@@ -361,6 +359,33 @@ impl CudaBackend {
             FfnInput::Residual { norm, eps } => (y, Some(FoldedNorm { w: norm.bf16()?, eps })),
         };
         self.gpu.moe_at(x, &weights, scratch, y, t, shape, true, norm)
+    }
+
+    /// A layer's output projection and its decode MoE, the router's rows in the projection's launch.
+    fn out_moe_add(&mut self, layer: &OutFfn<'_, Self>, through: u64, t: usize, x: &mut CudaBuf) -> Result<()> {
+        let p = self.prep.as_mut().context("prepare() first")?;
+        let (weights, shape) = moe_weights(layer.ffn, &p.cfg);
+        let through = self.through_out.get(&through).context("the router through this output projection was not made")?;
+        let scratch = p.moe.as_mut().context("MoE scratch")?;
+        let st = &self.gpu.stream;
+        let xp = super::args::output("residual stream", x.f32_mut()?, t * shape.hidden, st)?;
+        let a = super::args::input("mixer output", layer.mixed.f32()?, t * layer.out.cols, st)?;
+        let norm = FoldedNorm { w: layer.norm.bf16()?, eps: layer.eps };
+        self.gpu.out_moe_at(xp, a, &layer.out.data, layer.out.cols, through, &weights, scratch, t, shape, norm)
+    }
+
+    /// The router through `lw`'s output projection, when its FFN is an MoE.
+    fn derive_through_out(&mut self, cfg: &ModelConfig, lw: &LayerWeights<Self>) -> Result<()> {
+        let FfnWeights::Moe { router, shared_gate, .. } = &lw.ffn else { return Ok(()) };
+        let out = match &lw.mixer {
+            Mixer::Gdn(w) => &w.out,
+            Mixer::Attn(w) => &w.o,
+        };
+        let Ffn::Moe { experts, .. } = cfg.ffn else { unreachable!("MoE weights follow the config") };
+        let through = self.gpu.router_through_out(&router.data, &shared_gate.data, lw.post_norm.bf16()?, &out.data, experts, cfg.hidden, out.cols)?;
+        let key = super::args::input("output projection", &out.data, 0, &self.gpu.stream)?;
+        self.through_out.insert(key, through);
+        Ok(())
     }
 
     fn dense_add(&mut self, w: &FfnWeights<Self>, input: FfnInput<'_>, t: usize, acc: &mut CudaBuf) -> Result<()> {
@@ -787,6 +812,33 @@ impl Backend for CudaBackend {
         self.ffn_add(cfg, w, normed, t, x);
     }
 
+    /// A decode MoE after its layer's output projection has the router's logits computed in
+    /// the projection's launch and only the routing in a launch of its own
+    /// (`ENGINE_ROUTER_IN_OUT`); anything else runs step by step.
+    fn out_norm_ffn_add(&mut self, cfg: &ModelConfig, layer: OutFfn<'_, Self>, t: usize, normed: &mut CudaBuf, x: &mut CudaBuf, between: impl FnOnce(&mut Self)) {
+        let key = layer.out.data.device_ptr(&self.gpu.stream).0;
+        if !(1..=MAX_T).contains(&t) || !self.through_out.contains_key(&key) {
+            return out_then_norm_ffn(self, cfg, layer, t, normed, x, between);
+        }
+        between(self);
+        let FfnWeights::Moe { top_k, .. } = layer.ffn else { unreachable!("made for MoE layers only") };
+        let Ffn::Moe { experts, expert_size, shared_size, .. } = cfg.ffn else { unreachable!("MoE config") };
+        let h = cfg.hidden;
+        // The projection, the router carried through it, the routed experts of one position and the shared expert.
+        let bytes = 2 * h * layer.out.cols + self.through_out[&key].bytes() + 2 * h * (experts + 1 + 3 * (top_k * expert_size + shared_size));
+        self.op(|| format!("gemv {}x{} += with the router's rows, and moe", h, layer.out.cols), bytes as u64, |b| b.out_moe_add(&layer, key, t, x));
+    }
+
+    fn derive_weights(&mut self, cfg: &ModelConfig, w: &Weights<Self>) -> Result<()> {
+        if !self.gpu.options.router_in_out {
+            return Ok(());
+        }
+        for lw in w.layers.iter().chain([&w.mtp.layer]) {
+            self.derive_through_out(cfg, lw)?;
+        }
+        self.gpu.synchronize().context("making the router through the output projections")
+    }
+
     fn lm_head_argmax(&mut self, head: &CudaMat, x: &CudaBuf, row0: usize, rows: usize, out: &mut CudaSlice<i32>, at: usize) {
         let (v, h) = (head.rows, head.cols);
         self.op(|| "lm_head_argmax".into(), (v * h * 2) as u64, |b| {
@@ -802,6 +854,24 @@ impl Backend for CudaBackend {
     fn prefetch_counts(&self) -> PrefetchCounts {
         PrefetchCounts::default()
     }
+}
+
+/// The device views of an MoE layer's weights, and its shape.
+fn moe_weights<'a>(w: &'a FfnWeights<CudaBackend>, cfg: &ModelConfig) -> (MoeWeights<'a, CudaSlice<bf16>>, MoeShape) {
+    let FfnWeights::Moe { router, experts, shared, shared_gate, top_k } = w else { unreachable!("called for MoE only") };
+    let Ffn::Moe { experts: e, expert_size, shared_size, .. } = cfg.ffn else { unreachable!("MoE config") };
+    let shape = MoeShape { experts: e, top_k: *top_k, hidden: cfg.hidden, expert_dim: expert_size, shared_dim: shared_size };
+    let weights = MoeWeights {
+        router: &router.data,
+        gate: &experts.gate.data,
+        up: &experts.up.data,
+        down: &experts.down.data,
+        shared_gate: &shared.gate.data,
+        shared_up: &shared.up.data,
+        shared_down: &shared.down.data,
+        shared_expert_gate: &shared_gate.data,
+    };
+    (weights, shape)
 }
 
 #[cfg(test)]

@@ -22,10 +22,10 @@ impl GemvInput for bf16 {
 
 /// Rows per block of the LM head kernel: eight warps of four rows.
 const ROWS_PER_BLOCK: usize = 32;
-/// Rows per block of the GEMV, whose threads split the columns (kernels/gemv.cu `GEMV_ROWS`).
-const GEMV_ROWS: usize = 4;
+/// Rows per block of the GEMV, whose threads split the columns (kernels/common.cuh `GEMV_ROWS`).
+pub(crate) const GEMV_ROWS: usize = 4;
 /// 16-byte chunks of each of the block's rows that a GEMV thread loads in one batch
-/// (kernels/gemv.cu `GEMV_BATCH`).
+/// (kernels/common.cuh `GEMV_BATCH`).
 const GEMV_BATCH: usize = 2;
 
 /// Threads of a block that splits `cols` columns in 16-byte chunks: as many warps as make
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn launch_shape_is_the_kernels() {
-        assert_defines("gemv.cu", &[("GEMV_ROWS", GEMV_ROWS), ("GEMV_BATCH", GEMV_BATCH)]);
+        assert_defines("common.cuh", &[("GEMV_ROWS", GEMV_ROWS), ("GEMV_BATCH", GEMV_BATCH)]);
     }
 
     /// Each thread takes one batch of 16-byte chunks a row: 2048 columns are 256 chunks, two

@@ -51,5 +51,5 @@ pub use device::{driver_present, DeviceInfo, Gpu};
 pub use gdn::GdnShape;
 pub use gemv::GemvInput;
 pub use options::{FoldNorms, GpuOptions};
-pub use moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeStage, MoeWeights};
+pub use moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeStage, MoeWeights, RouterThroughOut};
 pub use synthetic::synthetic_key;

@@ -1,12 +1,13 @@
 //! Sparse MoE with a sigmoid-gated shared expert (kernels/moe.cu): three launches per decode
-//! call (router with routing, gate‖up, down), none waiting on the host.
+//! call (router with routing, gate‖up, down), or, after an output projection that computes
+//! the router's logits (`moe_out_logits`), routing, gate‖up and down; none waits on the host.
 
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig};
 use half::bf16;
 
 use super::args::{dim, input, output, positions, MAX_T};
-use super::gemv::FoldedNorm;
+use super::gemv::{FoldedNorm, GEMV_ROWS};
 use super::Gpu;
 
 /// Most experts per token the routing kernel selects.
@@ -21,6 +22,12 @@ const ROUTER_WARPS: u32 = 17;
 /// Most warps per block of `moe_gate_up` and `moe_down` (kernels/moe.cu `MOE_WARPS`, their
 /// launch bound).
 const MOE_WARPS: usize = 4;
+/// Rows of the router through the output projection a thread makes (kernels/moe.cu
+/// `THROUGH_ROWS`).
+const THROUGH_ROWS: usize = 8;
+/// Warps of the block that routes from an output projection's logits (kernels/moe.cu
+/// `ROUTE_WARPS`): one a position.
+const ROUTE_WARPS: u32 = 8;
 /// Activation rows per warp of `moe_gate_up` (kernels/moe.cu `GATE_UP_ROWS`).
 const GATE_UP_ROWS: usize = 2;
 /// Warps per block of `moe_gate_up`, measured for each form of it: two when a warp read its
@@ -97,6 +104,10 @@ pub struct MoeScratch {
     /// The input rows RMS-normalised by the router when the norm is folded in (gate‖up
     /// reads them): `[t][hidden]`.
     pub normed: CudaSlice<f32>,
+    /// After an output projection with the router's logits: the new residual stream
+    /// `[t][hidden]`, which down adds the MoE onto, and the raw logits `[t][experts + 1]`.
+    stream: CudaSlice<f32>,
+    logits: CudaSlice<f32>,
 }
 
 impl MoeScratch {
@@ -106,6 +117,8 @@ impl MoeScratch {
             weights: gpu.stream.alloc_zeros(MAX_T * (shape.top_k + 1))?,
             act: gpu.stream.alloc_zeros(MAX_T * shape.act_len())?,
             normed: gpu.stream.alloc_zeros(MAX_T * shape.hidden)?,
+            stream: gpu.stream.alloc_zeros(MAX_T * shape.hidden)?,
+            logits: gpu.stream.alloc_zeros(MAX_T * (shape.experts + 1))?,
         })
     }
 }
@@ -132,14 +145,90 @@ impl Gpu {
         MoeStage::ALL.into_iter().try_for_each(|stage| args.launch(self, stage))
     }
 
+    /// [`Gpu::out_moe_at`] on buffers: x `[t][hidden]` the residual stream, a `[t][cols]`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn out_moe<W: DevicePtr<bf16>>(&self, x: &mut impl DevicePtrMut<f32>, a: &impl DevicePtr<f32>, out: &W, cols: usize, through: &RouterThroughOut, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, t: usize, s: MoeShape, norm: FoldedNorm) -> Result<()> {
+        positions(t)?;
+        let xp = output("residual stream", x, t * s.hidden, &self.stream)?;
+        let ap = input("mixer output", a, t * cols, &self.stream)?;
+        self.out_moe_at(xp, ap, out, cols, through, w, scratch, t, s, norm)
+    }
+
+    /// The mixer's output projection and the MoE after it, in four launches:
+    /// `x[t] += Wo a[t]`, then `x[t] +=` [`Gpu::moe`] of `rmsnorm(x[t])`, with the router's
+    /// logits computed in the projection's launch through `through` (kernels/moe.cu,
+    /// `moe_out_logits`) and routed by a launch of one block. `x` `[t][hidden]` is the
+    /// residual stream, `a` `[t][cols]`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn out_moe_at<W: DevicePtr<bf16>>(&self, x: u64, a: u64, out: &W, cols: usize, through: &RouterThroughOut, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, t: usize, s: MoeShape, norm: FoldedNorm) -> Result<()> {
+        ensure!(through.rows == s.experts + 1 && through.cols == cols, "router through the output projection: made for {} rows of {} columns, the MoE has {} experts and the projection {cols} columns", through.rows, through.cols, s.experts);
+        let st = &self.stream;
+        let routed = OutRouter {
+            out: input("output projection", out, s.hidden * cols, st)?,
+            a,
+            cols: dim("output projection cols", cols)?,
+            hi: input("router through the output projection", &through.m, 2 * through.rows * cols, st)?,
+            lo: input("router through the output projection", &through.m, 2 * through.rows * cols, st)? + (through.rows * cols * std::mem::size_of::<bf16>()) as u64,
+            logits: output("router logits", &mut scratch.logits, t * (s.experts + 1), st)?,
+        };
+        let stream = output("residual stream after the projection", &mut scratch.stream, t * s.hidden, st)?;
+        let mut args = MoeArgs::new(self, x, w, scratch, x, t, s, true, Some(norm))?;
+        args.resid = stream;
+        args.routed = Some(routed);
+        [MoeStage::OutLogits, MoeStage::Route, MoeStage::GateUp, MoeStage::Down].into_iter().try_for_each(|stage| args.launch(self, stage))
+    }
+
+    /// `M = [router; shared expert gate]·diag(1 + norm)·out` for [`Gpu::out_moe_at`], made on
+    /// the device in fp64 and kept as two bf16 terms: router `[E][H]`, shared expert gate `[H]`,
+    /// norm (the post-attention norm) `[H]`, out `[H][cols]`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn router_through_out<W: DevicePtr<bf16>>(&self, router: &W, shared_expert_gate: &W, norm: &W, out: &W, experts: usize, hidden: usize, cols: usize) -> Result<RouterThroughOut> {
+        let st = &self.stream;
+        let rows = experts + 1;
+        let mut m = st.alloc_zeros::<bf16>(2 * rows * cols)?;
+        let (wr, sg) = (input("router", router, experts * hidden, st)?, input("shared expert gate", shared_expert_gate, hidden, st)?);
+        let (nw, wo) = (input("post-attention norm", norm, hidden, st)?, input("output projection", out, hidden * cols, st)?);
+        let hi = output("router through the output projection", &mut m, 2 * rows * cols, st)?;
+        let lo = hi + (rows * cols * std::mem::size_of::<bf16>()) as u64;
+        let cfg = LaunchConfig { grid_dim: (cols.div_ceil(256) as u32, rows.div_ceil(THROUGH_ROWS) as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch!(self, "moe_router_through_out", cfg, &wr, &sg, &nw, &wo, &dim("experts", experts)?, &dim("hidden", hidden)?, &dim("cols", cols)?, &hi, &lo);
+        Ok(RouterThroughOut { m, rows, cols })
+    }
+
     /// One of [`Gpu::moe`]'s three launches alone, to time it: `GateUp` and `Down` read the
     /// routing and activations that `scratch` holds from an earlier call.
     #[allow(clippy::too_many_arguments)]
     pub fn moe_stage<W: DevicePtr<bf16>>(&self, stage: MoeStage, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape) -> Result<()> {
         let xp = input("moe input", x, t * s.hidden, &self.stream)?;
         let yp = output("moe output", y, t * s.hidden, &self.stream)?;
+        ensure!(!matches!(stage, MoeStage::OutLogits | MoeStage::Route), "the routing from an output projection's logits runs with its projection only (Gpu::out_moe_at)");
         MoeArgs::new(self, xp, w, scratch, yp, t, s, true, None)?.launch(self, stage)
     }
+}
+
+/// The router carried through a layer's output projection, `[experts + 1][cols]` twice: the
+/// bf16 rows of the fp64 product, then the bf16 rows of what they leave out.
+pub struct RouterThroughOut {
+    m: CudaSlice<bf16>,
+    rows: usize,
+    cols: usize,
+}
+
+impl RouterThroughOut {
+    /// Bytes a decode step reads of it.
+    pub fn bytes(&self) -> usize {
+        self.m.len() * std::mem::size_of::<bf16>()
+    }
+}
+
+/// The output projection of [`Gpu::out_moe_at`]'s first launch, and where its routing goes.
+struct OutRouter {
+    out: u64,
+    a: u64,
+    cols: i32,
+    hi: u64,
+    lo: u64,
+    logits: u64,
 }
 
 /// The launches of a decode MoE, in stream order.
@@ -147,6 +236,11 @@ impl Gpu {
 pub enum MoeStage {
     /// Router GEMV, then the routing by the first block of its cluster.
     Router,
+    /// The mixer's output projection with the router's raw logits ([`Gpu::out_moe_at`]).
+    OutLogits,
+    /// The routing from them, and the new stream normalised: with `OutLogits`, in place of
+    /// `Router`.
+    Route,
     /// The chosen experts' and the shared expert's gate and up rows.
     GateUp,
     /// The down projections, weighted and summed onto y.
@@ -165,6 +259,9 @@ struct MoeArgs<'a> {
     dims: [i32; 5],
     x: u64,
     y: u64,
+    /// What down adds onto: y itself, or the copy of the stream an output projection wrote.
+    resid: u64,
+    routed: Option<OutRouter>,
     accumulate: i32,
     norm: Option<FoldedNorm<'a>>,
     nw: u64,
@@ -197,6 +294,8 @@ impl<'a> MoeArgs<'a> {
             dims: [dim("experts", e)?, dim("top_k", k)?, dim("hidden", h)?, dim("expert", i)?, dim("shared expert", is)?],
             x,
             y,
+            resid: y,
+            routed: None,
             accumulate: i32::from(accumulate),
             norm,
             nw,
@@ -225,13 +324,24 @@ impl<'a> MoeArgs<'a> {
                 let cfg = LaunchConfig { grid_dim: (ROUTER_BLOCKS, 1, 1), block_dim: (ROUTER_WARPS * 32, 1, 1), shared_mem_bytes: 0 };
                 launch!(gpu, format!("{}_t{t}", FoldedNorm::kernel(self.norm, "moe_router")), cfg, cluster Some([ROUTER_BLOCKS, 1, 1]); &self.router, &self.x, &e, &k, &h, &self.shared_expert_gate, &self.idx, &self.wts, &self.nw, &self.eps, &self.normed, &early)
             }
+            MoeStage::OutLogits => {
+                let o = self.routed.as_ref().context("the output projection's launch needs its projection (Gpu::out_moe_at)")?;
+                let blocks = s.hidden.div_ceil(GEMV_ROWS).max(s.experts + 1);
+                let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+                launch!(gpu, format!("moe_out_logits_t{t}"), cfg, &o.out, &o.a, &self.x, &self.resid, &h, &o.cols, &o.hi, &o.lo, &self.router, &self.shared_expert_gate, &self.nw, &e, &o.logits, &early)
+            }
+            MoeStage::Route => {
+                let o = self.routed.as_ref().context("the routing from logits needs their projection (Gpu::out_moe_at)")?;
+                let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (ROUTE_WARPS * 32, 1, 1), shared_mem_bytes: 0 };
+                launch!(gpu, format!("moe_route_stream_t{t}"), cfg, &self.resid, &o.logits, &self.nw, &self.eps, &e, &k, &h, &self.normed, &self.idx, &self.wts)
+            }
             MoeStage::GateUp => {
                 let x = if self.norm.is_some() { self.normed } else { self.x };
                 launch!(gpu, "moe_gate_up", warps_config(s.act_len().div_ceil(GATE_UP_WARPS * GATE_UP_ROWS), t, GATE_UP_WARPS), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &x, &self.act, &k, &i, &is, &h, &early)
             }
             MoeStage::Down => {
                 let d = down_launch(t);
-                launch!(gpu, d.kernel, warps_config(s.hidden.div_ceil(d.warps * d.rows), t, d.warps), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.y, &k, &i, &is, &h, &self.accumulate, &early)
+                launch!(gpu, d.kernel, warps_config(s.hidden.div_ceil(d.warps * d.rows), t, d.warps), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.resid, &self.y, &k, &i, &is, &h, &self.accumulate, &early)
             }
         }
         Ok(())
@@ -324,10 +434,10 @@ impl Gpu {
 #[cfg(test)]
 mod tests {
     use super::super::nvrtc::assert_defines;
-    use super::{GATE_UP_ROWS, MOE_WARPS, ROUTER_BLOCKS, ROUTER_WARPS};
+    use super::{GATE_UP_ROWS, MOE_WARPS, ROUTER_BLOCKS, ROUTER_WARPS, ROUTE_WARPS, THROUGH_ROWS};
 
     #[test]
     fn launch_shapes_are_the_kernels() {
-        assert_defines("moe.cu", &[("ROUTER_BLOCKS", ROUTER_BLOCKS as usize), ("ROUTER_WARPS", ROUTER_WARPS as usize), ("MOE_WARPS", MOE_WARPS), ("GATE_UP_ROWS", GATE_UP_ROWS)]);
+        assert_defines("moe.cu", &[("ROUTER_BLOCKS", ROUTER_BLOCKS as usize), ("ROUTER_WARPS", ROUTER_WARPS as usize), ("MOE_WARPS", MOE_WARPS), ("GATE_UP_ROWS", GATE_UP_ROWS), ("THROUGH_ROWS", THROUGH_ROWS), ("ROUTE_WARPS", ROUTE_WARPS as usize)]);
     }
 }

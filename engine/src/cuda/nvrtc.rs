@@ -253,7 +253,7 @@ fn parse_entry(report: &str) -> Result<KernelResources> {
     let line_with = |text: &str| report.lines().find(|l| l.contains(text));
     // The number just before `unit` on `line`.
     let number = |line: &str, unit: &str| -> Option<u32> {
-        line[..line.find(unit)?].split(|c: char| !c.is_ascii_digit()).filter(|w| !w.is_empty()).last()?.parse().ok()
+        line[..line.find(unit)?].split(|c: char| !c.is_ascii_digit()).rfind(|w| !w.is_empty())?.parse().ok()
     };
     let frame = line_with("bytes spill stores").with_context(|| format!("no spill line for {name}"))?;
     let usage = line_with(" registers").with_context(|| format!("no register count for {name}"))?;
@@ -301,7 +301,7 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
 /// the host computes a kernel's launch shape mirror the kernel's own.
 #[cfg(test)]
 pub(crate) fn assert_defines(file: &str, defines: &[(&str, usize)]) {
-    let source = KERNEL_FILES.iter().find(|f| f.name == file).unwrap_or_else(|| panic!("kernels/{file} is not a kernel file")).source;
+    let source = if file == "common.cuh" { COMMON } else { KERNEL_FILES.iter().find(|f| f.name == file).unwrap_or_else(|| panic!("kernels/{file} is not a kernel file")).source };
     for (name, value) in defines {
         let define = format!("#define {name} {value}\n");
         assert!(source.contains(&define), "kernels/{file} lacks `{}`", define.trim_end());

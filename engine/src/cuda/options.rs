@@ -31,7 +31,11 @@ pub const OPTIONS_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each
       load their first weights into registers before that wait (gate‖up: the shared
       expert's rows; down: every row, from the routing the router wrote), the GDN step its
       state and conv window, the attention its position and the cached keys of earlier
-      rounds]";
+      rounds]
+  ENGINE_ROUTER_IN_OUT=on|off   [default: on; on: a decode MoE's router logits are computed
+      in the launch of the output projection before it (through the projection's weights,
+      made once at start-up) and its last block routes, so the MoE takes two launches after
+      it; off: the router has a launch of its own]";
 
 /// How the CUDA backend runs a decode round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,11 +48,13 @@ pub struct GpuOptions {
     pub weight_prefetch: bool,
     /// First weights into registers before the dependency wait (`ENGINE_WEIGHT_PRELOAD`).
     pub weight_preload: bool,
+    /// The MoE router computed in the output projection's launch (`ENGINE_ROUTER_IN_OUT`).
+    pub router_in_out: bool,
 }
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { pdl: true, fold_norms: FoldNorms::Auto, weight_prefetch: false, weight_preload: true }
+        GpuOptions { pdl: true, fold_norms: FoldNorms::Auto, weight_prefetch: false, weight_preload: true, router_in_out: true }
     }
 }
 
@@ -95,13 +101,15 @@ impl GpuOptions {
             fold_norms: fold_norms(lookup("ENGINE_FOLD_NORM").as_deref())?,
             weight_prefetch: flag("ENGINE_WEIGHT_PREFETCH", d.weight_prefetch)?,
             weight_preload: flag("ENGINE_WEIGHT_PRELOAD", d.weight_preload)?,
+            router_in_out: flag("ENGINE_ROUTER_IN_OUT", d.router_in_out)?,
         })
     }
 
-    /// `pdl=on fold_norm=auto weight_prefetch=off weight_preload=on`, for the start-up line.
+    /// `pdl=on fold_norm=auto weight_prefetch=off weight_preload=on router_in_out=on`, for the
+    /// start-up line.
     pub fn describe(&self) -> String {
         let word = |b: bool| if b { "on" } else { "off" };
-        format!("pdl={} fold_norm={} weight_prefetch={} weight_preload={}", word(self.pdl), self.fold_norms.word(), word(self.weight_prefetch), word(self.weight_preload))
+        format!("pdl={} fold_norm={} weight_prefetch={} weight_preload={} router_in_out={}", word(self.pdl), self.fold_norms.word(), word(self.weight_prefetch), word(self.weight_preload), word(self.router_in_out))
     }
 }
 
@@ -133,7 +141,7 @@ mod tests {
 
     #[test]
     fn dependent_launch_and_preload_are_the_default_and_each_option_turns_alone() {
-        assert_eq!(read(&[]).unwrap(), GpuOptions { pdl: true, fold_norms: FoldNorms::Auto, weight_prefetch: false, weight_preload: true });
+        assert_eq!(read(&[]).unwrap(), GpuOptions { pdl: true, fold_norms: FoldNorms::Auto, weight_prefetch: false, weight_preload: true, router_in_out: true });
         assert_eq!(read(&[("ENGINE_PDL", "off")]).unwrap(), GpuOptions { pdl: false, ..Default::default() });
         assert_eq!(read(&[("ENGINE_FOLD_NORM", "on")]).unwrap(), GpuOptions { fold_norms: FoldNorms::On, ..Default::default() });
         assert_eq!(read(&[("ENGINE_FOLD_NORM", "off")]).unwrap(), GpuOptions { fold_norms: FoldNorms::Off, ..Default::default() });

@@ -1,8 +1,10 @@
 //! MoE routing and experts against an f64 reference.
 
 use super::{assert_close, download, gpu, sigmoid, silu, upload, weights, Rng};
+use cudarc::driver::CudaSlice;
 use engine::cuda::gemv::FoldedNorm;
-use engine::cuda::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
+use engine::cuda::{Gpu, MoePrefillScratch, MoeScratch, MoeShape, MoeWeights};
+use half::bf16;
 
 /// 16 experts: the router's rows all sit in the first block of its cluster.
 const SMALL: MoeShape = MoeShape { experts: 16, top_k: 4, hidden: 256, expert_dim: 64, shared_dim: 32 };
@@ -38,80 +40,161 @@ fn moe_prefill_grouped_by_expert_matches_host() {
 /// kernels for larger t; with `folded`, the experts read rmsnorm(x) (decode kernels only).
 fn check_moe(t: usize, folded: bool, s: MoeShape) {
     let Some(gpu) = gpu() else { return };
-    let (e, k, h, i, is) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim);
-    let (router, rh) = weights(gpu, "moe.router", e * h, 0.0, 0.3);
-    let (gate, gh) = weights(gpu, "moe.gate", e * i * h, 0.0, 0.1);
-    let (up, uh) = weights(gpu, "moe.up", e * i * h, 0.0, 0.1);
-    let (down, dh) = weights(gpu, "moe.down", e * h * i, 0.0, 0.1);
-    let (sgate, sgh) = weights(gpu, "moe.shared.gate", is * h, 0.0, 0.1);
-    let (sup, suh) = weights(gpu, "moe.shared.up", is * h, 0.0, 0.1);
-    let (sdown, sdh) = weights(gpu, "moe.shared.down", h * is, 0.0, 0.1);
-    let (seg, segh) = weights(gpu, "moe.shared_expert_gate", h, 0.0, 0.1);
-    let w = MoeWeights { router: &router, gate: &gate, up: &up, down: &down, shared_gate: &sgate, shared_up: &sup, shared_down: &sdown, shared_expert_gate: &seg };
+    let m = MoeLayer::new(gpu, s);
+    let h = s.hidden;
     let mut rng = Rng::new(31);
     // Raw residual rows are larger than normalised ones, as in the model.
     let x = rng.vec(t * h, if folded { 6.0 } else { 1.0 });
     let y0 = rng.vec(t * h, 1.0);
     let mut y = upload(gpu, &y0);
-    let (nw, nwh) = weights(gpu, "moe.post_norm", h, 0.0, 0.5);
-    let eps = 1e-6;
-    let norm = folded.then_some(FoldedNorm { w: &nw, eps: eps as f32 });
+    let norm = folded.then_some(FoldedNorm { w: &m.norm, eps: EPS as f32 });
     let (got_idx, got_normed) = if t <= 8 {
         let mut scratch = MoeScratch::new(gpu, s).unwrap();
-        gpu.moe(&upload(gpu, &x), &w, &mut scratch, &mut y, t, s, true, norm).unwrap();
+        gpu.moe(&upload(gpu, &x), &m.w(), &mut scratch, &mut y, t, s, true, norm).unwrap();
         let got_idx = download(gpu, &scratch.idx);
         let got_normed = folded.then(|| download(gpu, &scratch.normed)[..t * h].to_vec());
         // Each position alone gives the same bits (speculative verify equals plain decode).
         let together = download(gpu, &y);
         for p in 0..t {
             let mut alone = upload(gpu, &y0[p * h..][..h]);
-            gpu.moe(&upload(gpu, &x[p * h..][..h]), &w, &mut scratch, &mut alone, 1, s, true, norm).unwrap();
+            gpu.moe(&upload(gpu, &x[p * h..][..h]), &m.w(), &mut scratch, &mut alone, 1, s, true, norm).unwrap();
             assert_eq!(download(gpu, &alone), together[p * h..][..h], "moe position {p} alone differs from {t} positions together");
         }
         (Some(got_idx), got_normed)
     } else {
         let mut scratch = MoePrefillScratch::new(gpu, s, t).unwrap();
-        gpu.moe_prefill(&upload(gpu, &x), &w, &mut scratch, &mut y, t, s, true).unwrap();
+        gpu.moe_prefill(&upload(gpu, &x), &m.w(), &mut scratch, &mut y, t, s, true).unwrap();
         (None, None)
     };
-
-    let dot = |w: &[f64], x: &[f64]| -> f64 { w.iter().zip(x).map(|(a, b)| a * b).sum() };
     let mut want = Vec::new();
     for p in 0..t {
-        let mut xp: Vec<f64> = x[p * h..][..h].iter().map(|v| *v as f64).collect();
-        if folded {
-            let inv = 1.0 / (xp.iter().map(|v| v * v).sum::<f64>() / h as f64 + eps).sqrt();
-            xp.iter_mut().zip(&nwh).for_each(|(v, w)| *v *= inv * (1.0 + w));
-        }
+        let raw: Vec<f64> = x[p * h..][..h].iter().map(|v| *v as f64).collect();
+        let xp = if folded { m.normalise(&raw) } else { raw };
         if let Some(normed) = &got_normed {
             assert_close(&format!("normalised rows of position {p}"), &normed[p * h..][..h], &xp, 1e-5);
         }
-        let logits: Vec<f64> = (0..e).map(|j| dot(&rh[j * h..][..h], &xp)).collect();
+        let y0p: Vec<f64> = y0[p * h..][..h].iter().map(|v| *v as f64).collect();
+        let (chosen, out) = m.reference(&xp, &y0p);
+        if let Some(got_idx) = &got_idx {
+            assert_eq!(got_idx[p * s.top_k..][..s.top_k].iter().map(|v| *v as usize).collect::<Vec<_>>(), chosen, "position {p}: experts chosen");
+        }
+        want.extend(out);
+    }
+    assert_close(&format!("moe output (accumulated) t={t} folded norm {folded}, {} experts", s.experts), &download(gpu, &y), &want, 1e-5);
+}
+
+/// The output projection with the router's logits in its launch, then the routing, gate‖up
+/// and down (`Gpu::out_moe`): x + Wo·a, then the MoE of its rmsnorm added onto it, the
+/// normalised rows and the experts chosen against f64; each position alone bit for bit as
+/// several together.
+#[test]
+fn output_projection_with_the_router_then_the_experts_match_host() {
+    for (t, s, cols) in [(3, SMALL, 384), (8, MoeShape { experts: 256, top_k: 8, ..SMALL }, 512), (2, MoeShape { experts: 300, top_k: 8, ..SMALL }, 256)] {
+        check_out_moe(t, s, cols);
+    }
+}
+
+fn check_out_moe(t: usize, s: MoeShape, cols: usize) {
+    let Some(gpu) = gpu() else { return };
+    let m = MoeLayer::new(gpu, s);
+    let h = s.hidden;
+    let (wo, woh) = weights(gpu, "out_proj", h * cols, 0.0, 0.1);
+    let through = gpu.router_through_out(&m.router, &m.shared_expert_gate, &m.norm, &wo, s.experts, h, cols).unwrap();
+    let mut rng = Rng::new(47);
+    let x0 = rng.vec(t * h, 6.0);
+    let a = rng.vec(t * cols, 1.0);
+    let norm = FoldedNorm { w: &m.norm, eps: EPS as f32 };
+    let mut scratch = MoeScratch::new(gpu, s).unwrap();
+    let mut x = upload(gpu, &x0);
+    gpu.out_moe(&mut x, &upload(gpu, &a), &wo, cols, &through, &m.w(), &mut scratch, t, s, norm).unwrap();
+    let (together, idx, normed) = (download(gpu, &x), download(gpu, &scratch.idx), download(gpu, &scratch.normed));
+    let mut want = Vec::new();
+    for p in 0..t {
+        let ap: Vec<f64> = a[p * cols..][..cols].iter().map(|v| *v as f64).collect();
+        let stream: Vec<f64> = (0..h).map(|r| x0[p * h + r] as f64 + (0..cols).map(|c| woh[r * cols + c] * ap[c]).sum::<f64>()).collect();
+        let xp = m.normalise(&stream);
+        assert_close(&format!("t={t}, {} experts: normalised rows of position {p}", s.experts), &normed[p * h..][..h], &xp, 1e-5);
+        let (chosen, out) = m.reference(&xp, &stream);
+        assert_eq!(idx[p * s.top_k..][..s.top_k].iter().map(|v| *v as usize).collect::<Vec<_>>(), chosen, "t={t}, {} experts, position {p}: experts chosen", s.experts);
+        want.extend(out);
+    }
+    assert_close(&format!("output projection + moe t={t}, {} experts", s.experts), &together, &want, 1e-5);
+    for p in 0..t {
+        let mut alone = upload(gpu, &x0[p * h..][..h]);
+        gpu.out_moe(&mut alone, &upload(gpu, &a[p * cols..][..cols]), &wo, cols, &through, &m.w(), &mut scratch, 1, s, norm).unwrap();
+        assert_eq!(download(gpu, &alone), together[p * h..][..h], "output projection + moe: position {p} alone differs from {t} positions together");
+    }
+}
+
+const EPS: f64 = 1e-6;
+
+/// One MoE layer's weights on the device, their f64 copies, and the post-attention norm.
+struct MoeLayer {
+    s: MoeShape,
+    router: CudaSlice<bf16>,
+    gate: CudaSlice<bf16>,
+    up: CudaSlice<bf16>,
+    down: CudaSlice<bf16>,
+    shared_gate: CudaSlice<bf16>,
+    shared_up: CudaSlice<bf16>,
+    shared_down: CudaSlice<bf16>,
+    shared_expert_gate: CudaSlice<bf16>,
+    norm: CudaSlice<bf16>,
+    host: [Vec<f64>; 9],
+}
+
+impl MoeLayer {
+    fn new(gpu: &Gpu, s: MoeShape) -> Self {
+        let (e, h, i, is) = (s.experts, s.hidden, s.expert_dim, s.shared_dim);
+        let (router, rh) = weights(gpu, "moe.router", e * h, 0.0, 0.3);
+        let (gate, gh) = weights(gpu, "moe.gate", e * i * h, 0.0, 0.1);
+        let (up, uh) = weights(gpu, "moe.up", e * i * h, 0.0, 0.1);
+        let (down, dh) = weights(gpu, "moe.down", e * h * i, 0.0, 0.1);
+        let (shared_gate, sgh) = weights(gpu, "moe.shared.gate", is * h, 0.0, 0.1);
+        let (shared_up, suh) = weights(gpu, "moe.shared.up", is * h, 0.0, 0.1);
+        let (shared_down, sdh) = weights(gpu, "moe.shared.down", h * is, 0.0, 0.1);
+        let (shared_expert_gate, segh) = weights(gpu, "moe.shared_expert_gate", h, 0.0, 0.1);
+        let (norm, nwh) = weights(gpu, "moe.post_norm", h, 0.0, 0.5);
+        Self { s, router, gate, up, down, shared_gate, shared_up, shared_down, shared_expert_gate, norm, host: [rh, gh, uh, dh, sgh, suh, sdh, segh, nwh] }
+    }
+
+    fn w(&self) -> MoeWeights<'_, CudaSlice<bf16>> {
+        MoeWeights { router: &self.router, gate: &self.gate, up: &self.up, down: &self.down, shared_gate: &self.shared_gate, shared_up: &self.shared_up, shared_down: &self.shared_down, shared_expert_gate: &self.shared_expert_gate }
+    }
+
+    /// x/rms·(1+norm).
+    fn normalise(&self, x: &[f64]) -> Vec<f64> {
+        let inv = 1.0 / (x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64 + EPS).sqrt();
+        x.iter().zip(&self.host[8]).map(|(v, w)| v * inv * (1.0 + w)).collect()
+    }
+
+    /// The experts chosen for the MoE input `xp`, and `y0 + moe(xp)`.
+    fn reference(&self, xp: &[f64], y0: &[f64]) -> (Vec<usize>, Vec<f64>) {
+        let (e, k, h, i, is) = (self.s.experts, self.s.top_k, self.s.hidden, self.s.expert_dim, self.s.shared_dim);
+        let [rh, gh, uh, dh, sgh, suh, sdh, segh, _] = &self.host;
+        let dot = |w: &[f64], x: &[f64]| -> f64 { w.iter().zip(x).map(|(a, b)| a * b).sum() };
+        let logits: Vec<f64> = (0..e).map(|j| dot(&rh[j * h..][..h], xp)).collect();
         let mut order: Vec<usize> = (0..e).collect();
         order.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]).then(a.cmp(b)));
-        let chosen = &order[..k];
-        if let Some(got_idx) = &got_idx {
-            assert_eq!(got_idx[p * k..][..k].iter().map(|v| *v as usize).collect::<Vec<_>>(), chosen, "position {p}: experts chosen");
-        }
+        let chosen = order[..k].to_vec();
         // softmax over all experts, then renormalised over the chosen ones.
         let m = logits[chosen[0]];
         let all: f64 = logits.iter().map(|l| (l - m).exp()).sum();
         let probs: Vec<f64> = chosen.iter().map(|&j| (logits[j] - m).exp() / all).collect();
         let norm: f64 = probs.iter().sum();
-        let swiglu = |g: &[f64], u: &[f64], rows: usize| -> Vec<f64> { (0..rows).map(|r| silu(dot(&g[r * h..][..h], &xp)) * dot(&u[r * h..][..h], &xp)).collect() };
-        let mut out: Vec<f64> = y0[p * h..][..h].iter().map(|v| *v as f64).collect();
+        let swiglu = |g: &[f64], u: &[f64], rows: usize| -> Vec<f64> { (0..rows).map(|r| silu(dot(&g[r * h..][..h], xp)) * dot(&u[r * h..][..h], xp)).collect() };
+        let mut out = y0.to_vec();
         for (slot, &ex) in chosen.iter().enumerate() {
             let act = swiglu(&gh[ex * i * h..][..i * h], &uh[ex * i * h..][..i * h], i);
             for (r, o) in out.iter_mut().enumerate() {
                 *o += probs[slot] / norm * dot(&dh[(ex * h + r) * i..][..i], &act);
             }
         }
-        let sg = sigmoid(dot(&segh, &xp));
-        let act = swiglu(&sgh, &suh, is);
+        let sg = sigmoid(dot(segh, xp));
+        let act = swiglu(sgh, suh, is);
         for (r, o) in out.iter_mut().enumerate() {
             *o += sg * dot(&sdh[r * is..][..is], &act);
         }
-        want.extend(out);
+        (chosen, out)
     }
-    assert_close(&format!("moe output (accumulated) t={t} folded norm {folded}, {e} experts"), &download(gpu, &y), &want, 1e-5);
 }
