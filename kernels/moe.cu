@@ -517,9 +517,9 @@ MOE_OUT_LOGITS(1) MOE_OUT_LOGITS(2) MOE_OUT_LOGITS(3) MOE_OUT_LOGITS(4)
 MOE_OUT_LOGITS(5) MOE_OUT_LOGITS(6) MOE_OUT_LOGITS(7) MOE_OUT_LOGITS(8)
 
 // The routing of T positions from moe_out_logits's new stream xo and raw logits, by one block
-// of ROUTE_WARPS warps: 1/rms of each row (a thread's elements, then the warps in order), then
-// warp t routes position t from its logits scaled by 1/rms while the block writes the
-// normalised rows for gate||up, x/rms·(1+nw), as the router cluster does.
+// of ROUTE_WARPS warps: 1/rms of each row (a thread's elements, then the warps in order), the
+// normalised rows for gate||up, x/rms·(1+nw), as the router cluster writes them, then warp t
+// routes position t from its logits scaled by 1/rms (more than 256 experts: route_scaled).
 #define ROUTE_WARPS 8
 template <int N>
 __device__ __forceinline__ void route_scaled(const float* __restrict__ l, float s, int E, int k, int* __restrict__ idx,

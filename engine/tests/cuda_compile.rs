@@ -110,8 +110,9 @@ fn compiled_ptx_is_cached_on_disk_by_source() {
 }
 
 /// The kernels that spill, with what ptxas (NVRTC 13.0.88, sm_90) spills for each a thread,
-/// in bytes stored and loaded: the router and the projections over several positions (verify
-/// rounds), under the register bounds that keep their blocks resident beside the next kernel's.
+/// in bytes stored and loaded: the router, the projections and the output projection with the
+/// router's rows over several positions (verify rounds), and the routing block after it,
+/// under the register bounds that keep their blocks resident beside the next kernel's.
 /// Every other kernel spills nothing. A kernel that spills more, or one more kernel that
 /// spills, is a regression to look at; one that spills less takes its new figures here.
 const SPILLS: &[(&str, u32, u32)] = &[

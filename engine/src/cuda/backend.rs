@@ -20,7 +20,7 @@ use super::attention::{AttnScratch, AttnShape};
 use super::gdn::{conv_taps, ConvIn, GatedOut, GdnShape, HEAD_DIM};
 use super::gemv::{ArgmaxScratch, FoldedNorm};
 use super::l2::{L2Arm, L2Audit, L2Session};
-use super::moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeWeights, RouterThroughOut};
+use super::moe::{routes_after_projection, MoePrefillScratch, MoeScratch, MoeShape, MoeWeights, RouterThroughOut};
 use super::options::FoldNorms;
 use super::Gpu;
 use crate::arms::Prefetch;
@@ -377,6 +377,9 @@ impl CudaBackend {
     /// The router through `lw`'s output projection, when its FFN is an MoE.
     fn derive_through_out(&mut self, cfg: &ModelConfig, lw: &LayerWeights<Self>) -> Result<()> {
         let FfnWeights::Moe { router, shared_gate, .. } = &lw.ffn else { return Ok(()) };
+        if !routes_after_projection(moe_weights(&lw.ffn, cfg).1) {
+            return Ok(());
+        }
         let out = match &lw.mixer {
             Mixer::Gdn(w) => &w.out,
             Mixer::Attn(w) => &w.o,

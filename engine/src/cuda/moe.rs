@@ -28,6 +28,16 @@ const THROUGH_ROWS: usize = 8;
 /// Warps of the block that routes from an output projection's logits (kernels/moe.cu
 /// `ROUTE_WARPS`): one a position.
 const ROUTE_WARPS: u32 = 8;
+/// Largest hidden size that block takes: its threads hold a row in registers, up to
+/// `ROUTE_PER_THREAD` values each (kernels/moe.cu).
+const ROUTE_PER_THREAD: usize = 16;
+const ROUTE_HIDDEN: usize = ROUTE_WARPS as usize * 32 * ROUTE_PER_THREAD;
+
+/// Whether a decode MoE of shape `s` can take its router's logits from the output projection
+/// before it ([`Gpu::out_moe`]).
+pub fn routes_after_projection(s: MoeShape) -> bool {
+    s.hidden <= ROUTE_HIDDEN
+}
 /// Activation rows per warp of `moe_gate_up` (kernels/moe.cu `GATE_UP_ROWS`).
 const GATE_UP_ROWS: usize = 2;
 /// Warps per block of `moe_gate_up`, measured for each form of it: two when a warp read its
@@ -162,19 +172,21 @@ impl Gpu {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn out_moe_at<W: DevicePtr<bf16>>(&self, x: u64, a: u64, out: &W, cols: usize, through: &RouterThroughOut, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, t: usize, s: MoeShape, norm: FoldedNorm) -> Result<()> {
         ensure!(through.rows == s.experts + 1 && through.cols == cols, "router through the output projection: made for {} rows of {} columns, the MoE has {} experts and the projection {cols} columns", through.rows, through.cols, s.experts);
+        ensure!(routes_after_projection(s), "the routing launch takes a hidden size of at most {ROUTE_HIDDEN}, the MoE has {}", s.hidden);
         let st = &self.stream;
-        let routed = OutRouter {
+        let hi = input("router through the output projection", &through.m, 2 * through.rows * cols, st)?;
+        let out_logits = OutLogits {
             out: input("output projection", out, s.hidden * cols, st)?,
             a,
             cols: dim("output projection cols", cols)?,
-            hi: input("router through the output projection", &through.m, 2 * through.rows * cols, st)?,
-            lo: input("router through the output projection", &through.m, 2 * through.rows * cols, st)? + (through.rows * cols * std::mem::size_of::<bf16>()) as u64,
+            hi,
+            lo: hi + (through.rows * cols * std::mem::size_of::<bf16>()) as u64,
             logits: output("router logits", &mut scratch.logits, t * (s.experts + 1), st)?,
         };
         let stream = output("residual stream after the projection", &mut scratch.stream, t * s.hidden, st)?;
         let mut args = MoeArgs::new(self, x, w, scratch, x, t, s, true, Some(norm))?;
         args.resid = stream;
-        args.routed = Some(routed);
+        args.out_logits = Some(out_logits);
         [MoeStage::OutLogits, MoeStage::Route, MoeStage::GateUp, MoeStage::Down].into_iter().try_for_each(|stage| args.launch(self, stage))
     }
 
@@ -183,6 +195,7 @@ impl Gpu {
     /// norm (the post-attention norm) `[H]`, out `[H][cols]`.
     #[allow(clippy::too_many_arguments)]
     pub fn router_through_out<W: DevicePtr<bf16>>(&self, router: &W, shared_expert_gate: &W, norm: &W, out: &W, experts: usize, hidden: usize, cols: usize) -> Result<RouterThroughOut> {
+        ensure!(cols > 0 && cols.is_multiple_of(8), "output projection of {cols} columns: the router's rows through it take a positive multiple of 8");
         let st = &self.stream;
         let rows = experts + 1;
         let mut m = st.alloc_zeros::<bf16>(2 * rows * cols)?;
@@ -221,8 +234,8 @@ impl RouterThroughOut {
     }
 }
 
-/// The output projection of [`Gpu::out_moe_at`]'s first launch, and where its routing goes.
-struct OutRouter {
+/// The output projection of [`Gpu::out_moe_at`]'s first launch, and where its logits go.
+struct OutLogits {
     out: u64,
     a: u64,
     cols: i32,
@@ -261,7 +274,7 @@ struct MoeArgs<'a> {
     y: u64,
     /// What down adds onto: y itself, or the copy of the stream an output projection wrote.
     resid: u64,
-    routed: Option<OutRouter>,
+    out_logits: Option<OutLogits>,
     accumulate: i32,
     norm: Option<FoldedNorm<'a>>,
     nw: u64,
@@ -295,7 +308,7 @@ impl<'a> MoeArgs<'a> {
             x,
             y,
             resid: y,
-            routed: None,
+            out_logits: None,
             accumulate: i32::from(accumulate),
             norm,
             nw,
@@ -325,13 +338,13 @@ impl<'a> MoeArgs<'a> {
                 launch!(gpu, format!("{}_t{t}", FoldedNorm::kernel(self.norm, "moe_router")), cfg, cluster Some([ROUTER_BLOCKS, 1, 1]); &self.router, &self.x, &e, &k, &h, &self.shared_expert_gate, &self.idx, &self.wts, &self.nw, &self.eps, &self.normed, &early)
             }
             MoeStage::OutLogits => {
-                let o = self.routed.as_ref().context("the output projection's launch needs its projection (Gpu::out_moe_at)")?;
+                let o = self.out_logits.as_ref().context("the output projection's launch needs its projection (Gpu::out_moe_at)")?;
                 let blocks = s.hidden.div_ceil(GEMV_ROWS).max(s.experts + 1);
                 let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
                 launch!(gpu, format!("moe_out_logits_t{t}"), cfg, &o.out, &o.a, &self.x, &self.resid, &h, &o.cols, &o.hi, &o.lo, &self.router, &self.shared_expert_gate, &self.nw, &e, &o.logits, &early)
             }
             MoeStage::Route => {
-                let o = self.routed.as_ref().context("the routing from logits needs their projection (Gpu::out_moe_at)")?;
+                let o = self.out_logits.as_ref().context("the routing from logits needs their projection (Gpu::out_moe_at)")?;
                 let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (ROUTE_WARPS * 32, 1, 1), shared_mem_bytes: 0 };
                 launch!(gpu, format!("moe_route_stream_t{t}"), cfg, &self.resid, &o.logits, &self.nw, &self.eps, &e, &k, &h, &self.normed, &self.idx, &self.wts)
             }
@@ -434,10 +447,10 @@ impl Gpu {
 #[cfg(test)]
 mod tests {
     use super::super::nvrtc::assert_defines;
-    use super::{GATE_UP_ROWS, MOE_WARPS, ROUTER_BLOCKS, ROUTER_WARPS, ROUTE_WARPS, THROUGH_ROWS};
+    use super::{GATE_UP_ROWS, MOE_WARPS, ROUTER_BLOCKS, ROUTER_WARPS, ROUTE_PER_THREAD, ROUTE_WARPS, THROUGH_ROWS};
 
     #[test]
     fn launch_shapes_are_the_kernels() {
-        assert_defines("moe.cu", &[("ROUTER_BLOCKS", ROUTER_BLOCKS as usize), ("ROUTER_WARPS", ROUTER_WARPS as usize), ("MOE_WARPS", MOE_WARPS), ("GATE_UP_ROWS", GATE_UP_ROWS), ("THROUGH_ROWS", THROUGH_ROWS), ("ROUTE_WARPS", ROUTE_WARPS as usize)]);
+        assert_defines("moe.cu", &[("ROUTER_BLOCKS", ROUTER_BLOCKS as usize), ("ROUTER_WARPS", ROUTER_WARPS as usize), ("MOE_WARPS", MOE_WARPS), ("GATE_UP_ROWS", GATE_UP_ROWS), ("THROUGH_ROWS", THROUGH_ROWS), ("ROUTE_WARPS", ROUTE_WARPS as usize), ("ROUTE_PER_THREAD", ROUTE_PER_THREAD)]);
     }
 }

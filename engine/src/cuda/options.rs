@@ -1,6 +1,6 @@
 //! The GPU arms: environment variables that change how the decode kernels are launched and
 //! fused. Dependent launch and the weight prefetch and preload never change what is computed; folding the
-//! norms changes the fp32 rounding of the normalised rows, so greedy tokens may differ.
+//! norms, and where the router's logits are summed, change the fp32 rounding, so greedy tokens may differ.
 //!
 //! The defaults are what the ladders on the H200 chose (`reports/engine-options-h200.md`,
 //! `reports/engine-pdl-h200.md`, `reports/engine-preload-h200.md`): dependent launch, +2.5 %
@@ -13,7 +13,10 @@
 //! FFN's): +2.1 % of 35B-A3B decode in a qualified ladder (`reports/engine-fold-proj-h200.md`)
 //! and +3.2 % of its speculative decode, but −7.5 % on dense-27b's speculative decode, whose
 //! verify folds it into 4-position projections of 5,120 columns (and its FFN's norm into
-//! 17,408-row ones). So the default, `auto`, folds the input norm of MoE models only.
+//! 17,408-row ones). So the default, `auto`, folds the input norm of MoE models only. The
+//! router's logits in the output projection's launch (`ENGINE_ROUTER_IN_OUT`) were measured
+//! by alternated bench runs, +2.2 % of 35B-A3B decode (README-cuda, twenty-first pass); they
+//! sum in another order than the router cluster's, so its tokens differ.
 
 use anyhow::{bail, Result};
 
@@ -148,6 +151,7 @@ mod tests {
         assert_eq!(read(&[("ENGINE_FOLD_NORM", "auto")]).unwrap(), GpuOptions::default());
         assert_eq!(read(&[("ENGINE_WEIGHT_PREFETCH", "on"), ("ENGINE_PDL", "on")]).unwrap(), GpuOptions { weight_prefetch: true, ..Default::default() });
         assert_eq!(read(&[("ENGINE_WEIGHT_PRELOAD", "off")]).unwrap(), GpuOptions { weight_preload: false, ..Default::default() });
+        assert_eq!(read(&[("ENGINE_ROUTER_IN_OUT", "off")]).unwrap(), GpuOptions { router_in_out: false, ..Default::default() });
     }
 
     #[test]
