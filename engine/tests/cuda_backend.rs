@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{generate, rand_vec, skip};
+use common::{generate, one_at_a_time, rand_vec, skip};
 use engine::arms::Arm;
 use engine::backend::{Backend, KvCache, OutFfn, SlotPair};
 use engine::config::{Ffn, ModelConfig};
@@ -86,6 +86,7 @@ fn input(gpu: &mut CudaBackend, tag: &str, n: usize, scale: f32) -> (Vec<f32>, e
 
 #[test]
 fn every_block_matches_the_cpu_backend() {
+    let _device = one_at_a_time();
     for seed in [0, 1, 2] {
         let Some(gpu) = cuda(false) else { return };
         let mut p = Pair::new(seed, gpu);
@@ -212,6 +213,7 @@ fn every_block_matches_the_cpu_backend() {
 /// The dense SwiGLU FFN (the 27B shape's), from normalised rows and with its norm folded in.
 #[test]
 fn dense_ffn_matches_the_cpu_backend() {
+    let _device = one_at_a_time();
     let Some(gpu) = cuda(false) else { return };
     let mut c = cfg();
     c.ffn = Ffn::Dense { size: 512 };
@@ -236,6 +238,7 @@ fn dense_ffn_matches_the_cpu_backend() {
 
 #[test]
 fn end_to_end_hidden_states_and_tokens_match_the_cpu() {
+    let _device = one_at_a_time();
     for seed in [0, 3] {
         let Some(gpu) = cuda(true) else { return };
         let c = cfg();
@@ -257,6 +260,7 @@ fn end_to_end_hidden_states_and_tokens_match_the_cpu() {
 
 #[test]
 fn speculative_equals_plain_and_graphs_equal_eager() {
+    let _device = one_at_a_time();
     for seed in [0, 1] {
         let (Some(graphs), Some(eager)) = (cuda(true), cuda(false)) else { return };
         let src = WeightSource::Synthetic { seed };
@@ -316,6 +320,7 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
 /// to fits in the decode's wall time, and the notes change no token.
 #[test]
 fn the_timeline_notes_every_launch_of_a_decode_and_changes_no_token() {
+    let _device = one_at_a_time();
     let Some(plain) = cuda(true) else { return };
     let gpu = Gpu::with_timeline(0, 1 << 16).expect("a device without a timeline opened, with one failed");
     let src = WeightSource::Synthetic { seed: 3 };

@@ -6,9 +6,9 @@
 
 mod common;
 
-use common::gpu;
+use common::{gpu, one_at_a_time};
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use cudarc::driver::{CudaGraph, CudaSlice, DevicePtr};
 use engine::cuda::l2::{graph_windows, persisting_limit, stream_window, HitRatio, L2Arm, L2Mode, L2Reserve, L2Session};
@@ -22,11 +22,6 @@ const LAYERS: usize = 30;
 const POOL_27B: usize = 307_888_128;
 
 
-/// The persisting limit and the stream are shared by the whole process: one test at a time.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The step in which the driver sets the limit (L2 / 16 on the H200): requests that are
 /// multiples of it read back exactly.
@@ -45,7 +40,7 @@ fn arm(mode: L2Mode) -> L2Arm {
 #[test]
 fn reserve_keeps_the_largest_live_request_and_restores_the_first_limit() {
     let Some(gpu) = gpu() else { return };
-    let _serial = serial();
+    let _device = one_at_a_time();
     let (g, original) = (granule(gpu), limit(gpu));
     assert!(gpu.info.persisting_l2_max_bytes >= 4 * g, "device reserve too small for this test");
     println!("persisting limit before any request: {original} B; max {} B", gpu.info.persisting_l2_max_bytes);
@@ -81,7 +76,7 @@ fn reserve_keeps_the_largest_live_request_and_restores_the_first_limit() {
 #[test]
 fn refused_request_keeps_the_old_limit_and_joins_no_holder() {
     let Some(gpu) = gpu() else { return };
-    let _serial = serial();
+    let _device = one_at_a_time();
     let (g, original) = (granule(gpu), limit(gpu));
     let above = gpu.info.persisting_l2_max_bytes + g;
 
@@ -103,7 +98,7 @@ fn refused_request_keeps_the_old_limit_and_joins_no_holder() {
 #[test]
 fn concurrent_holders_never_see_less_than_their_request() {
     let Some(gpu) = gpu() else { return };
-    let _serial = serial();
+    let _device = one_at_a_time();
     let (g, original) = (granule(gpu), limit(gpu));
     let steps = gpu.info.persisting_l2_max_bytes / g;
     // One handle shared by every thread, each of which also takes and drops its own. Many
@@ -187,7 +182,7 @@ impl Round {
 #[test]
 fn window_covers_every_kernel_node_and_leaves_the_stream() {
     let Some(gpu) = gpu() else { return };
-    let _serial = serial();
+    let _device = one_at_a_time();
     let original = limit(gpu);
     let pool_bytes = LAYERS * SHAPE.layer_state_bytes();
     assert_eq!(pool_bytes, 128_778_240);
@@ -221,7 +216,7 @@ fn window_covers_every_kernel_node_and_leaves_the_stream() {
 #[test]
 fn structural_zero_windows_a_decoy_of_the_same_geometry() {
     let Some(gpu) = gpu() else { return };
-    let _serial = serial();
+    let _device = one_at_a_time();
     let pool_bytes = LAYERS * SHAPE.layer_state_bytes();
     let mut round = Round::new(gpu, pool_bytes);
     let pool = round.pool_ptr(gpu);
@@ -245,7 +240,7 @@ fn structural_zero_windows_a_decoy_of_the_same_geometry() {
 #[test]
 fn null_off_and_reserve_only_window_nothing() {
     let Some(gpu) = gpu() else { return };
-    let _serial = serial();
+    let _device = one_at_a_time();
     let original = limit(gpu);
     let pool_bytes = LAYERS * SHAPE.layer_state_bytes();
     let mut round = Round::new(gpu, pool_bytes);
@@ -268,7 +263,7 @@ fn null_off_and_reserve_only_window_nothing() {
 #[test]
 fn guard_installs_nothing_for_a_pool_wider_than_the_window() {
     let Some(gpu) = gpu() else { return };
-    let _serial = serial();
+    let _device = one_at_a_time();
     let original = limit(gpu);
     assert!(POOL_27B > gpu.info.access_policy_max_window_bytes, "this device's window covers the 27B pool");
     let mut round = Round::new(gpu, POOL_27B);
@@ -287,7 +282,7 @@ fn guard_installs_nothing_for_a_pool_wider_than_the_window() {
 #[test]
 fn unguarded_wide_window_reaches_the_driver_and_is_reported() {
     let Some(gpu) = gpu() else { return };
-    let _serial = serial();
+    let _device = one_at_a_time();
     let original = limit(gpu);
     let mut round = Round::new(gpu, POOL_27B);
     let unguarded = L2Arm { mode: L2Mode::Window, hit_ratio: HitRatio::Clamp, guard: false };

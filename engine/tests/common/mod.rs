@@ -7,7 +7,7 @@ use engine::config::ModelConfig;
 use engine::cpu::{CpuBackend, CpuMat};
 use engine::cuda::Gpu;
 use engine::model::Model;
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use engine::synthetic::{key, synthetic_value};
 use engine::weights::WeightSource;
 
@@ -93,4 +93,13 @@ pub fn matvec(m: &CpuMat, x: &[f64]) -> Vec<f64> {
 
 pub fn f64s(x: &[f32]) -> Vec<f64> {
     x.iter().map(|v| *v as f64).collect()
+}
+
+/// The device for one test at a time. Every `Gpu` of the process is the device's one primary
+/// context, and what one test does to it can reach another's: the L2 persisting limit and the
+/// stream's window are the context's, and a test's teardown (its modules unloaded, its memory
+/// freed) may land while another test captures a graph.
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static DEVICE: Mutex<()> = Mutex::new(());
+    DEVICE.lock().unwrap_or_else(|e| e.into_inner())
 }
