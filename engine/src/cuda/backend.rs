@@ -309,13 +309,10 @@ impl CudaBackend {
 
     /// The FFN added onto the residual stream `acc`, reading `input`.
     fn ffn(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, input: FfnInput<'_>, t: usize, acc: &mut CudaBuf) {
-        let h = cfg.hidden;
         let folded = if matches!(input, FfnInput::Residual { .. }) { ", norm folded" } else { "" };
         match w {
-            FfnWeights::Moe { top_k, .. } => {
-                let Ffn::Moe { experts, expert_size, shared_size, .. } = cfg.ffn else { return };
-                // Router, the routed experts of one position and the shared expert.
-                let bytes = 2 * h * (experts + 1 + 3 * (top_k * expert_size + shared_size));
+            FfnWeights::Moe { .. } => {
+                let bytes = moe_step_bytes(w, cfg);
                 self.op(|| format!("moe{folded}"), bytes as u64, |b| b.moe_add(w, input, t, acc));
             }
             FfnWeights::Dense(mlp) => {
@@ -824,11 +821,9 @@ impl Backend for CudaBackend {
             return out_then_norm_ffn(self, cfg, layer, t, normed, x, between);
         }
         between(self);
-        let FfnWeights::Moe { top_k, .. } = layer.ffn else { unreachable!("made for MoE layers only") };
-        let Ffn::Moe { experts, expert_size, shared_size, .. } = cfg.ffn else { unreachable!("MoE config") };
         let h = cfg.hidden;
-        // The projection, the router carried through it, the routed experts of one position and the shared expert.
-        let bytes = 2 * h * layer.out.cols + self.through_out[&key].bytes() + 2 * h * (experts + 1 + 3 * (top_k * expert_size + shared_size));
+        // The projection, the router carried through it, and the MoE.
+        let bytes = 2 * h * layer.out.cols + self.through_out[&key].bytes() + moe_step_bytes(layer.ffn, cfg);
         self.op(|| format!("gemv {}x{} += with the router's rows, and moe", h, layer.out.cols), bytes as u64, |b| b.out_moe_add(&layer, key, t, x));
     }
 
@@ -857,6 +852,12 @@ impl Backend for CudaBackend {
     fn prefetch_counts(&self) -> PrefetchCounts {
         PrefetchCounts::default()
     }
+}
+
+/// Bytes one position's decode MoE reads: the router, the routed experts and the shared expert.
+fn moe_step_bytes(w: &FfnWeights<CudaBackend>, cfg: &ModelConfig) -> usize {
+    let s = moe_weights(w, cfg).1;
+    2 * s.hidden * (s.experts + 1 + 3 * (s.top_k * s.expert_dim + s.shared_dim))
 }
 
 /// The device views of an MoE layer's weights, and its shape.
