@@ -817,13 +817,14 @@ impl Backend for CudaBackend {
     /// (`ENGINE_ROUTER_IN_OUT`); anything else runs step by step.
     fn out_norm_ffn_add(&mut self, cfg: &ModelConfig, layer: OutFfn<'_, Self>, t: usize, normed: &mut CudaBuf, x: &mut CudaBuf, between: impl FnOnce(&mut Self)) {
         let key = layer.out.data.device_ptr(&self.gpu.stream).0;
-        if !(1..=MAX_T).contains(&t) || !self.through_out.contains_key(&key) {
+        let through_bytes = self.through_out.get(&key).map(RouterThroughOut::bytes);
+        let (Some(through_bytes), true) = (through_bytes, (1..=MAX_T).contains(&t)) else {
             return out_then_norm_ffn(self, cfg, layer, t, normed, x, between);
-        }
+        };
         between(self);
         let h = cfg.hidden;
         // The projection, the router carried through it, and the MoE.
-        let bytes = 2 * h * layer.out.cols + self.through_out[&key].bytes() + moe_step_bytes(layer.ffn, cfg);
+        let bytes = 2 * h * layer.out.cols + through_bytes + moe_step_bytes(layer.ffn, cfg);
         self.op(|| format!("gemv {}x{} += with the router's rows, and moe", h, layer.out.cols), bytes as u64, |b| b.out_moe_add(&layer, key, t, x));
     }
 
