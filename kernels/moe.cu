@@ -31,35 +31,51 @@ __device__ __forceinline__ float from_ordered_bits(unsigned o) {
     return __uint_as_float(o ^ ((o >> 31) ? 0x80000000u : 0xffffffffu));
 }
 
-// The largest of a lane's N logits (expert lane + 32 i), the lower expert on ties.
+// A lane's N logits (expert lane + 32 i) sorted largest first, e their experts: odd-even
+// transposition (N rounds sort N values), which swaps neighbours only when strictly out of
+// order, so that equal logits stay in expert order.
 template <int N>
-__device__ __forceinline__ void lane_best(const float (&v)[N], int lane, float& bv, int& bi) {
-    bv = v[0];
-    bi = lane;
+__device__ __forceinline__ void lane_sort(float (&v)[N], int (&e)[N], int lane) {
 #pragma unroll
-    for (int i = 1; i < N; ++i)
-        if (v[i] > bv) { bv = v[i]; bi = lane + 32 * i; }
+    for (int i = 0; i < N; ++i) e[i] = lane + 32 * i;
+#pragma unroll
+    for (int r = 0; r < N; ++r)
+#pragma unroll
+        for (int i = r & 1; i + 1 < N; i += 2)
+            if (v[i + 1] > v[i]) {
+                const float tv = v[i];
+                v[i] = v[i + 1];
+                v[i + 1] = tv;
+                const int te = e[i];
+                e[i] = e[i + 1];
+                e[i + 1] = te;
+            }
 }
 
 // Top-k routing of one position by one warp from its lanes' logits v (expert lane + 32 i,
-// -INFINITY past the experts): each round takes the warp's largest logit with two warp
-// reductions (the value, then the lowest expert holding it) and only the lane that held it
-// looks for its next best. Writes the chosen experts to idx[0..k) (ties go to the lower expert
-// index) and their softmax weights renormalised over the k to wts[0..k).
+// -INFINITY past the experts): each lane sorts its logits once; each round takes the warp's
+// largest head with two warp reductions (the value, then the lowest expert holding it) and
+// the lane that held it moves on to its next. Writes the chosen experts to idx[0..k) (ties go
+// to the lower expert index) and their softmax weights renormalised over the k to wts[0..k).
+// A round's critical path is the two reductions and a shift, not a rescan of the lane's N.
 template <int N>
 __device__ __forceinline__ void route_values(float (&v)[N], int k, int* __restrict__ idx, float* __restrict__ wts) {
     const int lane = threadIdx.x & 31;
-    float bv, first = 0.0f, sum = 0.0f, mine = 0.0f;
-    int bi, my_expert = 0;
-    lane_best(v, lane, bv, bi);
+    float first = 0.0f, sum = 0.0f, mine = 0.0f;
+    int e[N], my_expert = 0;
+    lane_sort(v, e, lane);
     for (int j = 0; j < k; ++j) {
-        const unsigned top = __reduce_max_sync(FULL_MASK, ordered_bits(bv));
-        const int won = (int)__reduce_min_sync(FULL_MASK, ordered_bits(bv) == top ? (unsigned)bi : 0xffffffffu);
-        if ((won & 31) == lane) {
+        const unsigned head = ordered_bits(v[0]);
+        const unsigned top = __reduce_max_sync(FULL_MASK, head);
+        const int won = (int)__reduce_min_sync(FULL_MASK, head == top ? (unsigned)e[0] : 0xffffffffu);
+        if (e[0] == won) {
 #pragma unroll
-            for (int i = 0; i < N; ++i)
-                if (lane + 32 * i == won) v[i] = -INFINITY;
-            lane_best(v, lane, bv, bi);
+            for (int i = 0; i + 1 < N; ++i) {
+                v[i] = v[i + 1];
+                e[i] = e[i + 1];
+            }
+            v[N - 1] = -INFINITY;
+            e[N - 1] = 0x7fffffff;
         }
         const float value = from_ordered_bits(top);
         if (j == 0) first = value;

@@ -7,7 +7,7 @@
 use anyhow::Result;
 use cudarc::driver::CudaSlice;
 use engine::cuda::gemv::{ArgmaxScratch, FoldedNorm};
-use engine::cuda::{synthetic_key, AttnScratch, AttnShape, GdnShape, Gpu, GpuOptions, MoeScratch, MoeShape, MoeStage, MoeWeights};
+use engine::cuda::{synthetic_key, AttnScratch, AttnShape, GdnShape, Gpu, GpuOptions, MoeScratch, MoeShape, MoeStage, MoeWeights, RouterThroughOut};
 use half::bf16;
 
 /// Data a benchmark cycles through per timed batch, so that L2 hits do not flatter it.
@@ -184,7 +184,36 @@ fn moe_row(b: &Bench) -> Result<()> {
     for (stage, what, bytes) in stages {
         b.row("moe launch t=1", what, bytes, inputs, |c| b.gpu.moe_stage(stage, &xs.slice(c * h..(c + 1) * h), &w, &mut routed[c], &mut y, 1, s))?;
     }
-    Ok(())
+    out_moe_rows(b, s, &w, &norm_w, &xs, inputs)
+}
+
+/// The output projection (2048x4096 +=) with the MoE after it, both ways the decode can run
+/// them: the router's rows in the projection's launch (the default, `ENGINE_ROUTER_IN_OUT=on`)
+/// and the projection then the MoE with its own router (`off`). Each input has its own
+/// projection, router carried through it, mixer output and stream.
+fn out_moe_rows(b: &Bench, s: MoeShape, w: &MoeWeights<'_, CudaSlice<bf16>>, norm_w: &CudaSlice<bf16>, xs: &CudaSlice<f32>, inputs: usize) -> Result<()> {
+    let (e, h, i, cols) = (s.experts, s.hidden, s.expert_dim, 4096);
+    let outs: Vec<CudaSlice<bf16>> = (0..inputs).map(|c| b.weights(&format!("bench.out.{c}"), h * cols, 0.02)).collect::<Result<_>>()?;
+    let throughs: Vec<RouterThroughOut> = outs.iter().map(|o| b.gpu.router_through_out(w.router, w.shared_expert_gate, norm_w, o, e, h, cols)).collect::<Result<_>>()?;
+    let mixed = b.weights("bench.mixed", inputs * cols, 1.0)?;
+    let mixed: Vec<f32> = b.gpu.stream.clone_dtoh(&mixed)?.iter().map(|v| v.to_f32()).collect();
+    let mixed: CudaSlice<f32> = b.gpu.stream.clone_htod(&mixed)?;
+    let mut streams = b.gpu.stream.clone_dtod(xs)?;
+    let mut scratch = MoeScratch::new(b.gpu, s)?;
+    let norm = FoldedNorm { w: norm_w, eps: 1e-6 };
+    let experts = (s.top_k + 1) * 3 * i * h * 2;
+    let (projection, through) = (h * cols * 2, 2 * (e + 1) * cols * 2 + (e + 1) * h * 2);
+    let shape = "2048x4096 +=, then 256 experts top-8 + shared";
+    b.row("o-proj + moe t=1", &format!("{shape}, router in its launch"), projection + through + experts, inputs, |c| {
+        let mut x = streams.slice_mut(c * h..(c + 1) * h);
+        b.gpu.out_moe(&mut x, &mixed.slice(c * cols..(c + 1) * cols), &outs[c], cols, &throughs[c], w, &mut scratch, 1, s, norm)
+    })?;
+    let mut y = b.gpu.stream.alloc_zeros::<f32>(inputs * h)?;
+    b.row("o-proj, moe t=1", &format!("{shape}, router launch"), projection + (e + 1) * h * 2 + experts, inputs, |c| {
+        let mut x = streams.slice_mut(c * h..(c + 1) * h);
+        b.gpu.gemv(&outs[c], &mixed.slice(c * cols..(c + 1) * cols), &mut x, h, cols, 1, true)?;
+        b.gpu.moe(&x, w, &mut scratch, &mut y.slice_mut(c * h..(c + 1) * h), 1, s, true, Some(norm))
+    })
 }
 
 fn gdn_rows(b: &Bench) -> Result<()> {

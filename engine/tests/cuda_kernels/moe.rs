@@ -47,7 +47,7 @@ fn check_moe(t: usize, folded: bool, s: MoeShape) {
     let x = rng.vec(t * h, if folded { 6.0 } else { 1.0 });
     let y0 = rng.vec(t * h, 1.0);
     let mut y = upload(gpu, &y0);
-    let norm = folded.then_some(FoldedNorm { w: &m.norm, eps: EPS as f32 });
+    let norm = folded.then(|| m.folded());
     let (got_idx, got_normed) = if t <= 8 {
         let mut scratch = MoeScratch::new(gpu, s).unwrap();
         gpu.moe(&upload(gpu, &x), &m.w(), &mut scratch, &mut y, t, s, true, norm).unwrap();
@@ -103,7 +103,7 @@ fn check_out_moe(t: usize, s: MoeShape, cols: usize) {
     let mut rng = Rng::new(47);
     let x0 = rng.vec(t * h, 6.0);
     let a = rng.vec(t * cols, 1.0);
-    let norm = FoldedNorm { w: &m.norm, eps: EPS as f32 };
+    let norm = m.folded();
     let mut scratch = MoeScratch::new(gpu, s).unwrap();
     let mut x = upload(gpu, &x0);
     gpu.out_moe(&mut x, &upload(gpu, &a), &wo, cols, &through, &m.w(), &mut scratch, t, s, norm).unwrap();
@@ -124,6 +124,42 @@ fn check_out_moe(t: usize, s: MoeShape, cols: usize) {
         gpu.out_moe(&mut alone, &upload(gpu, &a[p * cols..][..cols]), &wo, cols, &through, &m.w(), &mut scratch, 1, s, norm).unwrap();
         assert_eq!(download(gpu, &alone), together[p * h..][..h], "output projection + moe: position {p} alone differs from {t} positions together");
     }
+}
+
+/// Equal logits go to the lower expert, through both routings (the router's cluster, and the
+/// routing launch after an output projection): ten router rows made one row that points along
+/// the MoE input, so that they lead, at experts that share lanes of the routing warp (3, 35,
+/// 67, 99) and that do not; the eight lowest are chosen, in expert order.
+#[test]
+fn routing_breaks_ties_to_the_lower_expert() {
+    let Some(gpu) = gpu() else { return };
+    let s = MoeShape { experts: 256, top_k: 8, ..SMALL };
+    let (h, cols) = (s.hidden, 256);
+    let tied = [250, 99, 3, 200, 35, 131, 4, 67, 255, 201];
+    let mut lowest = tied.to_vec();
+    lowest.sort();
+    lowest.truncate(s.top_k);
+    let mut rng = Rng::new(53);
+    let x0 = rng.vec(h, 6.0);
+    let a = rng.vec(cols, 1.0);
+    let (wo, woh) = weights(gpu, "out_proj", h * cols, 0.0, 0.1);
+
+    let mut m = MoeLayer::new(gpu, s);
+    let xp = m.normalise(&x0.iter().map(|v| *v as f64).collect::<Vec<_>>());
+    m.tie_router_rows(gpu, &tied, &xp);
+    let mut scratch = MoeScratch::new(gpu, s).unwrap();
+    let mut y = upload(gpu, &vec![0.0f32; h]);
+    gpu.moe(&upload(gpu, &x0), &m.w(), &mut scratch, &mut y, 1, s, true, Some(m.folded())).unwrap();
+    assert_eq!(m.reference(&xp, &vec![0.0; h]).0, lowest, "the host reference's tie rule");
+    assert_eq!(download(gpu, &scratch.idx)[..s.top_k].iter().map(|v| *v as usize).collect::<Vec<_>>(), lowest, "router cluster: experts chosen among equal logits");
+
+    let stream: Vec<f64> = (0..h).map(|r| x0[r] as f64 + (0..cols).map(|c| woh[r * cols + c] * a[c] as f64).sum::<f64>()).collect();
+    let mut m = MoeLayer::new(gpu, s);
+    m.tie_router_rows(gpu, &tied, &m.normalise(&stream));
+    let through = gpu.router_through_out(&m.router, &m.shared_expert_gate, &m.norm, &wo, s.experts, h, cols).unwrap();
+    let mut x = upload(gpu, &x0);
+    gpu.out_moe(&mut x, &upload(gpu, &a), &wo, cols, &through, &m.w(), &mut scratch, 1, s, m.folded()).unwrap();
+    assert_eq!(download(gpu, &scratch.idx)[..s.top_k].iter().map(|v| *v as usize).collect::<Vec<_>>(), lowest, "routing after the output projection: experts chosen among equal logits");
 }
 
 const EPS: f64 = 1e-6;
@@ -160,6 +196,24 @@ impl MoeLayer {
 
     fn w(&self) -> MoeWeights<'_, CudaSlice<bf16>> {
         MoeWeights { router: &self.router, gate: &self.gate, up: &self.up, down: &self.down, shared_gate: &self.shared_gate, shared_up: &self.shared_up, shared_down: &self.shared_down, shared_expert_gate: &self.shared_expert_gate }
+    }
+
+    /// Makes the router rows `rows` one row, ±0.5 by the sign of `toward` (bf16 exactly), so
+    /// that their logits are equal and lead for an input along `toward`.
+    fn tie_router_rows(&mut self, gpu: &Gpu, rows: &[usize], toward: &[f64]) {
+        let h = self.s.hidden;
+        for &r in rows {
+            for (w, t) in self.host[0][r * h..][..h].iter_mut().zip(toward) {
+                *w = 0.5f64.copysign(*t);
+            }
+        }
+        let device: Vec<bf16> = self.host[0].iter().map(|v| bf16::from_f64(*v)).collect();
+        self.router = upload(gpu, &device);
+    }
+
+    /// The post-attention norm, folded into the kernels that read the MoE input.
+    fn folded(&self) -> FoldedNorm<'_> {
+        FoldedNorm { w: &self.norm, eps: EPS as f32 }
     }
 
     /// x/rms·(1+norm).
