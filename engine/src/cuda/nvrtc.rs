@@ -218,14 +218,6 @@ pub(crate) fn entry_points(ptx: &str) -> Vec<String> {
         .collect()
 }
 
-/// Held by every NVRTC compile of the process. Two at once (a test's own `Gpu` compiling while
-/// another test asked for ptxas's report) once left that report empty on the H200
-/// (README-cuda, twenty-second pass); an engine compiles its files one after another anyway.
-fn one_compile_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static COMPILING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    COMPILING.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Compiles and returns NVRTC's log, which holds ptxas's report, and the PTX.
 fn compile_log(file: &KernelFile, source: &str, options: &[String]) -> Result<(String, String)> {
     use cudarc::nvrtc::result;
@@ -234,7 +226,6 @@ fn compile_log(file: &KernelFile, source: &str, options: &[String]) -> Result<(S
         String::from_utf8_lossy(&bytes).into_owned()
     };
     ensure_nvrtc()?;
-    let _one = one_compile_at_a_time();
     let source = std::ffi::CString::new(source).context("kernel source holds a NUL byte")?;
     let name = std::ffi::CString::new(file.name).context("kernel file name holds a NUL byte")?;
     let prog = result::create_program(&source, Some(&name)).with_context(|| format!("NVRTC could not take kernels/{}", file.name))?;
@@ -284,7 +275,6 @@ fn compile(file: &KernelFile, source: &str, options: Vec<String>) -> Result<Stri
         name: Some(file.name.to_string()),
         ..Default::default()
     };
-    let _one = one_compile_at_a_time();
     match nvrtc::compile_ptx_with_opts(source, opts) {
         Ok(ptx) => Ok(ptx.to_src()),
         Err(CompileError::CompileError { log, options, .. }) => bail!(
