@@ -25,6 +25,12 @@ impl Bench<'_> {
         Ok(w)
     }
 
+    /// Activations in f32 with the synthetic weights' values.
+    fn activations(&self, name: &str, n: usize, scale: f32) -> Result<CudaSlice<f32>> {
+        let v: Vec<f32> = self.gpu.stream.clone_dtoh(&self.weights(name, n, scale)?)?.iter().map(|v| v.to_f32()).collect();
+        Ok(self.gpu.stream.clone_htod(&v)?)
+    }
+
     /// Times `copies` launches per batch (median of 20 batches), issued one by one on the
     /// stream and replayed as a captured graph (as a decode round runs), and prints one row;
     /// GB/s and the ceiling share are the graph's.
@@ -156,9 +162,7 @@ fn moe_row(b: &Bench) -> Result<()> {
     let w = MoeWeights { router: &router, gate: &gate, up: &up, down: &down, shared_gate: &sg, shared_up: &su, shared_down: &sd, shared_expert_gate: &seg };
     // Distinct inputs route to distinct experts, as consecutive tokens do.
     let inputs = 32;
-    let xs = b.weights("bench.moe_x", inputs * h, 1.0)?;
-    let xs: Vec<f32> = b.gpu.stream.clone_dtoh(&xs)?.iter().map(|v| v.to_f32()).collect();
-    let xs: CudaSlice<f32> = b.gpu.stream.clone_htod(&xs)?;
+    let xs = b.activations("bench.moe_x", inputs * h, 1.0)?;
     let mut scratch = MoeScratch::new(b.gpu, s)?;
     let mut y = b.gpu.stream.alloc_zeros::<f32>(8 * h)?;
     let bytes = e * h * 2 + (s.top_k + 1) * 3 * i * h * 2;
@@ -195,9 +199,7 @@ fn out_moe_rows(b: &Bench, s: MoeShape, w: &MoeWeights<'_, CudaSlice<bf16>>, nor
     let (e, h, i, cols) = (s.experts, s.hidden, s.expert_dim, 4096);
     let outs: Vec<CudaSlice<bf16>> = (0..inputs).map(|c| b.weights(&format!("bench.out.{c}"), h * cols, 0.02)).collect::<Result<_>>()?;
     let throughs: Vec<RouterThroughOut> = outs.iter().map(|o| b.gpu.router_through_out(w.router, w.shared_expert_gate, norm_w, o, e, h, cols)).collect::<Result<_>>()?;
-    let mixed = b.weights("bench.mixed", inputs * cols, 1.0)?;
-    let mixed: Vec<f32> = b.gpu.stream.clone_dtoh(&mixed)?.iter().map(|v| v.to_f32()).collect();
-    let mixed: CudaSlice<f32> = b.gpu.stream.clone_htod(&mixed)?;
+    let mixed = b.activations("bench.mixed", inputs * cols, 1.0)?;
     let mut streams = b.gpu.stream.clone_dtod(xs)?;
     let mut scratch = MoeScratch::new(b.gpu, s)?;
     let norm = FoldedNorm { w: norm_w, eps: 1e-6 };

@@ -110,8 +110,7 @@ fn check_out_moe(t: usize, s: MoeShape, cols: usize) {
     let (together, idx, normed) = (download(gpu, &x), download(gpu, &scratch.idx), download(gpu, &scratch.normed));
     let mut want = Vec::new();
     for p in 0..t {
-        let ap: Vec<f64> = a[p * cols..][..cols].iter().map(|v| *v as f64).collect();
-        let stream: Vec<f64> = (0..h).map(|r| x0[p * h + r] as f64 + (0..cols).map(|c| woh[r * cols + c] * ap[c]).sum::<f64>()).collect();
+        let stream = projected(&x0[p * h..][..h], &woh, &a[p * cols..][..cols]);
         let xp = m.normalise(&stream);
         assert_close(&format!("t={t}, {} experts: normalised rows of position {p}", s.experts), &normed[p * h..][..h], &xp, 1e-5);
         let (chosen, out) = m.reference(&xp, &stream);
@@ -153,13 +152,18 @@ fn routing_breaks_ties_to_the_lower_expert() {
     assert_eq!(m.reference(&xp, &vec![0.0; h]).0, lowest, "the host reference's tie rule");
     assert_eq!(download(gpu, &scratch.idx)[..s.top_k].iter().map(|v| *v as usize).collect::<Vec<_>>(), lowest, "router cluster: experts chosen among equal logits");
 
-    let stream: Vec<f64> = (0..h).map(|r| x0[r] as f64 + (0..cols).map(|c| woh[r * cols + c] * a[c] as f64).sum::<f64>()).collect();
+    let stream = projected(&x0, &woh, &a);
     let mut m = MoeLayer::new(gpu, s);
     m.tie_router_rows(gpu, &tied, &m.normalise(&stream));
     let through = gpu.router_through_out(&m.router, &m.shared_expert_gate, &m.norm, &wo, s.experts, h, cols).unwrap();
     let mut x = upload(gpu, &x0);
     gpu.out_moe(&mut x, &upload(gpu, &a), &wo, cols, &through, &m.w(), &mut scratch, 1, s, m.folded()).unwrap();
     assert_eq!(download(gpu, &scratch.idx)[..s.top_k].iter().map(|v| *v as usize).collect::<Vec<_>>(), lowest, "routing after the output projection: experts chosen among equal logits");
+}
+
+/// The stream after the output projection, x + Wo·a, in f64 (Wo `[x.len()][a.len()]`).
+fn projected(x: &[f32], wo: &[f64], a: &[f32]) -> Vec<f64> {
+    x.iter().zip(wo.chunks(a.len())).map(|(x, row)| *x as f64 + row.iter().zip(a).map(|(w, a)| w * *a as f64).sum::<f64>()).collect()
 }
 
 const EPS: f64 = 1e-6;
