@@ -158,3 +158,15 @@ fn kernels_spill_only_what_they_are_known_to() {
     println!("{}", report.join("\n"));
     assert!(failures.is_empty(), "{}\n(a spill that grows or appears is a regression; one that shrinks updates SPILLS)", failures.join("\n"));
 }
+
+/// NVRTC 12.9+ serves a repeated compile from CUDA's compute cache, and a served compile
+/// reports no registers: the report must not depend on what was compiled before.
+#[test]
+fn ptxas_reports_a_repeated_compile() {
+    let Some(compiler) = compiler(None) else { return };
+    let file = &KERNEL_FILES[0];
+    let first = compiler.resources(file).unwrap_or_else(|e| panic!("{e:#}"));
+    let again = compiler.resources(file).unwrap_or_else(|e| panic!("second report on kernels/{}: {e:#}", file.name));
+    assert!(!first.is_empty(), "kernels/{} has no entries", file.name);
+    assert_eq!(first, again);
+}

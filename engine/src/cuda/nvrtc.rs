@@ -194,11 +194,16 @@ pub struct KernelResources {
 
 impl Compiler {
     /// Assembles `file` for sm_90 with `ptxas -v` and reads every entry's resources from the
-    /// log (never cached: the report is for checks, not for start-up).
+    /// log (never cached, by this compiler or NVRTC: the report is for checks, not start-up).
     pub fn resources(&self, file: &KernelFile) -> Result<Vec<KernelResources>> {
         let mut options = file.options(&self.include_dir, &self.defines);
         options.push(format!("--gpu-architecture={ARCH}"));
         options.push("--ptxas-options=-v".to_string());
+        // NVRTC 12.9 and later keep compiles in CUDA's compute cache (`~/.nv/ComputeCache`);
+        // a compile served from it runs no ptxas, so its log holds no report.
+        if self.version >= (12, 9) {
+            options.push("--no-cache".to_string());
+        }
         let (log, ptx) = compile_log(file, &file.full_source(), &options)?;
         let entries = parse_ptxas_log(&log).with_context(|| format!("reading ptxas's report on kernels/{}", file.name))?;
         let mut reported: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
