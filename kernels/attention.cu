@@ -3,7 +3,8 @@
 //                 over the first rot_dim dims, angles from the model's table), k and v
 //                 appended to the bf16 cache.
 //   split-K attention (flash decoding): block (kv head, t, split) stages its keys through
-//   shared memory, each q head of the group split over warps; online softmax. Then the splits
+//   shared memory and takes each tile's scores and values on tensor cores, all q heads of the
+//   kv head at once; online softmax over the tiles. Then the splits
 //   merge and the output gate sigmoid(gate), read from qg, applies:
 //   attn_split + attn_combine:  several positions: the splits' partials go through memory to
 //                               a second launch.
@@ -60,33 +61,28 @@ extern "C" __global__ void attn_prep(const float* __restrict__ qg, const float* 
     }
 }
 
-template <int E>
-__device__ __forceinline__ void load_bf16(const bf16* p, float* f) {
-    if constexpr (E == 8) {
-        unpack8(*reinterpret_cast<const uint4*>(p), f);
-    } else if constexpr (E == 4) {
-        const uint2 v = *reinterpret_cast<const uint2*>(p);
-        f[0] = bf16_lo(v.x); f[1] = bf16_hi(v.x); f[2] = bf16_lo(v.y); f[3] = bf16_hi(v.y);
-    } else {
-        const unsigned int v = *reinterpret_cast<const unsigned int*>(p);
-        f[0] = bf16_lo(v); f[1] = bf16_hi(v);
-    }
-}
-
-// Warps of an attention block (attn_split, attn_decode_cluster): ATTN_WARPS / G warps for each of the G q heads of its kv
-// head (at least one), which split each tile's keys between them and merge at the end.
+// Warps of an attention block (attn_split, attn_decode_cluster): ATTN_WARPS rounded down to a
+// multiple of the G (at most 8) q heads of its kv head: 12 for 6, as the engine sizes the launches.
 #define ATTN_WARPS 16
 template <int G>
 struct AttnWarps {
-    static constexpr int per_head = G >= ATTN_WARPS ? 1 : ATTN_WARPS / G;
-    static constexpr int count = G * per_head;
+    static constexpr int count = ATTN_WARPS / G * G;
 };
 
-// Keys of a split are staged through shared memory in tiles of ATTN_TILE_BYTES of keys and as
-// many of values, two tiles in flight (cp.async): the next tile streams in while the warps
-// score the current one, so a split costs about one trip to memory per tile rather than one
-// per key step.
-#define ATTN_TILE_BYTES 8192
+// Keys of a split are staged through shared memory in tiles of ATTN_TILE_KEYS keys and as many
+// values, two tiles in flight (cp.async): the next tile streams in while the warps work on the
+// current one, so a split costs about one trip to memory per tile rather than one per key.
+// A tile's rows are padded by 16 bytes, so that the 8 rows one ldmatrix reads fall in
+// different banks.
+#define ATTN_TILE_KEYS 16
+template <int D>
+struct KvTile {
+    static constexpr int STRIDE = D + 8;
+    static constexpr int ELEMS = ATTN_TILE_KEYS * STRIDE;
+};
+// Two tiles of keys and values: [tile][keys, values][key][STRIDE].
+template <int D>
+using KvTiles = bf16[2][2][KvTile<D>::ELEMS];
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
     const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
@@ -97,15 +93,22 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 // Starts copying keys and values j0 .. j0+n-1 of one kv head into a tile, the block's threads
-// taking the 16-byte chunks in turn.
+// taking the 16-byte chunks in turn. The value rows past n are zeroed: the tile's products
+// weigh them by 0, and a stale row could hold a NaN.
 template <int D>
 __device__ __forceinline__ void load_kv_tile(bf16* ks, bf16* vs, const bf16* __restrict__ kb, const bf16* __restrict__ vb,
                                              int j0, int n) {
     constexpr int CHUNKS = D / 8;
-    for (int c = threadIdx.x; c < n * CHUNKS; c += blockDim.x) {
-        const size_t at = (size_t)(j0 + c / CHUNKS) * D + (c % CHUNKS) * 8;
-        cp_async16(ks + (size_t)c * 8, kb + at);
-        cp_async16(vs + (size_t)c * 8, vb + at);
+    for (int c = threadIdx.x; c < ATTN_TILE_KEYS * CHUNKS; c += blockDim.x) {
+        const int row = c / CHUNKS, col = (c % CHUNKS) * 8;
+        bf16* vd = vs + row * KvTile<D>::STRIDE + col;
+        if (row < n) {
+            const size_t at = (size_t)(j0 + row) * D + col;
+            cp_async16(ks + row * KvTile<D>::STRIDE + col, kb + at);
+            cp_async16(vd, vb + at);
+        } else {
+            *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
+        }
     }
     cp_async_commit();
 }
@@ -135,114 +138,167 @@ struct SplitResult {
     int ml_stride;
 };
 
-// Block (kv head, t, split) over keys start..end-1: they go through shared memory tile by
-// tile; each warp owns one q head and scores every PER_HEAD-th run of KEYS consecutive keys of
-// a tile, lane = E consecutive dims, so a warp holds one head's query and accumulator. The
-// KEYS scores of a step are reduced as independent shuffle chains, then one online-softmax
-// update; a head's warps then merge in warp order into `res`. The order of every sum depends
-// only on the split and the key, never on T (speculative verify equals plain decode).
+// Tensor-core tiles (mma.sync m16n8k16, bf16 in, fp32 out). A's 16 rows are the q heads of a
+// kv head (at most 8: rows 8-15, registers a1 and a3, are zero).
+__device__ __forceinline__ void ldsm_x2(unsigned& r0, unsigned& r1, const bf16* p) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(a) : "memory");
+}
+__device__ __forceinline__ void ldsm_x2_trans(unsigned& r0, unsigned& r1, const bf16* p) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(a) : "memory");
+}
+// c += A B for A's rows 0-7 (a0: columns 0-7, a2: 8-15).
+__device__ __forceinline__ void mma_rows8(float (&c)[4], unsigned a0, unsigned a2, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+}
+
+// x as two bf16, hi + lo within 2^-16 of it: two bf16 products carry an fp32 operand.
+__device__ __forceinline__ void split_bf16(float x, bf16& hi, bf16& lo) {
+    hi = __float2bfloat16_rn(x);
+    lo = __float2bfloat16_rn(x - __bfloat162float(hi));
+}
+
+// Rows of the tensor-core tiles: the q heads of one kv head.
+#define ATTN_ROWS 8
+// Warps that score a tile: its two 8-key halves times four parts of the head dim.
+#define SCORE_PARTS 4
+
+// Block (kv head, t, split) over keys start..end-1, its G q heads at q + head0 * D: the keys and
+// values go through shared memory tile by tile, and per tile on tensor cores: eight warps
+// score it (queries as bf16 hi + lo against the keys, each warp a half of the tile's keys over
+// a quarter of the head dim), the first 128 threads take the online softmax (one thread a head
+// and key), and the warps add the weights (bf16 hi + lo) times the values into the output's
+// 8-dim columns, warp w columns w, w + warps, ... Writes for each q head g the unnormalised accumulator, maximum
+// and sum to `res`. Every sum's order depends only on the split and the key, never on T
+// (speculative verify equals plain decode).
 template <int D, int G>
 __device__ __forceinline__ void split_attention(const float* __restrict__ q, const bf16* __restrict__ kb,
-                                                const bf16* __restrict__ vb, bf16 (&kv)[2][2][ATTN_TILE_BYTES / 2],
-                                                int start, int end, bool tile_loaded, int head, int sub,
-                                                float scale, SplitResult res) {
-    constexpr int E = D / 32, PER_HEAD = AttnWarps<G>::per_head, KEYS = E >= 8 ? 2 : 4;
-    constexpr int TILE = ATTN_TILE_BYTES / (D * 2);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = warp / PER_HEAD;
+                                                const bf16* __restrict__ vb, KvTiles<D>& kv, int start, int end,
+                                                bool tile_loaded, int head0, float scale, SplitResult res) {
+    static_assert(G <= ATTN_ROWS, "a tile's rows hold at most 8 q heads");
+    constexpr int WARPS = AttnWarps<G>::count, THREADS = WARPS * 32, STRIDE = KvTile<D>::STRIDE;
+    constexpr int TILE = ATTN_TILE_KEYS, KSTEPS = D / 16 / SCORE_PARTS, NTILES = D / 8;
+    constexpr int PV_TILES = (NTILES + WARPS - 1) / WARPS, QPT = (ATTN_ROWS * D + THREADS - 1) / THREADS;
+    static_assert(WARPS >= 2 * SCORE_PARTS && KSTEPS >= 1, "a tile's scores need eight warps");
+    static_assert(ATTN_ROWS * TILE <= THREADS, "the softmax takes a thread a head and key");
+    __shared__ __align__(16) bf16 q_hi[ATTN_ROWS][STRIDE], q_lo[ATTN_ROWS][STRIDE];
+    __shared__ float partial[SCORE_PARTS][ATTN_ROWS][TILE];
+    __shared__ __align__(16) bf16 p_hi[ATTN_ROWS][TILE + 8], p_lo[ATTN_ROWS][TILE + 8];
+    __shared__ float row_max[ATTN_ROWS], row_sum[ATTN_ROWS], row_corr[ATTN_ROWS];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int tiles = end > start ? (end - start + TILE - 1) / TILE : 0;
     if (tiles > 0 && !tile_loaded) load_kv_tile<D>(kv[0][0], kv[0][1], kb, vb, start, min(TILE, end - start));
-
-    float qr[E], acc[E], m = -INFINITY, l = 0.0f;
+    // The queries are loaded before the second tile is requested and stored after, so that
+    // their trip and the tile's overlap.
+    float qv[QPT];
 #pragma unroll
-    for (int e = 0; e < E; ++e) {
-        acc[e] = 0.0f;
-        qr[e] = q[(size_t)head * D + lane * E + e] * scale;
+    for (int i = 0; i < QPT; ++i) {
+        const int at = tid + i * THREADS;
+        qv[i] = at < G * D ? q[(size_t)head0 * D + at] : 0.0f;
     }
+    if (tiles > 1) load_kv_tile<D>(kv[1][0], kv[1][1], kb, vb, start + TILE, min(TILE, end - start - TILE));
+#pragma unroll
+    for (int i = 0; i < QPT; ++i) {
+        const int at = tid + i * THREADS;
+        if (at < ATTN_ROWS * D) split_bf16(qv[i] * scale, q_hi[at / D][at % D], q_lo[at / D][at % D]);
+    }
+    if (tid < ATTN_ROWS) {
+        row_max[tid] = -INFINITY;
+        row_sum[tid] = 0.0f;
+    }
+    // ldmatrix x2: lanes 0-7 address the rows of the first 8x8 matrix, lanes 8-15 the second's.
+    const int lrow = lane & 7, lhalf = (lane >> 3) & 1;
+    float acc[PV_TILES][4] = {};
     for (int it = 0; it < tiles; ++it) {
         const int j0 = start + it * TILE, n = min(TILE, end - j0);
-        if (it + 1 < tiles) {
+        if (it > 0 && it + 1 < tiles) {
             const int j1 = j0 + TILE;
             load_kv_tile<D>(kv[(it + 1) & 1][0], kv[(it + 1) & 1][1], kb, vb, j1, min(TILE, end - j1));
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
+        }
+        if (it + 1 < tiles) cp_async_wait<1>();
+        else cp_async_wait<0>();
+        __syncthreads();
+        const bf16* kt = kv[it & 1][0];
+        const bf16* vt = kv[it & 1][1];
+        if (warp < 2 * SCORE_PARTS) {
+            const int half = warp & 1, part = warp >> 1;
+            float c[4] = {};
+#pragma unroll
+            for (int k = 0; k < KSTEPS; ++k) {
+                const int col = (part * KSTEPS + k) * 16 + lhalf * 8;
+                unsigned qh0, qh2, ql0, ql2, b0, b1;
+                ldsm_x2(qh0, qh2, &q_hi[lrow][col]);
+                ldsm_x2(ql0, ql2, &q_lo[lrow][col]);
+                ldsm_x2(b0, b1, kt + (half * 8 + lrow) * STRIDE + col);
+                mma_rows8(c, qh0, qh2, b0, b1);
+                mma_rows8(c, ql0, ql2, b0, b1);
+            }
+            const int key = half * 8 + 2 * (lane & 3);
+            partial[part][lane >> 2][key] = c[0];
+            partial[part][lane >> 2][key + 1] = c[1];
         }
         __syncthreads();
-        const bf16* kt = kv[it & 1][0] + lane * E;
-        const bf16* vt = kv[it & 1][1] + lane * E;
-        for (int p0 = sub * KEYS; p0 < n; p0 += PER_HEAD * KEYS) {
-            float kf[KEYS][E], vf[KEYS][E], sc[KEYS];
+        if (tid < ATTN_ROWS * TILE) {
+            // Lanes 0-15 and 16-31 of a warp each hold one head's 16 keys.
+            const int h = tid / TILE, key = tid % TILE;
+            const float s = key < n ? (partial[0][h][key] + partial[1][h][key]) + (partial[2][h][key] + partial[3][h][key])
+                                    : -INFINITY;
+            float mx = s;
 #pragma unroll
-            for (int p = 0; p < KEYS; ++p) {
-                const int pk = min(p0 + p, n - 1);
-                load_bf16<E>(kt + pk * D, kf[p]);
-                load_bf16<E>(vt + pk * D, vf[p]);
+            for (int o = TILE / 2; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, o));
+            const float m_old = row_max[h], m_new = fmaxf(m_old, mx);
+            const float w = key < n ? __expf(s - m_new) : 0.0f;
+            float sum = w;
+#pragma unroll
+            for (int o = TILE / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, o);
+            split_bf16(w, p_hi[h][key], p_lo[h][key]);
+            if (key == 0) {
+                const float corr = __expf(m_old - m_new);
+                row_corr[h] = corr;
+                row_sum[h] = fmaf(row_sum[h], corr, sum);
+                row_max[h] = m_new;
             }
-#pragma unroll
-            for (int p = 0; p < KEYS; ++p) {
-                float s = 0.0f;
-#pragma unroll
-                for (int e = 0; e < E; ++e) s = fmaf(qr[e], kf[p][e], s);
-                sc[p] = s;
-            }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-                for (int p = 0; p < KEYS; ++p) sc[p] += __shfl_xor_sync(FULL_MASK, sc[p], o);
-            float m_new = m;
-#pragma unroll
-            for (int p = 0; p < KEYS; ++p) {
-                if (p0 + p >= n) sc[p] = -INFINITY;
-                m_new = fmaxf(m_new, sc[p]);
-            }
-            const float corr = __expf(m - m_new);
-            l *= corr;
-#pragma unroll
-            for (int e = 0; e < E; ++e) acc[e] *= corr;
-#pragma unroll
-            for (int p = 0; p < KEYS; ++p) {
-                const float w = __expf(sc[p] - m_new);
-                l += w;
-#pragma unroll
-                for (int e = 0; e < E; ++e) acc[e] = fmaf(w, vf[p][e], acc[e]);
-            }
-            m = m_new;
         }
-        // Every warp is done with this tile before the next iteration refills it.
+        __syncthreads();
+        {
+            const int r = lane >> 2, c2 = 2 * (lane & 3);
+            const unsigned ph0 = *reinterpret_cast<const unsigned*>(&p_hi[r][c2]);
+            const unsigned ph2 = *reinterpret_cast<const unsigned*>(&p_hi[r][c2 + 8]);
+            const unsigned pl0 = *reinterpret_cast<const unsigned*>(&p_lo[r][c2]);
+            const unsigned pl2 = *reinterpret_cast<const unsigned*>(&p_lo[r][c2 + 8]);
+            const float corr = row_corr[r];
+#pragma unroll
+            for (int i = 0; i < PV_TILES; ++i) {
+                const int nt = warp + i * WARPS;
+                if (nt >= NTILES) break;
+                acc[i][0] *= corr;
+                acc[i][1] *= corr;
+                unsigned b0, b1;
+                ldsm_x2_trans(b0, b1, vt + (lane & 15) * STRIDE + nt * 8);
+                mma_rows8(acc[i], ph0, ph2, b0, b1);
+                mma_rows8(acc[i], pl0, pl2, b0, b1);
+            }
+        }
+        // Every thread is done with this tile and its weights before the next iteration refills them.
         __syncthreads();
     }
-    if constexpr (PER_HEAD > 1) {
-        // The warps' accumulators go where the tiles were, ahead of `res.acc`: every warp is
-        // past the last tile's barrier.
-        float (*sacc)[D] = reinterpret_cast<float (*)[D]>(&kv[0][0][0]);
-        __shared__ float sm[AttnWarps<G>::count], sl[AttnWarps<G>::count];
+    const int r = lane >> 2;
+    if (r < G) {
 #pragma unroll
-        for (int e = 0; e < E; ++e) sacc[warp][lane * E + e] = acc[e];
-        if (lane == 0) { sm[warp] = m; sl[warp] = l; }
-        __syncthreads();
-        if (sub != 0) return;
-        float M = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < PER_HEAD; ++w) M = fmaxf(M, sm[warp + w]);
-        l = 0.0f;
-#pragma unroll
-        for (int e = 0; e < E; ++e) acc[e] = 0.0f;
-        if (M != -INFINITY) {
-#pragma unroll
-            for (int w = 0; w < PER_HEAD; ++w) {
-                const float c = __expf(sm[warp + w] - M);
-                l = fmaf(sl[warp + w], c, l);
-#pragma unroll
-                for (int e = 0; e < E; ++e) acc[e] = fmaf(sacc[warp + w][lane * E + e], c, acc[e]);
-            }
+        for (int i = 0; i < PV_TILES; ++i) {
+            const int nt = warp + i * WARPS;
+            if (nt >= NTILES) break;
+            float* out = res.acc + r * res.acc_stride + nt * 8 + 2 * (lane & 3);
+            out[0] = acc[i][0];
+            out[1] = acc[i][1];
         }
-        m = M;
     }
-#pragma unroll
-    for (int e = 0; e < E; ++e) res.acc[g * res.acc_stride + lane * E + e] = acc[e];
-    if (lane == 0) {
-        res.ml[g * res.ml_stride] = m;
-        res.ml[g * res.ml_stride + 1] = l;
+    if (tid < G) {
+        res.ml[tid * res.ml_stride] = row_max[tid];
+        res.ml[tid * res.ml_stride + 1] = row_sum[tid];
     }
 }
 
@@ -297,9 +353,9 @@ struct SplitKeys {
 // attention of the positions before, three launches back at least; the round's own keys come
 // from attn_prep, the launch before). Returns whether the tile is on its way.
 template <int D>
-__device__ __forceinline__ bool split_prologue(bf16 (&kv)[2][2][ATTN_TILE_BYTES / 2], const bf16* kb, const bf16* vb,
+__device__ __forceinline__ bool split_prologue(KvTiles<D>& kv, const bf16* kb, const bf16* vb,
                                                const SplitKeys& keys, bool active, bool preload) {
-    constexpr int TILE = ATTN_TILE_BYTES / (D * 2);
+    constexpr int TILE = ATTN_TILE_KEYS;
     const bool early = preload && active && keys.end > keys.start && keys.start + min(TILE, keys.end - keys.start) <= keys.pos0;
     if (early) load_kv_tile<D>(kv[0][0], kv[0][1], kb, vb, keys.start, min(TILE, keys.end - keys.start));
     if (preload) pdl_begin();
@@ -315,9 +371,8 @@ __device__ __forceinline__ void attn_split_body(const float* __restrict__ q, con
                                                 const bf16* __restrict__ v_cache, const int* __restrict__ base,
                                                 int offset, float* __restrict__ part_acc, float* __restrict__ part_ml,
                                                 int Hq, int nsplit, int max_ctx, float scale, int early) {
-    constexpr int PER_HEAD = AttnWarps<G>::per_head;
-    __shared__ __align__(16) bf16 kv[2][2][ATTN_TILE_BYTES / 2];
-    const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z, warp = threadIdx.x >> 5;
+    __shared__ __align__(16) KvTiles<D> kv;
+    const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z;
     const bool preload = early & EARLY_REGS;
     if (!preload) pdl_begin();
     const SplitKeys keys(base, offset, t, split, nsplit);
@@ -329,8 +384,7 @@ __device__ __forceinline__ void attn_split_body(const float* __restrict__ q, con
     if (!active) return;
     const size_t first = ((size_t)t * Hq + kvh * G) * nsplit + split;
     const SplitResult res{part_acc + first * D, nsplit * D, part_ml + 2 * first, 2 * nsplit};
-    split_attention<D, G>(q + (size_t)t * Hq * D, kb, vb, kv, keys.start, keys.end, tile_early,
-                          kvh * G + warp / PER_HEAD, warp % PER_HEAD, scale, res);
+    split_attention<D, G>(q + (size_t)t * Hq * D, kb, vb, kv, keys.start, keys.end, tile_early, kvh * G, scale, res);
 }
 
 // Block (q head, t, 32 dims) of any number of warps: warp w merges groups w, w + warps, ... of
@@ -394,15 +448,13 @@ __device__ __forceinline__ void attn_decode_cluster_body(const float* __restrict
                                                          unsigned* __restrict__ tickets, float* __restrict__ out, int Hq,
                                                          int nsplit, int max_ctx, float scale, int early) {
     static_assert(G <= ATTN_CLUSTER, "a cluster's blocks merge one q head each");
-    constexpr int PER_HEAD = AttnWarps<G>::per_head;
-    // Two tiles of keys and values: [tile][keys, values]; past the last tile the warps'
-    // accumulators and then the split's result.
-    __shared__ __align__(16) bf16 kv[2][2][ATTN_TILE_BYTES / 2];
+    // Two tiles of keys and values; past the last tile the split's result.
+    __shared__ __align__(16) KvTiles<D> kv;
     __shared__ float res_ml[G][2];
     __shared__ bool last;
-    static_assert(sizeof(float) * (AttnWarps<G>::count + G) * D <= sizeof(kv), "the accumulators exceed the tiles");
-    float* res_acc = reinterpret_cast<float*>(&kv[0][0][0]) + AttnWarps<G>::count * D;
-    const int kvh = blockIdx.x, split = blockIdx.z, warp = threadIdx.x >> 5;
+    static_assert(sizeof(float) * G * D <= sizeof(kv), "the split's result exceeds the tiles");
+    float* res_acc = reinterpret_cast<float*>(&kv[0][0][0]);
+    const int kvh = blockIdx.x, split = blockIdx.z;
     const int rank = split % ATTN_CLUSTER, group = split / ATTN_CLUSTER, ngroups = gridDim.z / ATTN_CLUSTER;
     const bool preload = early & EARLY_REGS;
     if (!preload) pdl_begin();
@@ -419,8 +471,8 @@ __device__ __forceinline__ void attn_decode_cluster_body(const float* __restrict
     // A cluster with no live split leaves at once, all its blocks together.
     if (group >= live_groups) return;
     if (active)
-        split_attention<D, G>(q, kb, vb, kv, keys.start, keys.end, tile_early, kvh * G + warp / PER_HEAD,
-                              warp % PER_HEAD, scale, SplitResult{res_acc, D, &res_ml[0][0], 2});
+        split_attention<D, G>(q, kb, vb, kv, keys.start, keys.end, tile_early, kvh * G, scale,
+                              SplitResult{res_acc, D, &res_ml[0][0], 2});
 
     // The cluster's splits, merged in split order.
     cluster_sync();

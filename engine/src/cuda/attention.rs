@@ -23,8 +23,8 @@ pub struct AttnShape {
 
 /// q heads per kv head the decode kernel is instantiated for (all handled in one block).
 const GROUPS: [usize; 5] = [1, 2, 4, 6, 8];
-/// Warps of an attention block (`attn_split`, `attn_decode_cluster`; kernels/attention.cu `ATTN_WARPS`): whole warps per q head,
-/// as `AttnWarps` there.
+/// Warps of an attention block (`attn_split`, `attn_decode_cluster`; kernels/attention.cu
+/// `ATTN_WARPS`), rounded down to a multiple of the q heads a kv head, as `AttnWarps` there.
 const ATTN_WARPS: usize = 16;
 /// Threads of an attention block for `group` q heads per kv head.
 fn decode_threads(group: usize) -> u32 {

@@ -47,8 +47,21 @@ fn check(head_dim: usize, hq: usize, splits: usize) {
     let mut q_rot = gpu.stream.alloc_zeros::<f32>(t * s.hq * d).unwrap();
     gpu.attn_prep(&qg, &upload(gpu, &k), &upload(gpu, &v), &qn, &kn, &rope, &base, offset, &mut kc, &mut vc, &mut q_rot, t, s).unwrap();
     let plan = AttnPlan { splits, one_launch_groups: 0 };
+    // A block's shared memory holds what the blocks before it left there. Before every launch
+    // below, one over a full cache of NaN fills the key and value tiles with NaN; the launches
+    // checked end their splits inside a tile (lengths 301-303), whose rows past the last key
+    // must count for nothing.
+    let nan = upload(gpu, &vec![bf16::NAN; s.cache_len()]);
+    let full = upload(gpu, &[s.max_ctx as i32 - 1]);
+    let poison = |one_launch: bool| {
+        let mut scratch = AttnScratch::new(gpu, s, 1, plan).unwrap();
+        let mut out = gpu.stream.alloc_zeros::<f32>(s.hq * d).unwrap();
+        gpu.attn_decode(&q_rot, &nan, &nan, &full, 0, &qg, &mut scratch, &mut out, 1, s, one_launch).unwrap();
+        assert!(download(gpu, &out).iter().all(|x| x.is_nan()), "the launch over NaN wrote NaN");
+    };
     let mut scratch = AttnScratch::new(gpu, s, t, plan).unwrap();
     let mut out = gpu.stream.alloc_zeros::<f32>(t * s.hq * d).unwrap();
+    poison(false);
     gpu.attn_decode(&q_rot, &kc, &vc, &base, offset, &qg, &mut scratch, &mut out, t, s, false).unwrap();
     let got = download(gpu, &out);
     // Each position alone, in two launches or in one (its splits merged in clusters), gives
@@ -60,6 +73,7 @@ fn check(head_dim: usize, hq: usize, splits: usize) {
         for p in 0..t {
             let mut one = gpu.stream.alloc_zeros::<f32>(row).unwrap();
             for _ in 0..2 {
+                poison(one_launch);
                 gpu.attn_decode(&q_rot.slice(p * row..), &kc, &vc, &base, offset + p as i32, &qg.slice(2 * p * row..), &mut scratch, &mut one, 1, s, one_launch).unwrap();
                 assert_eq!(download(gpu, &one), got[p * row..][..row], "position {p} alone, {splits} splits, one launch: {one_launch}");
             }
