@@ -6,6 +6,9 @@
 
 use anyhow::Result;
 use cudarc::driver::CudaSlice;
+use engine::chain::{decode_stages, Stage};
+use engine::config::ModelConfig;
+use engine::cuda::ceiling::{ChainEarly, ChainForm, CHAIN_BATCHES};
 use engine::cuda::gemv::{ArgmaxScratch, FoldedNorm};
 use engine::cuda::{synthetic_key, AttnScratch, AttnShape, GdnShape, Gpu, GpuOptions, MoeScratch, MoeShape, MoeStage, MoeWeights, RouterThroughOut};
 use half::bf16;
@@ -70,6 +73,7 @@ fn run() -> Result<()> {
         "a stage waiting for the one before ({} blocks of 128 threads): a dependent launch {:.2} us ({:.2} us with a handoff), a grid barrier in one launch {:.2} us ({:.2} us with a handoff)",
         i.sm_count, sync.launch_us, sync.launch_handoff_us, sync.barrier_us, sync.barrier_handoff_us
     );
+    chain_rows(&gpu, ceiling_gbs)?;
     println!();
     println!("{:<22} {:<40} {:>9} {:>10} {:>9} {:>7} {:>7}", "kernel", "shape", "MB read", "us stream", "us graph", "GB/s", "ceiling");
     let b = Bench { gpu: &gpu, ceiling_gbs };
@@ -282,6 +286,45 @@ fn attention_rows(b: &Bench) -> Result<()> {
             b.row("attn_decode t=1", &format!("ctx {ctx} of {max_ctx}, 16/2 x256, {} splits, {how}{chosen}", plan.splits), per_layer, layers, |l| {
                 b.gpu.attn_decode(&qg, &kc.slice(l * n..(l + 1) * n), &vc.slice(l * n..(l + 1) * n), &base, 0, &qg, &mut scratch, &mut out, 1, s, one_launch)
             })?;
+        }
+    }
+    Ok(())
+}
+
+/// The 35B-A3B's plain decode chain (`engine::chain`, a context of 2,240 positions: the mean of
+/// `-pg 2048,384`): its stages' bytes streamed and nothing else, as the engine's dependent
+/// launches and as one persistent launch, the same stages with no bytes, and the same bytes
+/// as one stage: how near the ceiling a decode with these dependencies can come in either
+/// form, and what the dependencies cost.
+fn chain_rows(gpu: &Gpu, ceiling_gbs: f64) -> Result<()> {
+    let cfg = ModelConfig::preset("qwen3.6-35b-a3b")?;
+    let stages = decode_stages(&cfg, 2240)?;
+    let empty: Vec<_> = stages.iter().map(|s| Stage { bytes: 0, ..s.clone() }).collect();
+    let full = gpu.chain_data(&stages)?;
+    let bare = gpu.chain_data(&empty)?;
+    let whole = gpu.chain_data(&[Stage { name: "the whole token", bytes: full.bytes(), early: true }])?;
+    println!();
+    println!("the 35B-A3B decode chain, its stages' bytes and nothing else: {} stages, {:.2} MB a token, 8 tokens a run, {} blocks of 512 threads", stages.len(), full.bytes() as f64 / 1e6, gpu.info.sm_count);
+    println!("{:<12} {:<52} {:>9} {:>7} {:>7}", "form", "first batch before the wait", "us/token", "GB/s", "ceiling");
+    for form in [ChainForm::Launches, ChainForm::Persistent] {
+        for batch in CHAIN_BATCHES {
+            for early in [ChainEarly::Never, ChainEarly::Known, ChainEarly::Always] {
+                let us = gpu.time_chain_us(&full, form, 8, batch, early)?;
+                let gbs = full.bytes() as f64 / (us * 1e-6) / 1e9;
+                let what = match early {
+                    ChainEarly::Never => "none".to_string(),
+                    ChainEarly::Known => format!("{} KB an SM, stages that know their bytes", batch * 8),
+                    ChainEarly::Always => format!("{} KB an SM, every stage (routing known)", batch * 8),
+                };
+                println!("{:<12} {what:<52} {us:>9.1} {gbs:>7.0} {:>6.1}%", format!("{form:?}"), 100.0 * gbs / ceiling_gbs);
+            }
+        }
+        let us = gpu.time_chain_us(&bare, form, 8, CHAIN_BATCHES[0], ChainEarly::Never)?;
+        println!("{:<12} {:<52} {us:>9.1} ({:.2} us a stage)", format!("{form:?}"), "the same stages with no bytes", us / stages.len() as f64);
+        for batch in CHAIN_BATCHES {
+            let us = gpu.time_chain_us(&whole, form, 8, batch, ChainEarly::Known)?;
+            let gbs = whole.bytes() as f64 / (us * 1e-6) / 1e9;
+            println!("{:<12} {:<52} {us:>9.1} {gbs:>7.0} {:>6.1}%", format!("{form:?}"), format!("the same bytes as one stage, batch of {} KB an SM", batch * 8), 100.0 * gbs / ceiling_gbs);
         }
     }
     Ok(())

@@ -7,6 +7,7 @@
 pub mod arms;
 pub mod backend;
 pub mod bench;
+pub mod chain;
 pub mod config;
 pub mod cpu;
 pub mod cuda;

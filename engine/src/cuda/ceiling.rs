@@ -1,6 +1,7 @@
 //! The device's measured limits (kernels/ceiling.cu): the read ceiling, which the GEMV and the
-//! whole decode step are quoted against, and what a decode stage pays to wait for the one
-//! before it, which bounds any launch structure.
+//! whole decode step are quoted against, what a decode stage pays to wait for the one before
+//! it, which bounds any launch structure, and how near the ceiling a decode's chain of
+//! dependent stages can stream when nothing but its dependencies stands in the way.
 
 use anyhow::{ensure, Context, Result};
 use cudarc::driver::{CudaSlice, LaunchConfig};
@@ -8,6 +9,7 @@ use half::bf16;
 
 use super::synthetic::synthetic_key;
 use super::Gpu;
+use crate::chain::Stage;
 
 impl Gpu {
     /// Read bandwidth in GB/s (1e9 B/s) of a float4 grid-stride read over `bytes` of non-zero
@@ -114,6 +116,147 @@ impl Gpu {
     }
 }
 
+/// A chain's stages laid out on the device for [`Gpu::time_chain_us`]: every stage its own
+/// bytes of non-zero data, so that no stage reads another's from the L2.
+pub struct ChainData {
+    data: CudaSlice<bf16>,
+    /// Per stage, its first 16-byte chunk and its chunks.
+    start: Vec<u64>,
+    len: Vec<u64>,
+    /// Per stage, whether it knows its bytes before the stage before it ends.
+    known: Vec<bool>,
+    /// 16-byte chunks a token reads.
+    chunks: u64,
+}
+
+impl ChainData {
+    /// Bytes a token of the chain reads (each stage's rounded up to 16).
+    pub fn bytes(&self) -> u64 {
+        16 * self.chunks
+    }
+
+    fn early_flags(&self, early: ChainEarly) -> Vec<i32> {
+        self.known.iter().map(|&k| i32::from(early == ChainEarly::Always || (early == ChainEarly::Known && k))).collect()
+    }
+}
+
+/// Which stages of a chain request their first batch before waiting for the stage before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainEarly {
+    Never,
+    /// The stages that know their bytes then ([`Stage::early`]).
+    Known,
+    /// Every stage, as if the routing were known in advance.
+    Always,
+}
+
+/// How a chain's stages wait for each other in [`Gpu::time_chain_us`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainForm {
+    /// One persistent launch; a stage waits on a counter every block adds itself to.
+    Persistent,
+    /// A launch a stage in a graph, each waiting for the one before (dependent launch).
+    Launches,
+}
+
+/// Per-thread chunks the chain kernels load in one batch (`chain_*_b*`): with
+/// `CHAIN_THREADS` (512) threads a block, 32 or 64 KB an SM requested before a stage's wait.
+pub const CHAIN_BATCHES: [usize; 2] = [4, 8];
+
+impl Gpu {
+    /// Lays `stages` out on the device for [`Gpu::time_chain_us`].
+    pub fn chain_data(&self, stages: &[Stage]) -> Result<ChainData> {
+        ensure!(!stages.is_empty(), "a chain needs at least one stage");
+        let len: Vec<u64> = stages.iter().map(|s| s.bytes.div_ceil(16)).collect();
+        let start: Vec<u64> = len.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect();
+        let chunks: u64 = len.iter().sum();
+        let mut data = self.stream.alloc_zeros::<bf16>((8 * chunks.max(1)) as usize).with_context(|| format!("allocating the chain's {} B", 16 * chunks))?;
+        self.fill_synthetic(&mut data, 1, synthetic_key("chain"), 1.0, 0.5)?;
+        Ok(ChainData { data, start, len, known: stages.iter().map(|s| s.early).collect(), chunks })
+    }
+
+    /// µs a token of `chain` takes, one block of 512 threads per SM, each stage waiting for
+    /// every block to finish the one before and reading a value another block wrote, `early`
+    /// stages requesting their first batch of `batch` chunks a thread before that wait:
+    /// `Persistent`, `tokens` tokens in one launch (median of 5 launches after one);
+    /// `Launches`, a graph of a token's launches (median of 5 replays after one, each
+    /// replayed `tokens` times). Every chunk must be read once a token (an error otherwise).
+    /// The persistent launch's blocks wait for each other: run it with the device to itself.
+    pub fn time_chain_us(&self, chain: &ChainData, form: ChainForm, tokens: usize, batch: usize, early: ChainEarly) -> Result<f64> {
+        ensure!(CHAIN_BATCHES.contains(&batch), "chain batch {batch}: the kernels load {CHAIN_BATCHES:?} chunks a thread");
+        let blocks = self.info.sm_count as usize;
+        let mut slots = self.stream.alloc_zeros::<u32>(blocks)?;
+        let mut read = self.stream.alloc_zeros::<u64>(1)?;
+        let mut sink = self.stream.alloc_zeros::<u32>(blocks)?;
+        let data = super::args::input("chain data", &chain.data, 8 * chain.chunks as usize, &self.stream)?;
+        let sl = super::args::output("chain slots", &mut slots, blocks, &self.stream)?;
+        let r = super::args::output("chain chunks read", &mut read, 1, &self.stream)?;
+        let sk = super::args::output("chain sink", &mut sink, blocks, &self.stream)?;
+        let out = ChainOut { data, slots: sl, read: r, sink: sk };
+        let flags = chain.early_flags(early);
+        let ms = match form {
+            ChainForm::Persistent => self.chain_persistent_ms(chain, &flags, tokens, batch, out)?,
+            ChainForm::Launches => self.chain_launches_ms(chain, &flags, tokens, batch, out)?,
+        } / tokens as f64;
+        let got = self.stream.clone_dtoh(&read).context("reading the chain's chunk count back")?;
+        self.synchronize()?;
+        let want = chain.chunks * (tokens * (1 + CHAIN_REPS)) as u64;
+        ensure!(got[0] == want, "the chain ({form:?}, batch {batch}) read {} chunks in {} runs of {tokens} tokens, not the stages' {want}", got[0], 1 + CHAIN_REPS);
+        Ok(ms * 1e3)
+    }
+}
+
+/// Device addresses every chain kernel takes: the data, and what it writes.
+#[derive(Clone, Copy)]
+struct ChainOut {
+    data: u64,
+    slots: u64,
+    read: u64,
+    sink: u64,
+}
+
+impl Gpu {
+    /// ms of `tokens` tokens of `chain` in one `chain_stages_b{batch}` launch.
+    fn chain_persistent_ms(&self, chain: &ChainData, flags: &[i32], tokens: usize, batch: usize, out: ChainOut) -> Result<f64> {
+        let n = chain.len.len();
+        let (start, len, flags) = (self.stream.clone_htod(&chain.start)?, self.stream.clone_htod(&chain.len)?, self.stream.clone_htod(flags)?);
+        let mut count = self.stream.alloc_zeros::<u32>(1)?;
+        let c = super::args::output("chain counter", &mut count, 1, &self.stream)?;
+        let st = super::args::input("chain starts", &start, n, &self.stream)?;
+        let ln = super::args::input("chain lengths", &len, n, &self.stream)?;
+        let fl = super::args::input("chain flags", &flags, n, &self.stream)?;
+        let (stages, t) = (super::args::dim("chain stages", n)?, super::args::dim("chain tokens", tokens)?);
+        let name = format!("chain_stages_b{batch}");
+        self.time_median_ms(1, CHAIN_REPS, || {
+            self.stream.memset_zeros(&mut count)?;
+            launch!(self, name, self.chain_config(), &out.data, &st, &ln, &fl, &stages, &t, &c, &out.slots, &out.read, &out.sink);
+            Ok(())
+        })
+    }
+
+    /// ms of `tokens` replays of a graph of `chain_launch_b{batch}`, a launch a stage.
+    fn chain_launches_ms(&self, chain: &ChainData, flags: &[i32], tokens: usize, batch: usize, out: ChainOut) -> Result<f64> {
+        let name = format!("chain_launch_b{batch}");
+        let graph = self.capture(|gpu| {
+            for ((&start, &len), &flag) in chain.start.iter().zip(&chain.len).zip(flags) {
+                launch!(gpu, name, self.chain_config(), &(out.data + 16 * start), &len, &flag, &out.slots, &out.read, &out.sink);
+            }
+            Ok(())
+        })?;
+        self.time_median_ms(1, CHAIN_REPS, || (0..tokens).try_for_each(|_| graph.launch().context("launching the chain graph")))
+    }
+
+    /// One block of [`CHAIN_THREADS`] per SM.
+    fn chain_config(&self) -> LaunchConfig {
+        LaunchConfig { grid_dim: (self.info.sm_count, 1, 1), block_dim: (CHAIN_THREADS, 1, 1), shared_mem_bytes: 0 }
+    }
+}
+
+/// Threads a block of the chain kernels (`CHAIN_THREADS` in kernels/ceiling.cu), and the
+/// timed runs of each median.
+const CHAIN_THREADS: u32 = 512;
+const CHAIN_REPS: usize = 5;
+
 /// Launches in the graph that [`Gpu::measure_stage_sync_us`] times, barriers in its one
 /// launch, and the runs before and of each median.
 const STAGE_LAUNCHES: usize = 64;
@@ -132,4 +275,18 @@ pub struct StageSync {
     pub barrier_us: f64,
     /// The same, each block reading a value written before the barrier.
     pub barrier_handoff_us: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::nvrtc::assert_defines;
+
+    #[test]
+    fn the_chain_launch_shape_mirrors_its_kernel() {
+        assert_defines("ceiling.cu", &[("CHAIN_THREADS", super::CHAIN_THREADS as usize)]);
+        let source = super::super::nvrtc::KERNEL_FILES.iter().find(|f| f.name == "ceiling.cu").unwrap().source;
+        for batch in super::CHAIN_BATCHES {
+            assert!(source.contains(&format!("CHAIN_KERNELS({batch})")), "kernels/ceiling.cu has no chain kernels of batch {batch}");
+        }
+    }
 }

@@ -1,8 +1,10 @@
 //! A decode-shaped round (embed, norm, MoE, LM head argmax) captured as a CUDA graph: the
 //! replay equals eager launches, and consecutive replays chain through the device-side token
-//! ids with no host round trip.
+//! ids with no host round trip. Also the measurements of what a chain of stages costs.
 
 use super::{download, gpu, weights};
+use engine::chain::Stage;
+use engine::cuda::ceiling::{ChainEarly, ChainForm, CHAIN_BATCHES};
 use engine::cuda::gemv::ArgmaxScratch;
 use engine::cuda::{Gpu, MoeScratch, MoeShape, MoeWeights};
 use cudarc::driver::CudaSlice;
@@ -80,5 +82,31 @@ fn stage_sync_is_measured_with_waits_that_hold() {
     let s = gpu.measure_stage_sync_us().unwrap();
     for (what, us) in [("a dependent launch", s.launch_us), ("a dependent launch with a handoff", s.launch_handoff_us), ("a grid barrier", s.barrier_us), ("a grid barrier with a handoff", s.barrier_handoff_us)] {
         assert!((0.1..50.0).contains(&us), "{what} measured {us} µs");
+    }
+}
+
+/// The persistent chain the kernel bench streams: every block reads its share of every stage
+/// once a token, whatever the stage's size (a stage of no bytes, one smaller than a block's
+/// batch, one that is no multiple of 16 bytes, one of many batches), in one launch and in a
+/// launch a stage, with the first batch requested before or after the wait; `time_chain_us`
+/// checks the chunks read.
+#[test]
+fn the_chain_reads_every_stage_once_a_token() {
+    if gpu().is_none() {
+        return;
+    }
+    let gpu = Gpu::new(0).unwrap();
+    let stage = |bytes, early| Stage { name: "test", bytes, early };
+    let stages = [stage(1000, true), stage(0, true), stage(16 << 20, false), stage((40 << 20) + 24, true)];
+    let chain = gpu.chain_data(&stages).unwrap();
+    assert_eq!(chain.bytes(), 1008 + (16 << 20) + (40 << 20) + 32);
+    for form in [ChainForm::Persistent, ChainForm::Launches] {
+        for batch in CHAIN_BATCHES {
+            for early in [ChainEarly::Never, ChainEarly::Known, ChainEarly::Always] {
+                let us = gpu.time_chain_us(&chain, form, 3, batch, early).unwrap();
+                println!("chain of 4 stages, {form:?}, batch {batch}, {early:?}: {us:.1} us a token");
+                assert!((1.0..10_000.0).contains(&us), "{us} µs a token");
+            }
+        }
     }
 }
