@@ -135,8 +135,16 @@ impl ChainData {
         16 * self.chunks
     }
 
+    /// Per stage, the kernels' `early`: 0 loads after the wait, 1 a batch before it, 2 also
+    /// pulls its share into the L2.
     fn early_flags(&self, early: ChainEarly) -> Vec<i32> {
-        self.known.iter().map(|&k| i32::from(early == ChainEarly::Always || (early == ChainEarly::Known && k))).collect()
+        let mode = |known: bool| match early {
+            ChainEarly::Never => 0,
+            ChainEarly::Known => i32::from(known),
+            ChainEarly::KnownToL2 => 2 * i32::from(known),
+            ChainEarly::Always => 1,
+        };
+        self.known.iter().map(|&k| mode(k)).collect()
     }
 }
 
@@ -146,6 +154,9 @@ pub enum ChainEarly {
     Never,
     /// The stages that know their bytes then ([`Stage::early`]).
     Known,
+    /// The same, each block also pulling the rest of its share, up to 256 KB, into the L2
+    /// (33 MB over the H200's 132 SMs).
+    KnownToL2,
     /// Every stage, as if the routing were known in advance.
     Always,
 }

@@ -102,7 +102,7 @@ fn the_chain_reads_every_stage_once_a_token() {
     assert_eq!(chain.bytes(), 1008 + (16 << 20) + (40 << 20) + 32);
     for form in [ChainForm::Persistent, ChainForm::Launches] {
         for batch in CHAIN_BATCHES {
-            for early in [ChainEarly::Never, ChainEarly::Known, ChainEarly::Always] {
+            for early in [ChainEarly::Never, ChainEarly::Known, ChainEarly::KnownToL2, ChainEarly::Always] {
                 let us = gpu.time_chain_us(&chain, form, 3, batch, early).unwrap();
                 println!("chain of 4 stages, {form:?}, batch {batch}, {early:?}: {us:.1} us a token");
                 assert!((1.0..10_000.0).contains(&us), "{us} µs a token");
