@@ -88,11 +88,9 @@ __device__ __forceinline__ void chain_load(uint4 (&v)[BATCH], const uint4* __res
 // Chunks a block pulls into the L2 before its wait (`early` 2): 256 KB, 33 MB over 132 SMs.
 #define CHAIN_L2_AHEAD (256 * 1024 / 16)
 
-// Requests the 128-byte lines of this block's first CHAIN_L2_AHEAD chunks [lo, hi) into the L2.
+// Pulls this block's first CHAIN_L2_AHEAD chunks [lo, hi) into the L2 (common.cuh's prefetch_l2).
 __device__ __forceinline__ void chain_prefetch_l2(const uint4* p, u64 lo, u64 hi) {
-    const u64 end = min(hi, lo + CHAIN_L2_AHEAD);
-    for (u64 j = lo + 8 * (u64)threadIdx.x; j < end; j += 8 * (u64)CHAIN_THREADS)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(p + j));
+    prefetch_l2(p + lo, 16 * (min(hi, lo + CHAIN_L2_AHEAD) - lo), threadIdx.x, CHAIN_THREADS);
 }
 
 // This block's share [lo, hi) of a stage's `len` chunks.

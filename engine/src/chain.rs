@@ -2,8 +2,8 @@
 //! order, with the bytes each must read: the weights of [`tensor_specs`], each GDN layer's
 //! state slots and each attention layer's KV cache, summing to [`bytes_per_round`]. One stage
 //! is one kernel launch of the CUDA backend's decode graph (255 for the Qwen3.6-35B-A3B
-//! shape). The kernel bench streams these bytes through one persistent launch
-//! (`Gpu::time_chain_us`) to measure how near the read ceiling a decode with this many
+//! shape). The kernel bench streams these bytes as dependent launches and as one persistent
+//! launch (`Gpu::time_chain_us`) to measure how near the read ceiling a decode with this many
 //! dependent stages can come when nothing but the dependencies stands in its way.
 //!
 //! [`bytes_per_round`]: crate::bench::bytes_per_round

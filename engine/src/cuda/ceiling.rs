@@ -120,9 +120,12 @@ impl Gpu {
 /// bytes of non-zero data, so that no stage reads another's from the L2.
 pub struct ChainData {
     data: CudaSlice<bf16>,
-    /// Per stage, its first 16-byte chunk and its chunks.
+    /// Per stage, its first 16-byte chunk and its chunks, and both on the device for the
+    /// persistent launch.
     start: Vec<u64>,
     len: Vec<u64>,
+    start_dev: CudaSlice<u64>,
+    len_dev: CudaSlice<u64>,
     /// Per stage, whether it knows its bytes before the stage before it ends.
     known: Vec<bool>,
     /// 16-byte chunks a token reads.
@@ -183,7 +186,8 @@ impl Gpu {
         let chunks: u64 = len.iter().sum();
         let mut data = self.stream.alloc_zeros::<bf16>((8 * chunks.max(1)) as usize).with_context(|| format!("allocating the chain's {} B", 16 * chunks))?;
         self.fill_synthetic(&mut data, 1, synthetic_key("chain"), 1.0, 0.5)?;
-        Ok(ChainData { data, start, len, known: stages.iter().map(|s| s.early).collect(), chunks })
+        let (start_dev, len_dev) = (self.stream.clone_htod(&start)?, self.stream.clone_htod(&len)?);
+        Ok(ChainData { data, start, len, start_dev, len_dev, known: stages.iter().map(|s| s.early).collect(), chunks })
     }
 
     /// µs a token of `chain` takes, one block of 512 threads per SM, each stage waiting for
@@ -230,11 +234,11 @@ impl Gpu {
     /// ms of `tokens` tokens of `chain` in one `chain_stages_b{batch}` launch.
     fn chain_persistent_ms(&self, chain: &ChainData, flags: &[i32], tokens: usize, batch: usize, out: ChainOut) -> Result<f64> {
         let n = chain.len.len();
-        let (start, len, flags) = (self.stream.clone_htod(&chain.start)?, self.stream.clone_htod(&chain.len)?, self.stream.clone_htod(flags)?);
+        let flags = self.stream.clone_htod(flags)?;
         let mut count = self.stream.alloc_zeros::<u32>(1)?;
         let c = super::args::output("chain counter", &mut count, 1, &self.stream)?;
-        let st = super::args::input("chain starts", &start, n, &self.stream)?;
-        let ln = super::args::input("chain lengths", &len, n, &self.stream)?;
+        let st = super::args::input("chain starts", &chain.start_dev, n, &self.stream)?;
+        let ln = super::args::input("chain lengths", &chain.len_dev, n, &self.stream)?;
         let fl = super::args::input("chain flags", &flags, n, &self.stream)?;
         let (stages, t) = (super::args::dim("chain stages", n)?, super::args::dim("chain tokens", tokens)?);
         let name = format!("chain_stages_b{batch}");

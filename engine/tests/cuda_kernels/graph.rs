@@ -85,7 +85,7 @@ fn stage_sync_is_measured_with_waits_that_hold() {
     }
 }
 
-/// The persistent chain the kernel bench streams: every block reads its share of every stage
+/// The chain the kernel bench streams: every block reads its share of every stage
 /// once a token, whatever the stage's size (a stage of no bytes, one smaller than a block's
 /// batch, one that is no multiple of 16 bytes, one of many batches), in one launch and in a
 /// launch a stage, with the first batch requested before or after the wait; `time_chain_us`
