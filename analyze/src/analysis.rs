@@ -64,7 +64,7 @@ pub struct MetricReport {
     pub column: String,
     pub better: Better,
     pub base_spread_pct: f64,
-    pub noise_limit_pct: f64,
+    pub noise_limit_pct: Option<f64>,
     pub arms: Vec<ArmReading>,
     pub contrasts: Vec<Contrast>,
     pub controls: Vec<Control>,
@@ -364,7 +364,7 @@ fn read_metric(
         contrasts,
         controls,
         // A spread that cannot be computed (under two passes) exceeds nothing.
-        within_noise_limit: spread.is_nan() || spread <= info.spec.noise_limit_pct,
+        within_noise_limit: info.spec.noise_limit_pct.is_none_or(|limit| spread.is_nan() || spread <= limit),
     }
 }
 

@@ -272,7 +272,7 @@ fn metric_section(
         out,
         "Base spread {} % (sd/mean of the base over the analysis passes) against the pre-registered noise limit {} %: {gate}.\n",
         num(m.base_spread_pct),
-        num(m.noise_limit_pct)
+        m.noise_limit_pct.map_or("none registered".into(), num)
     );
     out.push_str("| arm | role | against | estimate | sem | 95 % interval | n | verdict |\n|---|---|---|---:|---:|---|---:|---|\n");
     for a in &m.arms {

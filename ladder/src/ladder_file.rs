@@ -13,7 +13,10 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
-pub const FORMAT: &str = "ladder/1";
+/// The version the runner writes.
+pub const FORMAT: &str = "ladder/2";
+/// Every version a reader accepts.
+pub const FORMATS: [&str; 2] = ["ladder/1", "ladder/2"];
 pub const START_TAG: &str = "#ladder-start ";
 pub const DONE_TAG: &str = "#ladder-done ";
 pub const ABORT_TAG: &str = "#ladder-abort ";
@@ -64,6 +67,9 @@ pub struct OrderRecord {
     pub arms: Vec<String>,
     pub passes: usize,
     pub seed: Option<u64>,
+    /// `ladder/2`: the passes at which a `[stop]` ladder may stop; null without `[stop]`.
+    #[serde(default)]
+    pub looks: Option<Vec<usize>>,
 }
 
 impl OrderRecord {
@@ -77,6 +83,11 @@ pub struct ArmRecord {
     pub name: String,
     pub role: Role,
     pub env: BTreeMap<String, String>,
+    /// `ladder/2`: the arm's full argv and its resolved executable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<BinaryRecord>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -119,8 +130,8 @@ pub struct StartRecord {
 impl StartRecord {
     /// The checks that make the record usable for a replay; `Err` says which field is wrong.
     pub fn check(&self) -> Result<(), String> {
-        if self.format != FORMAT {
-            return Err(format!("format is {:?}, this reader knows {FORMAT:?}", self.format));
+        if !FORMATS.contains(&self.format.as_str()) {
+            return Err(format!("format is {:?}, this reader knows {FORMATS:?}", self.format));
         }
         let declared: Vec<&str> = self.arms.iter().map(|a| a.name.as_str()).collect();
         let ordered: Vec<&str> = self.order.arms.iter().map(String::as_str).collect();
@@ -164,6 +175,12 @@ pub struct EndRecord {
     pub cells: usize,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reason: Option<String>,
+    /// `ladder/2` done record: the passes run.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub passes: Option<usize>,
+    /// `ladder/2` done record: `precision`, `max-passes`, or null without `[stop]`.
+    #[serde(default)]
+    pub stopped: Option<String>,
 }
 
 /// A timestamp as the format writes it: RFC 3339, UTC, microseconds.

@@ -1,4 +1,4 @@
-//! The ladder file format (`ladder/1`) and everything that decides what a legal ladder is:
+//! The ladder file format (`ladder/1`, `ladder/2`) and everything that decides what a legal ladder is:
 //! the spec a person writes, the legal order of its cells, the file the runner writes, and
 //! the replay that proves a file is one connected run.
 
@@ -6,6 +6,7 @@ pub mod ladder_file;
 pub mod order;
 pub mod sample;
 pub mod spec;
+pub mod stop;
 pub mod verify;
 
 pub use ladder_file::{LadderWriter, Role, StartRecord};

@@ -172,6 +172,7 @@ impl Sample {
                 arms: names,
                 passes: self.passes,
                 seed: Some(self.seed),
+                looks: None,
             },
             warmup_passes: self.warmup_passes,
             arms: self
@@ -181,6 +182,8 @@ impl Sample {
                     name: a.name.clone(),
                     role: a.role,
                     env: BTreeMap::from([("MODE".to_string(), a.name.clone())]),
+                    argv: None,
+                    binary: None,
                 })
                 .collect(),
             spec,
@@ -286,6 +289,8 @@ impl Sample {
             ended: timestamp(clock + Duration::microseconds(500)),
             cells: order.n_cells(),
             reason: None,
+            passes: Some(self.passes),
+            stopped: None,
         };
         text.push_str(DONE_TAG);
         text.push_str(&serde_json::to_string(&end).expect("end record serializes"));

@@ -53,6 +53,36 @@ pub struct ArmSpec {
     pub role: Role,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// `ladder/2`: this arm's own argv (another build, another program).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// `ladder/2`: appended to the spec's command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+}
+
+/// `[stop]`: precision stopping by Stein's two-stage rule over the looks (METHOD.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StopSpec {
+    pub halfwidth_pct: f64,
+    /// Passes, warm-up included, at which the ladder may stop; increasing.
+    pub looks: Vec<usize>,
+}
+
+/// What the runner does with a cell's stdout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StdoutMode {
+    Discard,
+    Keep,
+}
+
+/// `[scan]`: one generated arm per value of one variable, or per argv tail.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScanSpec {
+    pub env: Option<String>,
+    pub values: Option<Vec<String>>,
+    pub args: Option<Vec<Vec<String>>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -81,7 +111,9 @@ pub struct Spec {
     pub command: Vec<String>,
     #[serde(default)]
     pub output: OutputMode,
-    pub passes: usize,
+    /// Omitted under `[stop]`: the last look. Read it with `Spec::passes()`.
+    #[serde(default, rename = "passes")]
+    pub declared_passes: Option<usize>,
     #[serde(default = "default_warmup")]
     pub warmup_passes: usize,
     #[serde(default)]
@@ -89,7 +121,9 @@ pub struct Spec {
     pub seed: Option<u64>,
     #[serde(default = "default_timeout")]
     pub timeout_s: f64,
-    pub noise_limit_pct: f64,
+    /// Pre-registered limit on the paired noise; absent means no gate.
+    pub noise_limit_pct: Option<f64>,
+    pub equivalence_margin_pct: Option<f64>,
     #[serde(default = "default_replication")]
     pub replication_limit_pp: f64,
     #[serde(default)]
@@ -100,6 +134,15 @@ pub struct Spec {
     pub metrics: Vec<MetricSpec>,
     pub split: Option<SplitSpec>,
     pub identity: Option<IdentitySpec>,
+    pub stop: Option<StopSpec>,
+    pub stdout: Option<StdoutMode>,
+    pub ok_exit: Option<Vec<i32>>,
+    pub prepare: Option<Vec<String>>,
+    pub setup: Option<Vec<String>>,
+    pub cleanup: Option<Vec<String>>,
+    pub scan: Option<ScanSpec>,
+    /// Cap on each cell's captured stdout and stderr, in MiB.
+    pub output_cap_mib: Option<u64>,
 }
 
 fn default_warmup() -> usize {
@@ -122,14 +165,23 @@ const TOP_KEYS: &[&str] = &[
     "seed",
     "timeout_s",
     "noise_limit_pct",
+    "equivalence_margin_pct",
     "replication_limit_pp",
     "env",
     "arm",
     "metric",
     "split",
     "identity",
+    "stop",
+    "stdout",
+    "ok_exit",
+    "prepare",
+    "setup",
+    "cleanup",
+    "scan",
+    "output_cap_mib",
 ];
-const ARM_KEYS: &[&str] = &["name", "role", "env"];
+const ARM_KEYS: &[&str] = &["name", "role", "env", "command", "args"];
 const METRIC_KEYS: &[&str] = &["column", "better", "row"];
 const SPLIT_KEYS: &[&str] = &["rounds", "time"];
 const IDENTITY_KEYS: &[&str] = &["column"];
@@ -175,6 +227,13 @@ impl LoadedSpec {
 }
 
 impl Spec {
+    /// The most passes the ladder runs: `passes`, or under `[stop]` without it, the last look.
+    pub fn passes(&self) -> usize {
+        self.declared_passes
+            .or_else(|| self.stop.as_ref().and_then(|s| s.looks.last().copied()))
+            .unwrap_or(0)
+    }
+
     /// The metrics the analysis reads; `time` output with none declared reads the wall time.
     pub fn effective_metrics(&self) -> Vec<MetricSpec> {
         if self.metrics.is_empty() && self.output == OutputMode::Time {
@@ -246,12 +305,12 @@ fn check(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
         return Err(at.error("command", None, "command is empty", "give the argv, e.g. command = [\"target/release/engine\", \"bench\"]"));
     }
     check_arms(at, spec)?;
-    if spec.passes < spec.warmup_passes + 2 {
+    if spec.passes() < spec.warmup_passes + 2 {
         let message = format!(
             "passes = {} with warmup_passes = {} leaves {} analysis passes; at least 2 are needed",
-            spec.passes,
+            spec.passes(),
             spec.warmup_passes,
-            spec.passes.saturating_sub(spec.warmup_passes)
+            spec.passes().saturating_sub(spec.warmup_passes)
         );
         let fix = format!("set passes to at least {}", spec.warmup_passes + 2);
         return Err(at.error("passes", None, &message, &fix));
@@ -260,7 +319,8 @@ fn check(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
         return Err(at.error("order", None, "order = \"shuffle\" needs a seed", "add seed = 1 (any unsigned integer)"));
     }
     for (key, value) in [
-        ("noise_limit_pct", spec.noise_limit_pct),
+        ("noise_limit_pct", spec.noise_limit_pct.unwrap_or(1.0)),
+        ("equivalence_margin_pct", spec.equivalence_margin_pct.unwrap_or(1.0)),
         ("replication_limit_pp", spec.replication_limit_pp),
         ("timeout_s", spec.timeout_s),
     ] {

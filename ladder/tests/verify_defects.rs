@@ -19,12 +19,12 @@ fn start() -> StartRecord {
         ladder: "demo".into(),
         tag: "t1".into(),
         started: "2026-11-29T10:00:00.000000Z".into(),
-        order: OrderRecord { scheme: Scheme::Rotate, arms: ARMS.map(String::from).to_vec(), passes: PASSES, seed: None },
+        order: OrderRecord { scheme: Scheme::Rotate, arms: ARMS.map(String::from).to_vec(), passes: PASSES, seed: None, looks: None },
         warmup_passes: 1,
         arms: ARMS
             .iter()
             .zip(roles)
-            .map(|(name, role)| ArmRecord { name: name.to_string(), role, env: BTreeMap::new() })
+            .map(|(name, role)| ArmRecord { name: name.to_string(), role, env: BTreeMap::new(), argv: None, binary: None })
             .collect(),
         spec: serde_json::json!({"name": "demo"}),
         spec_blake3: "00".into(),
@@ -63,7 +63,7 @@ fn write_clean() -> String {
             writer.write_cell(&[row]).unwrap();
         }
     }
-    writer.finish_done(&EndRecord { ended: "2026-11-29T10:01:00.000000Z".into(), cells: 9, reason: None }).unwrap();
+    writer.finish_done(&EndRecord { ended: "2026-11-29T10:01:00.000000Z".into(), cells: 9, reason: None, passes: Some(3), stopped: None }).unwrap();
     std::fs::read_to_string(&path).unwrap()
 }
 
@@ -108,7 +108,7 @@ fn the_clean_file_is_connected() {
 fn missing_start() {
     assert_eq!(mutate(|l| { l.remove(0); }), vec![(DefectKind::MissingStart, 1)]);
     assert_eq!(defects(""), vec![(DefectKind::MissingStart, 1)]);
-    assert_eq!(mutate(|l| l[0] = l[0].replace("ladder/1", "ladder/9")), vec![(DefectKind::MissingStart, 1)]);
+    assert_eq!(mutate(|l| l[0] = l[0].replace("ladder/2", "ladder/9")), vec![(DefectKind::MissingStart, 1)]);
 }
 
 #[test]

@@ -53,7 +53,7 @@ pub struct ArmSummary {
 /// The order a spec asks for.
 pub fn order_of(spec: &Spec) -> Order {
     let names = spec.arms.iter().map(|a| a.name.clone()).collect();
-    Order::new(spec.order, names, spec.passes, spec.seed)
+    Order::new(spec.order, names, spec.passes(), spec.seed)
 }
 
 /// The default tag: the UTC start time, so that repeated runs never collide.
@@ -100,7 +100,8 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
     };
     let aborted = run.all_cells().err();
     run.progress.finish();
-    let end = EndRecord { ended: timestamp(Utc::now()), cells: run.cells, reason: aborted.clone() };
+    let passes_run = run.cells / order.n_arms();
+    let end = EndRecord { ended: timestamp(Utc::now()), cells: run.cells, reason: aborted.clone(), passes: Some(passes_run), stopped: None };
     let writer = run.writer.take().expect("the writer is held until the end");
     match &aborted {
         None => writer.finish_done(&end)?,
@@ -117,9 +118,9 @@ fn start_record(loaded: &LoadedSpec, order: &Order, binary: &Binary, witness: &W
         ladder: spec.name.clone(),
         tag: tag.into(),
         started: timestamp(Utc::now()),
-        order: OrderRecord { scheme: spec.order, arms: order.arms.clone(), passes: spec.passes, seed: spec.seed },
+        order: OrderRecord { scheme: spec.order, arms: order.arms.clone(), passes: spec.passes(), seed: spec.seed, looks: spec.stop.as_ref().map(|s| s.looks.clone()) },
         warmup_passes: spec.warmup_passes,
-        arms: spec.arms.iter().map(|a| ArmRecord { name: a.name.clone(), role: a.role, env: a.env.clone() }).collect(),
+        arms: spec.arms.iter().map(|a| ArmRecord { name: a.name.clone(), role: a.role, env: a.env.clone(), argv: None, binary: None }).collect(),
         spec: loaded.json.clone(),
         spec_blake3: loaded.blake3.clone(),
         command: spec.command.clone(),
