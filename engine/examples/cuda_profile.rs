@@ -25,16 +25,32 @@ fn main() -> Result<()> {
     let timeline = args.iter().any(|a| a == "--timeline");
     args.retain(|a| a != "--timeline");
     let preset = args.first().map_or("qwen3.6-35b-a3b", |s| s.as_str());
-    let n_prompt: usize = args.get(1).map_or(Ok(2048), |s| s.parse()).context("PROMPT must be an integer")?;
-    let n_gen: usize = args.get(2).map_or(Ok(64), |s| s.parse()).context("GEN must be an integer")?;
+    let n_prompt: usize = args
+        .get(1)
+        .map_or(Ok(2048), |s| s.parse())
+        .context("PROMPT must be an integer")?;
+    let n_gen: usize = args
+        .get(2)
+        .map_or(Ok(64), |s| s.parse())
+        .context("GEN must be an integer")?;
     let cfg = ModelConfig::preset(preset)?;
-    let gpu = if timeline { Gpu::with_timeline(0, TIMELINE_CAPACITY)? } else { Gpu::new(0)? };
+    let gpu = if timeline {
+        Gpu::with_timeline(0, TIMELINE_CAPACITY)?
+    } else {
+        Gpu::new(0)?
+    };
     let backend = CudaBackend::on(gpu, timeline, Default::default());
     let ceiling = match args.get(3) {
         Some(s) => s.parse().context("CEILING_GBS must be a number")?,
         None => backend.gpu.measure_read_ceiling_gbs(4 << 30)?,
     };
-    let mut m = Model::new(cfg.clone(), &WeightSource::Synthetic { seed: 0 }, Arm::default(), backend, 64)?;
+    let mut m = Model::new(
+        cfg.clone(),
+        &WeightSource::Synthetic { seed: 0 },
+        Arm::default(),
+        backend,
+        64,
+    )?;
     let prompt = engine::bench::prompts(0, 1, n_prompt, cfg.vocab).remove(0);
     let first = m.prefill(&prompt, 64, false);
     let mut out = vec![first];
@@ -62,7 +78,12 @@ fn main() -> Result<()> {
     println!("{preset}, plain decode after a {n_prompt}-token prompt, {n_gen} tokens, graphs and dependent launch as in `engine bench`, read ceiling {ceiling:.0} GB/s");
     println!("each launch timed from its wait's return to the next launch's (the chain), {} launches; sum {:.1} µs/token; wall time {:.1} µs/token\n", timed.len(), per_token(total_ms(&ops)) * 1e3, per_token(wall) * 1e6);
     // The timer's resolution bounds how finely one launch is timed (not the sums).
-    let smallest = timed.iter().map(|t| t.ns).filter(|&ns| ns > 0).min().unwrap_or(0);
+    let smallest = timed
+        .iter()
+        .map(|t| t.ns)
+        .filter(|&ns| ns > 0)
+        .min()
+        .unwrap_or(0);
     let zero = timed.iter().filter(|t| t.ns == 0).count();
     println!("smallest step between two notes {smallest} ns; {zero} launches noted at the same time as the next\n");
     print_table("operation", &ops, n_gen, ceiling)?;
@@ -80,9 +101,27 @@ fn print_table(what: &str, rows: &[ProfileRow], n_gen: usize, ceiling: f64) -> R
     println!("| {what} | calls/token | µs/token | share | MB/token | GB/s | of ceiling |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     for r in rows {
-        let gbs = if r.ms > 0.0 { r.bytes as f64 / (r.ms * 1e-3) / 1e9 } else { 0.0 };
-        let (mb, bw, frac) = if r.bytes > 0 { (format!("{:.2}", per(r.bytes as f64) / 1e6), format!("{gbs:.0}"), format!("{:.1} %", 100.0 * gbs / ceiling)) } else { ("—".into(), "—".into(), "—".into()) };
-        println!("| {} | {:.0} | {:.1} | {:.1} % | {mb} | {bw} | {frac} |", r.label, per(r.calls as f64), per(r.ms) * 1e3, 100.0 * r.ms / total);
+        let gbs = if r.ms > 0.0 {
+            r.bytes as f64 / (r.ms * 1e-3) / 1e9
+        } else {
+            0.0
+        };
+        let (mb, bw, frac) = if r.bytes > 0 {
+            (
+                format!("{:.2}", per(r.bytes as f64) / 1e6),
+                format!("{gbs:.0}"),
+                format!("{:.1} %", 100.0 * gbs / ceiling),
+            )
+        } else {
+            ("—".into(), "—".into(), "—".into())
+        };
+        println!(
+            "| {} | {:.0} | {:.1} | {:.1} % | {mb} | {bw} | {frac} |",
+            r.label,
+            per(r.calls as f64),
+            per(r.ms) * 1e3,
+            100.0 * r.ms / total
+        );
     }
     Ok(())
 }

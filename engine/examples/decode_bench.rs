@@ -12,7 +12,11 @@ use engine::weights::WeightSource;
 fn peak_rss() -> String {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l["VmHWM:".len()..].trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(|l| l["VmHWM:".len()..].trim().to_string())
+        })
         .unwrap_or_else(|| "unknown".into())
 }
 
@@ -22,11 +26,30 @@ fn main() -> anyhow::Result<()> {
     let n_prompt = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(128);
     let n_gen = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(128);
     let cfg = ModelConfig::preset(preset)?;
-    let mut model = Model::new(cfg, &WeightSource::Synthetic { seed: 0 }, Arm::from_env()?, CpuBackend::new(), 64)?;
+    let mut model = Model::new(
+        cfg,
+        &WeightSource::Synthetic { seed: 0 },
+        Arm::from_env()?,
+        CpuBackend::new(),
+        64,
+    )?;
     let pool = rayon::ThreadPoolBuilder::new().build()?;
-    println!("preset {preset}, {n_prompt} prompt + {n_gen} generated tokens, {} threads", pool.current_num_threads());
+    println!(
+        "preset {preset}, {n_prompt} prompt + {n_gen} generated tokens, {} threads",
+        pool.current_num_threads()
+    );
     for k in [None, Some(1), Some(3), Some(5)] {
-        let plan = BenchPlan { n_prompt, n_gen, reps: 3, warmup: 1, prefill_chunk: 64, draft_tokens: k, prompts: 1, seed: 0, read_ceiling_gbs: None };
+        let plan = BenchPlan {
+            n_prompt,
+            n_gen,
+            reps: 3,
+            warmup: 1,
+            prefill_chunk: 64,
+            draft_tokens: k,
+            prompts: 1,
+            seed: 0,
+            read_ceiling_gbs: None,
+        };
         let r = pool.install(|| bench::run(&mut model, &plan))?;
         let label = k.map_or("plain".to_string(), |k| format!("mtp K={k}"));
         println!(

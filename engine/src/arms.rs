@@ -61,7 +61,10 @@ pub struct Arm {
 
 impl Default for Arm {
     fn default() -> Self {
-        Arm { prefetch: Prefetch::Off, layout: PoolLayout::ByLayer }
+        Arm {
+            prefetch: Prefetch::Off,
+            layout: PoolLayout::ByLayer,
+        }
     }
 }
 
@@ -71,7 +74,10 @@ fn pick<T: Copy>(var: &str, value: Option<&str>, choices: &[(&str, T)], default:
         Some((_, t)) => Ok(*t),
         None => {
             let allowed: Vec<_> = choices.iter().map(|(n, _)| *n).collect();
-            bail!("unknown value `{v}` for environment variable {var}; allowed: {}", allowed.join(", "))
+            bail!(
+                "unknown value `{v}` for environment variable {var}; allowed: {}",
+                allowed.join(", ")
+            )
         }
     }
 }
@@ -85,13 +91,21 @@ impl Arm {
         let prefetch = pick(
             "ENGINE_PREFETCH",
             p.as_deref(),
-            &[("off", Off), ("next-layer", NextLayer), ("null", Null), ("structural-zero", StructuralZero)],
+            &[
+                ("off", Off),
+                ("next-layer", NextLayer),
+                ("null", Null),
+                ("structural-zero", StructuralZero),
+            ],
             Off,
         )?;
         let layout = pick(
             "ENGINE_POOL_LAYOUT",
             l.as_deref(),
-            &[("by-layer", PoolLayout::ByLayer), ("by-slot", PoolLayout::BySlot)],
+            &[
+                ("by-layer", PoolLayout::ByLayer),
+                ("by-slot", PoolLayout::BySlot),
+            ],
             PoolLayout::ByLayer,
         )?;
         Ok(Arm { prefetch, layout })
@@ -116,11 +130,27 @@ mod tests {
             }
         };
         let a = Arm::from_lookup(env("structural-zero", "by-slot")).unwrap();
-        assert_eq!(a, Arm { prefetch: Prefetch::StructuralZero, layout: PoolLayout::BySlot });
+        assert_eq!(
+            a,
+            Arm {
+                prefetch: Prefetch::StructuralZero,
+                layout: PoolLayout::BySlot
+            }
+        );
         assert_eq!(Arm::from_lookup(|_| None).unwrap(), Arm::default());
-        let e = Arm::from_lookup(env("nextlayer", "by-slot")).unwrap_err().to_string();
-        assert!(e.contains("ENGINE_PREFETCH") && e.contains("next-layer"), "{e}");
-        let e = Arm::from_lookup(env("off", "slot")).unwrap_err().to_string();
-        assert!(e.contains("ENGINE_POOL_LAYOUT") && e.contains("by-slot"), "{e}");
+        let e = Arm::from_lookup(env("nextlayer", "by-slot"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ENGINE_PREFETCH") && e.contains("next-layer"),
+            "{e}"
+        );
+        let e = Arm::from_lookup(env("off", "slot"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ENGINE_POOL_LAYOUT") && e.contains("by-slot"),
+            "{e}"
+        );
     }
 }

@@ -27,7 +27,11 @@ pub enum RoundKey {
     /// One plain greedy step, its token fed to the next step ([`Backend::feed_next`]).
     Plain { live: usize },
     /// MTP catch-up over `catch_up` queued inputs, `k` drafts, and the verify pass.
-    Spec { live: usize, k: usize, catch_up: usize },
+    Spec {
+        live: usize,
+        k: usize,
+        catch_up: usize,
+    },
     /// The GDN replay of an accepted prefix of `rows` positions.
     Replay { live: usize, rows: usize },
 }
@@ -43,7 +47,15 @@ pub struct OutFfn<'a, B: Backend> {
 }
 
 /// [`Backend::out_norm_ffn_add`] step by step: the projection, `between`, the FFN.
-pub fn out_then_norm_ffn<B: Backend>(b: &mut B, cfg: &ModelConfig, layer: OutFfn<'_, B>, t: usize, normed: &mut B::Buf, x: &mut B::Buf, between: impl FnOnce(&mut B)) {
+pub fn out_then_norm_ffn<B: Backend>(
+    b: &mut B,
+    cfg: &ModelConfig,
+    layer: OutFfn<'_, B>,
+    t: usize,
+    normed: &mut B::Buf,
+    x: &mut B::Buf,
+    between: impl FnOnce(&mut B),
+) {
     b.matmul_add(layer.out, layer.mixed, t, x);
     between(b);
     b.norm_ffn_add(cfg, layer.ffn, layer.norm, layer.eps, t, normed, x);
@@ -80,7 +92,15 @@ pub trait Backend: Sized {
     /// Fills rows `row0..row0 + rows` of `m` with the synthetic tensor `key` (element `i`
     /// of that tensor at `row0 · cols + i`), the identity term of `init` on its diagonal.
     /// Generated where the matrix lives: the GPU never builds weights on the host.
-    fn fill_mat_synthetic(&mut self, m: &mut Self::Mat, row0: usize, rows: usize, seed: u64, key: u64, init: Init) -> Result<()>;
+    fn fill_mat_synthetic(
+        &mut self,
+        m: &mut Self::Mat,
+        row0: usize,
+        rows: usize,
+        seed: u64,
+        key: u64,
+        init: Init,
+    ) -> Result<()>;
     /// Copies the first `len` values of a buffer to the host (tests and inspection).
     fn read_buf(&mut self, src: &Self::Buf, len: usize) -> Vec<f32>;
     /// The first error a device operation hit since the last call (operations enqueue
@@ -98,7 +118,12 @@ pub trait Backend: Sized {
     /// may record the round the first time a key is seen and replay the recording after:
     /// `body` must only enqueue operations (no host transfers, no host-side state changes),
     /// and per-round inputs must already sit in device buffers.
-    fn round<M>(m: &mut M, backend: fn(&mut M) -> &mut Self, key: RoundKey, body: impl FnOnce(&mut M)) {
+    fn round<M>(
+        m: &mut M,
+        backend: fn(&mut M) -> &mut Self,
+        key: RoundKey,
+        body: impl FnOnce(&mut M),
+    ) {
         let _ = (backend, key);
         body(m)
     }
@@ -112,14 +137,43 @@ pub trait Backend: Sized {
     /// `history[pos + 1]`, and the round's position advances to `pos + 1`. So the next step
     /// can be queued before this one's token is read back (the GPU reads its own position,
     /// which equals `pos` when the step is recorded).
-    fn feed_next(&mut self, tok_out: &Self::Tok, tok_in: &mut Self::Tok, history: &mut Self::Tok, pos: usize);
+    fn feed_next(
+        &mut self,
+        tok_out: &Self::Tok,
+        tok_in: &mut Self::Tok,
+        history: &mut Self::Tok,
+        pos: usize,
+    );
     /// `dst[dst_row + i] = src[src_row + i]` for `rows` rows of `width`.
-    fn copy_rows(&mut self, src: &Self::Buf, src_row: usize, dst: &mut Self::Buf, dst_row: usize, rows: usize, width: usize);
+    fn copy_rows(
+        &mut self,
+        src: &Self::Buf,
+        src_row: usize,
+        dst: &mut Self::Buf,
+        dst_row: usize,
+        rows: usize,
+        width: usize,
+    );
 
     /// `out[i] = table[tok[at + i]]` for `t` rows.
-    fn embed(&mut self, table: &Self::Mat, tok: &Self::Tok, at: usize, t: usize, out: &mut Self::Buf);
+    fn embed(
+        &mut self,
+        table: &Self::Mat,
+        tok: &Self::Tok,
+        at: usize,
+        t: usize,
+        out: &mut Self::Buf,
+    );
     /// Zero-centred RMSNorm per row: `out = x / rms(x) · (1 + w)`.
-    fn rms_norm(&mut self, x: &Self::Buf, w: &Self::Buf, t: usize, width: usize, eps: f32, out: &mut Self::Buf);
+    fn rms_norm(
+        &mut self,
+        x: &Self::Buf,
+        w: &Self::Buf,
+        t: usize,
+        width: usize,
+        eps: f32,
+        out: &mut Self::Buf,
+    );
     /// `out[i] = W · x[i]` for `t` rows (`x` rows of `cols`, `out` rows of `rows`).
     fn matmul(&mut self, w: &Self::Mat, x: &Self::Buf, t: usize, out: &mut Self::Buf);
     /// `out[i] = W · x[i]` for each `(W, out)` of `outs`: projections of one input, which a
@@ -133,29 +187,87 @@ pub trait Backend: Sized {
     /// into `normed`, then [`Backend::matmul_many`] of it. A backend may fold the norm into
     /// the projections instead, leaving `normed` unwritten.
     #[allow(clippy::too_many_arguments)]
-    fn norm_matmul_many(&mut self, x: &Self::Buf, norm: &Self::Buf, eps: f32, width: usize, t: usize, normed: &mut Self::Buf, outs: &mut [(&Self::Mat, &mut Self::Buf)]) {
+    fn norm_matmul_many(
+        &mut self,
+        x: &Self::Buf,
+        norm: &Self::Buf,
+        eps: f32,
+        width: usize,
+        t: usize,
+        normed: &mut Self::Buf,
+        outs: &mut [(&Self::Mat, &mut Self::Buf)],
+    ) {
         self.rms_norm(x, norm, t, width, eps, normed);
         self.matmul_many(normed, t, outs);
     }
     /// `acc[i] += W · x[i]` for `t` rows: a projection into the residual stream.
     fn matmul_add(&mut self, w: &Self::Mat, x: &Self::Buf, t: usize, acc: &mut Self::Buf);
     /// `out[i] = a[i] ‖ b[i]` (the MTP fc input), rows of `wa` and `wb`.
-    fn concat(&mut self, a: &Self::Buf, b: &Self::Buf, t: usize, wa: usize, wb: usize, out: &mut Self::Buf);
+    fn concat(
+        &mut self,
+        a: &Self::Buf,
+        b: &Self::Buf,
+        t: usize,
+        wa: usize,
+        wb: usize,
+        out: &mut Self::Buf,
+    );
 
     /// GDN causal depthwise conv + SiLU over `t` positions of the projected q‖k‖v `x`,
     /// reading the conv state (bf16, last `kernel − 1` inputs) at `slots.src` and writing
     /// it at `slots.dst`.
-    fn gdn_conv(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut Self::Pool, slots: SlotPair, x: &Self::Buf, t: usize, out: &mut Self::Buf);
+    fn gdn_conv(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        pool: &mut Self::Pool,
+        slots: SlotPair,
+        x: &Self::Buf,
+        t: usize,
+        out: &mut Self::Buf,
+    );
     /// GDN gates and recurrence over `t` positions: from the conv output `qkv` and the raw
     /// `b`, `a` projections, reads the recurrent state at `slots.src`, writes it at
     /// `slots.dst` and returns `o = Sᵀq̂` per value head in `out`.
-    fn gdn_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut Self::Pool, slots: SlotPair, qkv: &Self::Buf, b: &Self::Buf, a: &Self::Buf, t: usize, out: &mut Self::Buf);
+    fn gdn_recurrence(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        pool: &mut Self::Pool,
+        slots: SlotPair,
+        qkv: &Self::Buf,
+        b: &Self::Buf,
+        a: &Self::Buf,
+        t: usize,
+        out: &mut Self::Buf,
+    );
     /// GDN output norm per value head: `out = w · rmsnorm(o) · silu(z)`.
-    fn gated_norm(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, o: &Self::Buf, z: &Self::Buf, t: usize, out: &mut Self::Buf);
+    fn gated_norm(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        o: &Self::Buf,
+        z: &Self::Buf,
+        t: usize,
+        out: &mut Self::Buf,
+    );
     /// [`Backend::gdn_recurrence`] into `o`, then [`Backend::gated_norm`] of it with the gate
     /// `z` into `out`. A backend may do both in one pass.
     #[allow(clippy::too_many_arguments)]
-    fn gdn_recurrence_gated(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut Self::Pool, slots: SlotPair, qkv: &Self::Buf, b: &Self::Buf, a: &Self::Buf, z: &Self::Buf, t: usize, o: &mut Self::Buf, out: &mut Self::Buf) {
+    fn gdn_recurrence_gated(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        pool: &mut Self::Pool,
+        slots: SlotPair,
+        qkv: &Self::Buf,
+        b: &Self::Buf,
+        a: &Self::Buf,
+        z: &Self::Buf,
+        t: usize,
+        o: &mut Self::Buf,
+        out: &mut Self::Buf,
+    ) {
         self.gdn_recurrence(cfg, w, pool, slots, qkv, b, a, t, o);
         self.gated_norm(cfg, w, o, z, t, out);
     }
@@ -164,25 +276,65 @@ pub trait Backend: Sized {
     /// or with `gate` = (z, out) [`Backend::gdn_recurrence_gated`]. A backend may run the conv
     /// inside the recurrence's pass, leaving `conv` unwritten.
     #[allow(clippy::too_many_arguments)]
-    fn gdn_conv_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut Self::Pool, slots: (SlotPair, SlotPair), (x, b, a): (&Self::Buf, &Self::Buf, &Self::Buf), t: usize, (conv, o): (&mut Self::Buf, &mut Self::Buf), gate: Option<(&Self::Buf, &mut Self::Buf)>) {
+    fn gdn_conv_recurrence(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        pool: &mut Self::Pool,
+        slots: (SlotPair, SlotPair),
+        (x, b, a): (&Self::Buf, &Self::Buf, &Self::Buf),
+        t: usize,
+        (conv, o): (&mut Self::Buf, &mut Self::Buf),
+        gate: Option<(&Self::Buf, &mut Self::Buf)>,
+    ) {
         self.gdn_conv(cfg, w, pool, slots.0, x, t, conv);
         match gate {
-            Some((z, out)) => self.gdn_recurrence_gated(cfg, w, pool, slots.1, conv, b, a, z, t, o, out),
+            Some((z, out)) => {
+                self.gdn_recurrence_gated(cfg, w, pool, slots.1, conv, b, a, z, t, o, out)
+            }
             None => self.gdn_recurrence(cfg, w, pool, slots.1, conv, b, a, t, o),
         }
     }
     /// Gated full attention for `t` positions starting at `pos0`: q/k RMSNorm, partial
     /// rotary, write k/v into the cache at `pos0..pos0+t`, causal GQA over the cache,
     /// `sigmoid(gate) ⊙ attn`. `qg` is the q_proj output (per head: query then gate).
-    fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, rope: &Self::Buf, qg: &Self::Buf, k: &Self::Buf, v: &Self::Buf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut Self::Buf);
+    fn attention(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &AttnWeights<Self>,
+        rope: &Self::Buf,
+        qg: &Self::Buf,
+        k: &Self::Buf,
+        v: &Self::Buf,
+        cache: &mut KvCache<Self>,
+        pos0: usize,
+        t: usize,
+        out: &mut Self::Buf,
+    );
     /// The feed-forward block added onto the residual stream `acc`: MoE (softmax router,
     /// top-k renormalised, SwiGLU experts, sigmoid-gated shared expert) or dense SwiGLU.
-    fn ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &Self::Buf, t: usize, acc: &mut Self::Buf);
+    fn ffn_add(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &FfnWeights<Self>,
+        x: &Self::Buf,
+        t: usize,
+        acc: &mut Self::Buf,
+    );
     /// `x[i] += ffn(rmsnorm(x[i]))` over the residual stream `x`: [`Backend::rms_norm`] into
     /// `normed`, then [`Backend::ffn_add`] of it. A backend may fold the norm into the FFN
     /// instead, leaving `normed` unwritten.
     #[allow(clippy::too_many_arguments)]
-    fn norm_ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, norm: &Self::Buf, eps: f32, t: usize, normed: &mut Self::Buf, x: &mut Self::Buf) {
+    fn norm_ffn_add(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &FfnWeights<Self>,
+        norm: &Self::Buf,
+        eps: f32,
+        t: usize,
+        normed: &mut Self::Buf,
+        x: &mut Self::Buf,
+    ) {
         self.rms_norm(x, norm, t, cfg.hidden, eps, normed);
         self.ffn_add(cfg, w, normed, t, x);
     }
@@ -190,7 +342,15 @@ pub trait Backend: Sized {
     /// then [`Backend::norm_ffn_add`]. `between` is what the caller runs after the projection
     /// (the CPU's prefetch arm); a backend that computes the FFN's first step in the
     /// projection's launch runs it before both.
-    fn out_norm_ffn_add(&mut self, cfg: &ModelConfig, layer: OutFfn<'_, Self>, t: usize, normed: &mut Self::Buf, x: &mut Self::Buf, between: impl FnOnce(&mut Self)) {
+    fn out_norm_ffn_add(
+        &mut self,
+        cfg: &ModelConfig,
+        layer: OutFfn<'_, Self>,
+        t: usize,
+        normed: &mut Self::Buf,
+        x: &mut Self::Buf,
+        between: impl FnOnce(&mut Self),
+    ) {
         out_then_norm_ffn(self, cfg, layer, t, normed, x, between);
     }
     /// Weights the backend makes from the model's once they are loaded, for its own kernels
@@ -199,7 +359,15 @@ pub trait Backend: Sized {
         Ok(())
     }
     /// `out[at + i] = argmax(head · x[row0 + i])` for `rows` rows (lowest index on ties).
-    fn lm_head_argmax(&mut self, head: &Self::Mat, x: &Self::Buf, row0: usize, rows: usize, out: &mut Self::Tok, at: usize);
+    fn lm_head_argmax(
+        &mut self,
+        head: &Self::Mat,
+        x: &Self::Buf,
+        row0: usize,
+        rows: usize,
+        out: &mut Self::Tok,
+        at: usize,
+    );
 
     /// Arms a prefetch of `bytes` of the pool at byte `offset`, issued while the next
     /// weight-streaming operations run (ENGINE_PREFETCH selects real, null or decoy).

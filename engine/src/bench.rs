@@ -68,7 +68,8 @@ pub fn bytes_per_round(cfg: &ModelConfig, ctx: f64, draft: Option<usize>) -> f64
         Ffn::Moe { experts, top_k, .. } => (experts as f64, top_k as f64),
         Ffn::Dense { .. } => (1.0, 1.0),
     };
-    let (mut every, mut expert, mut row, mut draft_every, mut draft_expert) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    let (mut every, mut expert, mut row, mut draft_every, mut draft_expert) =
+        (0.0, 0.0, 0.0, 0.0, 0.0);
     for s in tensor_specs(cfg) {
         let n = s.numel() as f64;
         match s.traffic {
@@ -87,7 +88,9 @@ pub fn bytes_per_round(cfg: &ModelConfig, ctx: f64, draft: Option<usize>) -> f64
         None => 2.0 * (every + expert * distinct(1.0) + row) + state + attn_layers * kv,
         Some(k) => {
             let rows = (k + 1) as f64;
-            let verify = 2.0 * (every + expert * distinct(rows) + row * rows) + state + attn_layers * kv * rows;
+            let verify = 2.0 * (every + expert * distinct(rows) + row * rows)
+                + state
+                + attn_layers * kv * rows;
             let lm_head = (cfg.vocab * cfg.hidden) as f64;
             let mtp = 2.0 * (draft_every + draft_expert * distinct(1.0) + lm_head + row) + kv;
             verify + k as f64 * mtp
@@ -97,7 +100,9 @@ pub fn bytes_per_round(cfg: &ModelConfig, ctx: f64, draft: Option<usize>) -> f64
 
 /// Synthetic prompts from the seed.
 pub fn prompts(seed: u64, count: usize, len: usize, vocab: usize) -> Vec<Vec<u32>> {
-    (0..count).map(|p| (0..len).map(|j| prompt_token(seed, p, j, vocab)).collect()).collect()
+    (0..count)
+        .map(|p| (0..len).map(|j| prompt_token(seed, p, j, vocab)).collect())
+        .collect()
 }
 
 /// blake3 hex of token ids as little-endian u32s in order.
@@ -110,7 +115,12 @@ pub fn digest(tokens: &[Vec<u32>]) -> String {
 }
 
 /// Generates the tokens of one prompt: the prefill's token then `n_gen` decoded ones.
-fn generate<B: Backend>(m: &mut Model<B>, plan: &BenchPlan, prompt: &[u32], out: &mut Vec<u32>) -> Result<(f64, f64, SpecStats)> {
+fn generate<B: Backend>(
+    m: &mut Model<B>,
+    plan: &BenchPlan,
+    prompt: &[u32],
+    out: &mut Vec<u32>,
+) -> Result<(f64, f64, SpecStats)> {
     out.clear();
     let t0 = Instant::now();
     let first = m.prefill(prompt, plan.prefill_chunk, plan.draft_tokens.is_some());
@@ -129,8 +139,17 @@ fn generate<B: Backend>(m: &mut Model<B>, plan: &BenchPlan, prompt: &[u32], out:
     Ok(((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64(), spec))
 }
 
-fn rep<B: Backend>(m: &mut Model<B>, plan: &BenchPlan, prompts: &[Vec<u32>], outs: &mut [Vec<u32>]) -> Result<Rep> {
-    let mut r = Rep { prefill_s: 0.0, decode_s: 0.0, spec: SpecStats::default() };
+fn rep<B: Backend>(
+    m: &mut Model<B>,
+    plan: &BenchPlan,
+    prompts: &[Vec<u32>],
+    outs: &mut [Vec<u32>],
+) -> Result<Rep> {
+    let mut r = Rep {
+        prefill_s: 0.0,
+        decode_s: 0.0,
+        spec: SpecStats::default(),
+    };
     for (p, out) in prompts.iter().zip(outs.iter_mut()) {
         let (pf, dc, spec) = generate(m, plan, p, out)?;
         r.prefill_s += pf;
@@ -143,7 +162,10 @@ fn rep<B: Backend>(m: &mut Model<B>, plan: &BenchPlan, prompts: &[Vec<u32>], out
 pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult> {
     m.check_fit(plan.n_prompt, plan.n_gen)?;
     let prompts = prompts(plan.seed, plan.prompts, plan.n_prompt, m.cfg.vocab);
-    let mut outs: Vec<Vec<u32>> = prompts.iter().map(|_| Vec::with_capacity(plan.n_gen + 1)).collect();
+    let mut outs: Vec<Vec<u32>> = prompts
+        .iter()
+        .map(|_| Vec::with_capacity(plan.n_gen + 1))
+        .collect();
     for w in 0..plan.warmup {
         eprintln!("warmup {}/{}", w + 1, plan.warmup);
         rep(m, plan, &prompts, &mut outs)?;
@@ -153,10 +175,19 @@ pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult
     let mut first_tokens: Option<Vec<Vec<u32>>> = None;
     for r in 0..plan.reps {
         let rr = rep(m, plan, &prompts, &mut outs)?;
-        eprintln!("rep {}/{}: prefill {:.3} s, decode {:.3} s", r + 1, plan.reps, rr.prefill_s, rr.decode_s);
+        eprintln!(
+            "rep {}/{}: prefill {:.3} s, decode {:.3} s",
+            r + 1,
+            plan.reps,
+            rr.prefill_s,
+            rr.decode_s
+        );
         match &first_tokens {
             None => first_tokens = Some(outs.clone()),
-            Some(f) if *f != outs => bail!("rep {} generated different tokens than rep 1: the engine is not deterministic", r + 1),
+            Some(f) if *f != outs => bail!(
+                "rep {} generated different tokens than rep 1: the engine is not deterministic",
+                r + 1
+            ),
             Some(_) => {}
         }
         if let Some(first) = reps.first().map(|x: &Rep| x.spec) {
@@ -176,9 +207,15 @@ pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult
     // Bytes a rep's decode moved: its rounds, and plain steps for the rest.
     let moved = match plan.draft_tokens {
         None => round_bytes * (plan.n_gen * plan.prompts) as f64,
-        Some(_) => round_bytes * spec.rounds as f64 + bytes_per_round(&m.cfg, ctx, None) * spec.fallback_steps as f64,
+        Some(_) => {
+            round_bytes * spec.rounds as f64
+                + bytes_per_round(&m.cfg, ctx, None) * spec.fallback_steps as f64
+        }
     };
-    let roofline_fraction = plan.read_ceiling_gbs.filter(|_| decode_seconds_mean > 0.0).map(|c| moved / decode_seconds_mean / (c * 1e9));
+    let roofline_fraction = plan
+        .read_ceiling_gbs
+        .filter(|_| decode_seconds_mean > 0.0)
+        .map(|c| moved / decode_seconds_mean / (c * 1e9));
     Ok(BenchResult {
         model: m.cfg.name.clone(),
         backend: m.backend.name().to_string(),
@@ -192,7 +229,8 @@ pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult
         prefetch: after.mode.name(),
         pool_layout: m.map.layout.name(),
         prefetch_bytes_per_token: (after.issued_bytes - before.issued_bytes) as f64 / generated,
-        prefetch_walked_bytes_per_token: (after.walked_bytes - before.walked_bytes) as f64 / generated,
+        prefetch_walked_bytes_per_token: (after.walked_bytes - before.walked_bytes) as f64
+            / generated,
         bytes_per_round: round_bytes,
         roofline_fraction,
         // The caller reads the device back for a GPU run; on the CPU there is none.
@@ -234,11 +272,22 @@ roofline_fraction";
             p.prefill_chunk.to_string(),
             self.threads.to_string(),
             format!("{:.6}", self.prefill_seconds_mean),
-            format!("{:.3}", per(p.n_prompt * p.prompts, self.prefill_seconds_mean)),
+            format!(
+                "{:.3}",
+                per(p.n_prompt * p.prompts, self.prefill_seconds_mean)
+            ),
             format!("{:.6}", self.decode_seconds_mean),
             format!("{:.3}", per(p.n_gen * p.prompts, self.decode_seconds_mean)),
-            format!("{:.6}", self.prefill_seconds_mean + self.decode_seconds_mean),
-            if p.draft_tokens.is_some() { "mtp" } else { "none" }.to_string(),
+            format!(
+                "{:.6}",
+                self.prefill_seconds_mean + self.decode_seconds_mean
+            ),
+            if p.draft_tokens.is_some() {
+                "mtp"
+            } else {
+                "none"
+            }
+            .to_string(),
             p.draft_tokens.unwrap_or(0).to_string(),
             self.spec.rounds.to_string(),
             self.spec.fallback_steps.to_string(),
@@ -251,8 +300,12 @@ roofline_fraction";
             format!("{:.1}", self.prefetch_walked_bytes_per_token),
             p.seed.to_string(),
             format!("{:.0}", self.bytes_per_round),
-            p.read_ceiling_gbs.map(|c| format!("{c:.1}")).unwrap_or_default(),
-            self.roofline_fraction.map(|f| format!("{f:.4}")).unwrap_or_default(),
+            p.read_ceiling_gbs
+                .map(|c| format!("{c:.1}"))
+                .unwrap_or_default(),
+            self.roofline_fraction
+                .map(|f| format!("{f:.4}"))
+                .unwrap_or_default(),
         ];
         format!("{},{}", fields.join(","), self.l2.values().join(","))
     }

@@ -26,15 +26,34 @@ pub struct Stage {
 }
 
 /// The stages a layer runs, in order; a tensor goes to the stage that reads it.
-const GDN: &[&str] = &["input projections", "gdn step", "output projection", "routing", "gate-up", "down"];
-const ATTENTION: &[&str] = &["input projections", "attention prep", "attention", "output projection", "routing", "gate-up", "down"];
+const GDN: &[&str] = &[
+    "input projections",
+    "gdn step",
+    "output projection",
+    "routing",
+    "gate-up",
+    "down",
+];
+const ATTENTION: &[&str] = &[
+    "input projections",
+    "attention prep",
+    "attention",
+    "output projection",
+    "routing",
+    "gate-up",
+    "down",
+];
 
 /// The decode chain of `cfg` at a context of `ctx` positions.
 pub fn decode_stages(cfg: &ModelConfig, ctx: usize) -> Result<Vec<Stage>> {
     let Ffn::Moe { experts, top_k, .. } = cfg.ffn else {
         bail!("the decode chain is the MoE decode's (router, routing, experts); this model's FFN is dense");
     };
-    let stage = |name: &'static str| Stage { name, bytes: 0, early: !matches!(name, "gate-up" | "embedding") };
+    let stage = |name: &'static str| Stage {
+        name,
+        bytes: 0,
+        early: !matches!(name, "gate-up" | "embedding"),
+    };
     let mut stages = vec![stage("embedding")];
     let mut first = Vec::with_capacity(cfg.layers);
     for i in 0..cfg.layers {
@@ -54,7 +73,11 @@ pub fn decode_stages(cfg: &ModelConfig, ctx: usize) -> Result<Vec<Stage>> {
             Traffic::Row => 0,
             _ => stage_of(&s.name, &stages, &first, tail)?,
         };
-        let values = if s.traffic == Traffic::Row { s.shape[1] } else { s.numel() };
+        let values = if s.traffic == Traffic::Row {
+            s.shape[1]
+        } else {
+            s.numel()
+        };
         let bytes = 2 * values as u64;
         match s.traffic {
             Traffic::Expert => routed[index] += bytes,
@@ -62,7 +85,11 @@ pub fn decode_stages(cfg: &ModelConfig, ctx: usize) -> Result<Vec<Stage>> {
         }
     }
     for (i, &f) in first.iter().enumerate() {
-        let (mixer, bytes) = if cfg.is_attention(i) { (2, kv) } else { (1, state) };
+        let (mixer, bytes) = if cfg.is_attention(i) {
+            (2, kv)
+        } else {
+            (1, state)
+        };
         stages[f + mixer].bytes += bytes;
     }
     // A routed expert's tensors are read by top_k of the experts' tokens.
@@ -75,18 +102,39 @@ pub fn decode_stages(cfg: &ModelConfig, ctx: usize) -> Result<Vec<Stage>> {
 /// The stage that reads tensor `name`: `model.layers.{i}.…` by its part of the layer, the
 /// rest by name.
 fn stage_of(name: &str, stages: &[Stage], first: &[usize], tail: usize) -> Result<usize> {
-    let find = |from: usize, stage: &str| (from..stages.len()).find(|&j| stages[j].name == stage).context("stage list");
+    let find = |from: usize, stage: &str| {
+        (from..stages.len())
+            .find(|&j| stages[j].name == stage)
+            .context("stage list")
+    };
     if let Some(rest) = name.strip_prefix("model.layers.") {
-        let (layer, part) = rest.split_once('.').with_context(|| format!("tensor {name}: no layer part"))?;
-        let layer: usize = layer.parse().with_context(|| format!("tensor {name}: layer index"))?;
-        let from = *first.get(layer).with_context(|| format!("tensor {name}: layer {layer} past the model's"))?;
+        let (layer, part) = rest
+            .split_once('.')
+            .with_context(|| format!("tensor {name}: no layer part"))?;
+        let layer: usize = layer
+            .parse()
+            .with_context(|| format!("tensor {name}: layer index"))?;
+        let from = *first
+            .get(layer)
+            .with_context(|| format!("tensor {name}: layer {layer} past the model's"))?;
         let stage = match part {
             p if p.starts_with("input_layernorm") || p.contains(".in_proj_") => "input projections",
-            p if p.starts_with("self_attn.") && p.contains("_proj.") && !p.contains("o_proj") => "input projections",
+            p if p.starts_with("self_attn.") && p.contains("_proj.") && !p.contains("o_proj") => {
+                "input projections"
+            }
             p if p.starts_with("linear_attn.") && !p.contains("out_proj") => "gdn step",
-            p if p.starts_with("self_attn.q_norm") || p.starts_with("self_attn.k_norm") => "attention prep",
-            p if p.contains("out_proj") || p.contains("o_proj") || p.starts_with("post_attention_layernorm") => "output projection",
-            p if p.starts_with("mlp.gate.") || p.starts_with("mlp.shared_expert_gate.") => "output projection",
+            p if p.starts_with("self_attn.q_norm") || p.starts_with("self_attn.k_norm") => {
+                "attention prep"
+            }
+            p if p.contains("out_proj")
+                || p.contains("o_proj")
+                || p.starts_with("post_attention_layernorm") =>
+            {
+                "output projection"
+            }
+            p if p.starts_with("mlp.gate.") || p.starts_with("mlp.shared_expert_gate.") => {
+                "output projection"
+            }
             p if p.contains(".gate_proj.") || p.contains(".up_proj.") => "gate-up",
             p if p.contains(".down_proj.") => "down",
             _ => bail!("tensor {name}: no decode stage reads it"),

@@ -41,8 +41,15 @@ pub struct ModelConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Ffn {
-    Moe { experts: usize, top_k: usize, expert_size: usize, shared_size: usize },
-    Dense { size: usize },
+    Moe {
+        experts: usize,
+        top_k: usize,
+        expert_size: usize,
+        shared_size: usize,
+    },
+    Dense {
+        size: usize,
+    },
 }
 
 impl ModelConfig {
@@ -50,8 +57,20 @@ impl ModelConfig {
     pub const PRESETS: [&'static str; 4] = ["tiny", "small", "qwen3.6-35b-a3b", "dense-27b"];
 
     pub fn preset(name: &str) -> Result<Self> {
-        let moe = |experts, top_k, expert_size, shared_size| Ffn::Moe { experts, top_k, expert_size, shared_size };
-        let base = |name: &str, vocab, hidden, layers, gdn: [usize; 3], attn: [usize; 3], ffn, max_context| ModelConfig {
+        let moe = |experts, top_k, expert_size, shared_size| Ffn::Moe {
+            experts,
+            top_k,
+            expert_size,
+            shared_size,
+        };
+        let base = |name: &str,
+                    vocab,
+                    hidden,
+                    layers,
+                    gdn: [usize; 3],
+                    attn: [usize; 3],
+                    ffn,
+                    max_context| ModelConfig {
             name: name.to_string(),
             vocab,
             hidden,
@@ -72,22 +91,66 @@ impl ModelConfig {
             rms_eps: 1e-6,
         };
         Ok(match name {
-            "tiny" => base(name, 512, 64, 4, [2, 4, 16], [4, 2, 16], moe(8, 2, 32, 32), 256),
-            "small" => base(name, 8192, 256, 8, [4, 8, 64], [8, 2, 64], moe(32, 4, 128, 128), 2048),
-            "qwen3.6-35b-a3b" => {
-                base(name, 248_320, 2048, 40, [16, 32, 128], [16, 2, 256], moe(256, 8, 512, 512), 8192)
-            }
-            "dense-27b" => base(name, 248_320, 5120, 64, [16, 48, 128], [24, 4, 256], Ffn::Dense { size: 17408 }, 8192),
-            other => bail!("unknown preset `{other}` for --preset; allowed: {}", Self::PRESETS.join(", ")),
+            "tiny" => base(
+                name,
+                512,
+                64,
+                4,
+                [2, 4, 16],
+                [4, 2, 16],
+                moe(8, 2, 32, 32),
+                256,
+            ),
+            "small" => base(
+                name,
+                8192,
+                256,
+                8,
+                [4, 8, 64],
+                [8, 2, 64],
+                moe(32, 4, 128, 128),
+                2048,
+            ),
+            "qwen3.6-35b-a3b" => base(
+                name,
+                248_320,
+                2048,
+                40,
+                [16, 32, 128],
+                [16, 2, 256],
+                moe(256, 8, 512, 512),
+                8192,
+            ),
+            "dense-27b" => base(
+                name,
+                248_320,
+                5120,
+                64,
+                [16, 48, 128],
+                [24, 4, 256],
+                Ffn::Dense { size: 17408 },
+                8192,
+            ),
+            other => bail!(
+                "unknown preset `{other}` for --preset; allowed: {}",
+                Self::PRESETS.join(", ")
+            ),
         })
     }
 
     pub fn from_json_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read --config file {}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read --config file {}", path.display()))?;
         let cfg: ModelConfig = serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!("malformed --config file {} (line {}, column {}): {e}", path.display(), e.line(), e.column())
+            anyhow::anyhow!(
+                "malformed --config file {} (line {}, column {}): {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
         })?;
-        cfg.validate().with_context(|| format!("invalid model in --config file {}", path.display()))?;
+        cfg.validate()
+            .with_context(|| format!("invalid model in --config file {}", path.display()))?;
         Ok(cfg)
     }
 
@@ -117,10 +180,18 @@ impl ModelConfig {
             bail!("`gdn_key_dim` and `gdn_value_dim` must be at most {MAX_GDN_DIM}");
         }
         if !self.gdn_value_heads.is_multiple_of(self.gdn_key_heads) {
-            bail!("`gdn_value_heads` ({}) must be a multiple of `gdn_key_heads` ({})", self.gdn_value_heads, self.gdn_key_heads);
+            bail!(
+                "`gdn_value_heads` ({}) must be a multiple of `gdn_key_heads` ({})",
+                self.gdn_value_heads,
+                self.gdn_key_heads
+            );
         }
         if !self.attn_heads.is_multiple_of(self.attn_kv_heads) {
-            bail!("`attn_heads` ({}) must be a multiple of `attn_kv_heads` ({})", self.attn_heads, self.attn_kv_heads);
+            bail!(
+                "`attn_heads` ({}) must be a multiple of `attn_kv_heads` ({})",
+                self.attn_heads,
+                self.attn_kv_heads
+            );
         }
         if !self.conv_channels().is_multiple_of(2) {
             bail!("the GDN conv channel count (2·key_heads·key_dim + value_heads·value_dim) must be even");
@@ -129,8 +200,15 @@ impl ModelConfig {
         if rot == 0 || !rot.is_multiple_of(2) || rot > self.attn_head_dim {
             bail!("`partial_rotary` × `attn_head_dim` must give an even rotary width in 2..=head_dim, got {rot}");
         }
-        if let Ffn::Moe { experts, top_k, expert_size, shared_size } = self.ffn {
-            if experts == 0 || expert_size == 0 || shared_size == 0 || top_k == 0 || top_k > experts {
+        if let Ffn::Moe {
+            experts,
+            top_k,
+            expert_size,
+            shared_size,
+        } = self.ffn
+        {
+            if experts == 0 || expert_size == 0 || shared_size == 0 || top_k == 0 || top_k > experts
+            {
                 bail!("MoE needs experts ≥ top_k ≥ 1 and positive expert_size and shared_size");
             }
         }
@@ -190,7 +268,9 @@ mod tests {
         assert_eq!(c.state_pool_bytes(), 128_778_240);
         let d = ModelConfig::preset("dense-27b").unwrap();
         assert_eq!(d.state_pool_bytes(), 307_888_128);
-        assert!((0..40).filter(|&i| c.is_attention(i)).eq([3, 7, 11, 15, 19, 23, 27, 31, 35, 39]));
+        assert!((0..40)
+            .filter(|&i| c.is_attention(i))
+            .eq([3, 7, 11, 15, 19, 23, 27, 31, 35, 39]));
     }
 
     #[test]
@@ -198,7 +278,8 @@ mod tests {
         for p in ModelConfig::PRESETS {
             let c = ModelConfig::preset(p).unwrap();
             c.validate().unwrap();
-            let back: ModelConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+            let back: ModelConfig =
+                serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
             assert_eq!(back, c);
         }
     }

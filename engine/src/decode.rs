@@ -64,7 +64,8 @@ impl<B: Backend> Model<B> {
         for start in (0..n).step_by(chunk) {
             let end = (start + chunk).min(n);
             let t = end - start;
-            self.backend.write_tokens(&mut self.s.tok_in, 0, &prompt[start..end]);
+            self.backend
+                .write_tokens(&mut self.s.tok_in, 0, &prompt[start..end]);
             let head = if end == n { t - 1..t } else { 0..0 };
             self.backend.set_positions(start);
             self.target_forward(t, start, Pass::InPlace, head);
@@ -90,7 +91,8 @@ impl<B: Backend> Model<B> {
     fn queue_mtp(&mut self, row0: usize, next: &[u32]) {
         let h = self.cfg.hidden;
         let q = self.mtp_queued;
-        self.backend.copy_rows(&self.s.hid, row0, &mut self.s.mtp_hid_in, q, next.len(), h);
+        self.backend
+            .copy_rows(&self.s.hid, row0, &mut self.s.mtp_hid_in, q, next.len(), h);
         self.backend.write_tokens(&mut self.s.mtp_tok_in, q, next);
         self.mtp_queued += next.len();
     }
@@ -112,7 +114,8 @@ impl<B: Backend> Model<B> {
         let pos = self.pos;
         self.round(RoundKey::Plain { live: self.live }, |m| {
             m.target_forward(1, pos, Pass::InPlace, 0..1);
-            m.backend.feed_next(&m.s.tok_out, &mut m.s.tok_in, &mut m.s.history, pos);
+            m.backend
+                .feed_next(&m.s.tok_out, &mut m.s.tok_in, &mut m.s.history, pos);
         });
         self.pos += 1;
     }
@@ -135,7 +138,8 @@ impl<B: Backend> Model<B> {
         self.mtp_forward(catch_up, self.mtp_pos, MtpTokens::Queued, Some(1));
         let mut last_row = catch_up - 1;
         for i in 1..k {
-            self.backend.copy_rows(&self.s.mtp_out, last_row, &mut self.s.mtp_hid_in, 0, 1, h);
+            self.backend
+                .copy_rows(&self.s.mtp_out, last_row, &mut self.s.mtp_hid_in, 0, 1, h);
             self.mtp_forward(1, pos + i - 1, MtpTokens::Drafts(i), Some(i + 1));
             last_row = 0;
         }
@@ -153,12 +157,19 @@ impl<B: Backend> Model<B> {
         }
         let at = out.len();
         out.resize(at + n_gen, 0);
-        self.backend.read_tokens(&self.s.history, start + 1, &mut out[at..]);
+        self.backend
+            .read_tokens(&self.s.history, start + 1, &mut out[at..]);
     }
 
     /// Speculative greedy decode with `k` MTP drafts per round; the same tokens as
     /// `decode_plain`.
-    pub fn decode_spec(&mut self, first: u32, n_gen: usize, k: usize, out: &mut Vec<u32>) -> SpecStats {
+    pub fn decode_spec(
+        &mut self,
+        first: u32,
+        n_gen: usize,
+        k: usize,
+        out: &mut Vec<u32>,
+    ) -> SpecStats {
         assert!((1..=MAX_DRAFT).contains(&k));
         let mut stats = SpecStats::default();
         let mut pending = first;
@@ -175,14 +186,29 @@ impl<B: Backend> Model<B> {
             self.backend.write_tokens(&mut self.s.tok_in, 0, &[pending]);
             let catch_up = self.mtp_queued;
             debug_assert!(catch_up > 0 && self.mtp_pos + catch_up == self.pos);
-            self.round(RoundKey::Spec { live: self.live, k, catch_up }, |m| m.draft_and_verify(catch_up, k));
+            self.round(
+                RoundKey::Spec {
+                    live: self.live,
+                    k,
+                    catch_up,
+                },
+                |m| m.draft_and_verify(catch_up, k),
+            );
             self.mtp_pos += catch_up;
             self.mtp_queued = 0;
-            self.backend.read_tokens(&self.s.tok_in, 1, &mut drafts[..k]);
-            self.backend.read_tokens(&self.s.tok_out, 0, &mut verdict[..k + 1]);
+            self.backend
+                .read_tokens(&self.s.tok_in, 1, &mut drafts[..k]);
+            self.backend
+                .read_tokens(&self.s.tok_out, 0, &mut verdict[..k + 1]);
             let a = (0..k).take_while(|&i| drafts[i] == verdict[i]).count();
             if a < k {
-                self.round(RoundKey::Replay { live: self.live, rows: a + 1 }, |m| m.replay_gdn(a + 1));
+                self.round(
+                    RoundKey::Replay {
+                        live: self.live,
+                        rows: a + 1,
+                    },
+                    |m| m.replay_gdn(a + 1),
+                );
             }
             self.live = 1 - self.live;
             self.pos += a + 1;
@@ -214,8 +240,17 @@ mod tests {
     #[test]
     fn queued_plain_decode_equals_host_fed_steps() {
         let cfg = ModelConfig::preset("tiny").unwrap();
-        let mut m = Model::new(cfg.clone(), &WeightSource::Synthetic { seed: 9 }, Arm::default(), CpuBackend::new(), 8).unwrap();
-        let prompt: Vec<u32> = (0..11).map(|i| (i * 7919 + 13) % cfg.vocab as u32).collect();
+        let mut m = Model::new(
+            cfg.clone(),
+            &WeightSource::Synthetic { seed: 9 },
+            Arm::default(),
+            CpuBackend::new(),
+            8,
+        )
+        .unwrap();
+        let prompt: Vec<u32> = (0..11)
+            .map(|i| (i * 7919 + 13) % cfg.vocab as u32)
+            .collect();
         let first = m.prefill(&prompt, 4, false);
         let mut fed = vec![first];
         for _ in 0..12 {

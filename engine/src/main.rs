@@ -1,9 +1,9 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use engine::arms::{Arm, ENV_HELP};
+use engine::backend::Backend;
 use engine::bench::{self, BenchPlan, BenchResult};
 use engine::config::{ModelConfig, MAX_DRAFT};
-use engine::backend::Backend;
 use engine::cpu::CpuBackend;
 use engine::cuda::l2::{L2Arm, L2Mode, L2_ENV_HELP};
 use engine::cuda::options::{GpuOptions, OPTIONS_ENV_HELP};
@@ -16,7 +16,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "engine", version, about = "Decode engine for the hybrid Gated DeltaNet + gated attention + MoE architecture with MTP speculative decoding")]
+#[command(
+    name = "engine",
+    version,
+    about = "Decode engine for the hybrid Gated DeltaNet + gated attention + MoE architecture with MTP speculative decoding"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -145,7 +149,9 @@ impl ModelArgs {
         match choice {
             BackendChoice::Cpu => Ok(Opened::Cpu),
             BackendChoice::Cuda => {
-                let b = CudaBackend::new(0, graphs, l2_arm).map_err(|e| anyhow::anyhow!("--backend cuda: {e:#}; use --backend cpu or auto"))?;
+                let b = CudaBackend::new(0, graphs, l2_arm).map_err(|e| {
+                    anyhow::anyhow!("--backend cuda: {e:#}; use --backend cpu or auto")
+                })?;
                 Ok(Opened::Cuda(Box::new(b)))
             }
             BackendChoice::Auto => match CudaBackend::new(0, graphs, l2_arm) {
@@ -182,46 +188,84 @@ fn bench(args: &BenchArgs) -> Result<()> {
         reps: args.reps as usize,
         warmup: args.warmup,
         prefill_chunk: args.prefill_chunk as usize,
-        draft_tokens: args.spec.map(|Spec::Mtp| args.draft_tokens.unwrap_or(3) as usize),
+        draft_tokens: args
+            .spec
+            .map(|Spec::Mtp| args.draft_tokens.unwrap_or(3) as usize),
         prompts: args.prompts as usize,
         seed: args.seed,
         read_ceiling_gbs: args.read_ceiling_gbs,
     };
-    eprintln!("building {} ({}) with prefetch={} pool_layout={}", cfg.name, source_name(&source), arm.prefetch.name(), arm.layout.name());
+    eprintln!(
+        "building {} ({}) with prefetch={} pool_layout={}",
+        cfg.name,
+        source_name(&source),
+        arm.prefetch.name(),
+        arm.layout.name()
+    );
     let result = match opened {
         Opened::Cpu => {
             if l2_arm.mode != L2Mode::Off {
-                bail!("ENGINE_L2={} needs the CUDA backend (--backend cuda or ENGINE_BACKEND=cuda)", l2_arm.mode.name());
+                bail!(
+                    "ENGINE_L2={} needs the CUDA backend (--backend cuda or ENGINE_BACKEND=cuda)",
+                    l2_arm.mode.name()
+                );
             }
             let mut model = build(cfg, &source, arm, CpuBackend::new(), &plan, start)?;
             pool.install(|| bench::run(&mut model, &plan))?
         }
         Opened::Cuda(mut b) => {
             b.gpu.options = gpu_options;
-            eprintln!("device {} ({} SMs), kernels ready in {:.3} s, {}", b.gpu.info.name, b.gpu.info.sm_count, b.startup_seconds, gpu_options.describe());
+            eprintln!(
+                "device {} ({} SMs), kernels ready in {:.3} s, {}",
+                b.gpu.info.name,
+                b.gpu.info.sm_count,
+                b.startup_seconds,
+                gpu_options.describe()
+            );
             let mut plan = plan;
             if plan.read_ceiling_gbs.is_none() {
-                let gbs = b.gpu.measure_read_ceiling_gbs(4 << 30).context("measuring the read ceiling (pass --read-ceiling-gbs to skip)")?;
+                let gbs = b
+                    .gpu
+                    .measure_read_ceiling_gbs(4 << 30)
+                    .context("measuring the read ceiling (pass --read-ceiling-gbs to skip)")?;
                 eprintln!("read ceiling {gbs:.1} GB/s (4 GiB float4 read, median of 10)");
                 plan.read_ceiling_gbs = Some(gbs);
             }
             let mut model = build(cfg, &source, arm, *b, &plan, start)?;
             let mut result = bench::run(&mut model, &plan)?;
-            result.l2 = model.backend.l2_audit().context("reading the L2 state back from the graphs and the device")?;
+            result.l2 = model
+                .backend
+                .l2_audit()
+                .context("reading the L2 state back from the graphs and the device")?;
             result
         }
     };
     // A closed pipe (`engine bench | head -1`) is an error to report, not a panic.
-    writeln!(std::io::stdout().lock(), "{}\n{}", BenchResult::header(), result.row())
-        .context("cannot write the result to stdout")?;
+    writeln!(
+        std::io::stdout().lock(),
+        "{}\n{}",
+        BenchResult::header(),
+        result.row()
+    )
+    .context("cannot write the result to stdout")?;
     Ok(())
 }
 
 /// Builds the model on `backend`; prints the start-up time to stderr.
-fn build<B: Backend>(cfg: ModelConfig, source: &WeightSource, arm: Arm, backend: B, plan: &BenchPlan, start: std::time::Instant) -> Result<Model<B>> {
+fn build<B: Backend>(
+    cfg: ModelConfig,
+    source: &WeightSource,
+    arm: Arm,
+    backend: B,
+    plan: &BenchPlan,
+    start: std::time::Instant,
+) -> Result<Model<B>> {
     let mut model = Model::new(cfg, source, arm, backend, plan.prefill_chunk)?;
     model.backend.take_error()?;
-    eprintln!("start-up {:.3} s (arguments to a built model, weights included)", start.elapsed().as_secs_f64());
+    eprintln!(
+        "start-up {:.3} s (arguments to a built model, weights included)",
+        start.elapsed().as_secs_f64()
+    );
     Ok(model)
 }
 

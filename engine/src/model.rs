@@ -84,7 +84,13 @@ pub const ROUND_ROWS: usize = MAX_DRAFT + 2;
 
 impl<B: Backend> Model<B> {
     /// Builds the model on `backend` for prefill chunks of up to `prefill_chunk` positions.
-    pub fn new(cfg: ModelConfig, source: &WeightSource, arm: Arm, mut backend: B, prefill_chunk: usize) -> Result<Self> {
+    pub fn new(
+        cfg: ModelConfig,
+        source: &WeightSource,
+        arm: Arm,
+        mut backend: B,
+        prefill_chunk: usize,
+    ) -> Result<Self> {
         let max_rows = prefill_chunk.max(ROUND_ROWS);
         backend.prepare(&cfg, max_rows)?;
         let w = Weights::load(&cfg, source, &mut backend)?;
@@ -93,7 +99,10 @@ impl<B: Backend> Model<B> {
         let pool = backend.alloc_pool(map.total_bytes())?;
         let (h, c) = (cfg.hidden, cfg.conv_channels());
         let (hv, vd) = (cfg.gdn_value_heads, cfg.gdn_value_heads * cfg.gdn_value_dim);
-        let (ad, kvd) = (cfg.attn_heads * cfg.attn_head_dim, cfg.attn_kv_heads * cfg.attn_head_dim);
+        let (ad, kvd) = (
+            cfg.attn_heads * cfg.attn_head_dim,
+            cfg.attn_kv_heads * cfg.attn_head_dim,
+        );
         let b = &mut backend;
         let mut buf = |width: usize| b.alloc(max_rows * width);
         let s = Acts {
@@ -121,9 +130,14 @@ impl<B: Backend> Model<B> {
             history: backend.alloc_tokens(cfg.max_context)?,
         };
         let cache = |b: &mut B| -> Result<KvCache<B>> {
-            Ok(KvCache { k: b.alloc_cache(cfg.max_context * kvd)?, v: b.alloc_cache(cfg.max_context * kvd)? })
+            Ok(KvCache {
+                k: b.alloc_cache(cfg.max_context * kvd)?,
+                v: b.alloc_cache(cfg.max_context * kvd)?,
+            })
         };
-        let kv = (0..cfg.attention_layers()).map(|_| cache(&mut backend)).collect::<Result<_>>()?;
+        let kv = (0..cfg.attention_layers())
+            .map(|_| cache(&mut backend))
+            .collect::<Result<_>>()?;
         let mtp_kv = cache(&mut backend)?;
         let stash = (0..cfg.gdn_layers())
             .map(|_| {
@@ -141,7 +155,25 @@ impl<B: Backend> Model<B> {
                 (before < cfg.gdn_layers()).then_some(before)
             })
             .collect();
-        Ok(Model { cfg, arm, backend, w, map, pool, live: 0, kv, mtp_kv, rope, s, stash, max_rows, pos: 0, mtp_pos: 0, mtp_queued: 0, next_gdn })
+        Ok(Model {
+            cfg,
+            arm,
+            backend,
+            w,
+            map,
+            pool,
+            live: 0,
+            kv,
+            mtp_kv,
+            rope,
+            s,
+            stash,
+            max_rows,
+            pos: 0,
+            mtp_pos: 0,
+            mtp_queued: 0,
+            next_gdn,
+        })
     }
 
     /// The backend, for [`Backend::round`].
@@ -174,14 +206,30 @@ impl<B: Backend> Model<B> {
             Pass::InPlace => (self.live, self.live),
             Pass::Verify => (self.live, 1 - self.live),
         };
-        (SlotPair { src: self.map.conv(g, src), dst: self.map.conv(g, dst) }, SlotPair { src: self.map.rec(g, src), dst: self.map.rec(g, dst) })
+        (
+            SlotPair {
+                src: self.map.conv(g, src),
+                dst: self.map.conv(g, dst),
+            },
+            SlotPair {
+                src: self.map.rec(g, src),
+                dst: self.map.rec(g, dst),
+            },
+        )
     }
 
     /// The target over `t` positions from `pos0` with its tokens in `tok_in[0..t]`: final
     /// hidden states in `hid`, argmax of rows `head` in `tok_out` at the same rows.
-    pub(crate) fn target_forward(&mut self, t: usize, pos0: usize, pass: Pass, head: std::ops::Range<usize>) {
+    pub(crate) fn target_forward(
+        &mut self,
+        t: usize,
+        pos0: usize,
+        pass: Pass,
+        head: std::ops::Range<usize>,
+    ) {
         let eps = self.cfg.rms_eps as f32;
-        self.backend.embed(&self.w.embed, &self.s.tok_in, 0, t, &mut self.s.x);
+        self.backend
+            .embed(&self.w.embed, &self.s.tok_in, 0, t, &mut self.s.x);
         let (mut g, mut a) = (0, 0);
         for li in 0..self.cfg.layers {
             // The live slot of the next GDN layer, prefetched while this layer's FFN streams.
@@ -196,23 +244,51 @@ impl<B: Backend> Model<B> {
                 }
                 Mixer::Attn(_) => {
                     a += 1;
-                    MixerIo::Attn { cache: &mut self.kv[a - 1] }
+                    MixerIo::Attn {
+                        cache: &mut self.kv[a - 1],
+                    }
                 }
             };
-            let io = LayerIo { cfg: &self.cfg, b: &mut self.backend, s: &mut self.s, pool: &mut self.pool, rope: &self.rope };
+            let io = LayerIo {
+                cfg: &self.cfg,
+                b: &mut self.backend,
+                s: &mut self.s,
+                pool: &mut self.pool,
+                rope: &self.rope,
+            };
             decoder_layer(io, lw, mixer, t, pos0, prefetch, self.arm);
         }
-        self.backend.rms_norm(&self.s.x, &self.w.norm, t, self.cfg.hidden, eps, &mut self.s.hid);
+        self.backend.rms_norm(
+            &self.s.x,
+            &self.w.norm,
+            t,
+            self.cfg.hidden,
+            eps,
+            &mut self.s.hid,
+        );
         let rows = head.len();
         if rows > 0 {
-            self.backend.lm_head_argmax(&self.w.lm_head, &self.s.hid, head.start, rows, &mut self.s.tok_out, head.start);
+            self.backend.lm_head_argmax(
+                &self.w.lm_head,
+                &self.s.hid,
+                head.start,
+                rows,
+                &mut self.s.tok_out,
+                head.start,
+            );
         }
     }
 
     /// The MTP layer over `t` queued positions from MTP position `pos0`: tokens from
     /// `tok_in[at..]` when `chain`, else from `mtp_tok_in[0..]`; hidden inputs from
     /// `mtp_hid_in`. With `draft_at`, the last row's argmax goes to `tok_in[draft_at]`.
-    pub(crate) fn mtp_forward(&mut self, t: usize, pos0: usize, tokens: MtpTokens, draft_at: Option<usize>) {
+    pub(crate) fn mtp_forward(
+        &mut self,
+        t: usize,
+        pos0: usize,
+        tokens: MtpTokens,
+        draft_at: Option<usize>,
+    ) {
         let (h, eps) = (self.cfg.hidden, self.cfg.rms_eps as f32);
         let (b, s, m) = (&mut self.backend, &mut self.s, &self.w.mtp);
         match tokens {
@@ -223,8 +299,24 @@ impl<B: Backend> Model<B> {
         b.rms_norm(&s.mtp_hid_in, &m.norm_hidden, t, h, eps, &mut s.mix);
         b.concat(&s.xn, &s.mix, t, h, h, &mut s.mtp_cat);
         b.matmul(&m.fc, &s.mtp_cat, t, &mut s.x);
-        let io = LayerIo { cfg: &self.cfg, b: &mut *b, s: &mut *s, pool: &mut self.pool, rope: &self.rope };
-        decoder_layer(io, &m.layer, MixerIo::Attn { cache: &mut self.mtp_kv }, t, pos0, None, self.arm);
+        let io = LayerIo {
+            cfg: &self.cfg,
+            b: &mut *b,
+            s: &mut *s,
+            pool: &mut self.pool,
+            rope: &self.rope,
+        };
+        decoder_layer(
+            io,
+            &m.layer,
+            MixerIo::Attn {
+                cache: &mut self.mtp_kv,
+            },
+            t,
+            pos0,
+            None,
+            self.arm,
+        );
         b.rms_norm(&s.x, &m.norm, t, h, eps, &mut s.mtp_out);
         if let Some(at) = draft_at {
             b.lm_head_argmax(&self.w.lm_head, &s.mtp_out, t - 1, 1, &mut s.tok_in, at);
@@ -240,7 +332,16 @@ impl<B: Backend> Model<B> {
                 let (conv, rec) = self.slots(g, Pass::Verify);
                 let st = &self.stash[g];
                 let out = (&mut self.s.conv, &mut self.s.o);
-                self.backend.gdn_conv_recurrence(&self.cfg, w, &mut self.pool, (conv, rec), (&st.x, &st.b, &st.a), t, out, None);
+                self.backend.gdn_conv_recurrence(
+                    &self.cfg,
+                    w,
+                    &mut self.pool,
+                    (conv, rec),
+                    (&st.x, &st.b, &st.a),
+                    t,
+                    out,
+                    None,
+                );
                 g += 1;
             }
         }
@@ -270,14 +371,34 @@ pub(crate) struct LayerIo<'a, B: Backend> {
 }
 
 enum MixerIo<'a, B: Backend> {
-    Gdn { conv: SlotPair, rec: SlotPair, stash: Option<&'a mut GdnStash<B>> },
-    Attn { cache: &'a mut KvCache<B> },
+    Gdn {
+        conv: SlotPair,
+        rec: SlotPair,
+        stash: Option<&'a mut GdnStash<B>>,
+    },
+    Attn {
+        cache: &'a mut KvCache<B>,
+    },
 }
 
 /// One decoder layer over `t` rows of the residual stream `s.x`: norm, mixer, output
 /// projection onto the residual, (prefetch armed), norm, FFN, residual.
-fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: MixerIo<'_, B>, t: usize, pos0: usize, prefetch: Option<[(usize, usize); 2]>, arm: Arm) {
-    let LayerIo { cfg, b, s, pool, rope } = io;
+fn decoder_layer<B: Backend>(
+    io: LayerIo<'_, B>,
+    lw: &LayerWeights<B>,
+    mixer: MixerIo<'_, B>,
+    t: usize,
+    pos0: usize,
+    prefetch: Option<[(usize, usize); 2]>,
+    arm: Arm,
+) {
+    let LayerIo {
+        cfg,
+        b,
+        s,
+        pool,
+        rope,
+    } = io;
     let (h, eps) = (cfg.hidden, cfg.rms_eps as f32);
     let (out, mixed) = match (&lw.mixer, mixer) {
         (Mixer::Gdn(w), MixerIo::Gdn { conv, rec, stash }) => {
@@ -285,12 +406,42 @@ fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: Mi
                 Some(st) => (&mut st.x, &mut st.b, &mut st.a),
                 None => (&mut s.qkv, &mut s.b, &mut s.a),
             };
-            b.norm_matmul_many(&s.x, &lw.input_norm, eps, h, t, &mut s.xn, &mut [(&w.qkv, &mut *x), (&w.z, &mut s.z), (&w.b, &mut *bb), (&w.a, &mut *aa)]);
-            b.gdn_conv_recurrence(cfg, w, pool, (conv, rec), (x, bb, aa), t, (&mut s.conv, &mut s.o), Some((&s.z, &mut s.on)));
+            b.norm_matmul_many(
+                &s.x,
+                &lw.input_norm,
+                eps,
+                h,
+                t,
+                &mut s.xn,
+                &mut [
+                    (&w.qkv, &mut *x),
+                    (&w.z, &mut s.z),
+                    (&w.b, &mut *bb),
+                    (&w.a, &mut *aa),
+                ],
+            );
+            b.gdn_conv_recurrence(
+                cfg,
+                w,
+                pool,
+                (conv, rec),
+                (x, bb, aa),
+                t,
+                (&mut s.conv, &mut s.o),
+                Some((&s.z, &mut s.on)),
+            );
             (&w.out, &s.on)
         }
         (Mixer::Attn(w), MixerIo::Attn { cache }) => {
-            b.norm_matmul_many(&s.x, &lw.input_norm, eps, h, t, &mut s.xn, &mut [(&w.q, &mut s.qg), (&w.k, &mut s.k), (&w.v, &mut s.v)]);
+            b.norm_matmul_many(
+                &s.x,
+                &lw.input_norm,
+                eps,
+                h,
+                t,
+                &mut s.xn,
+                &mut [(&w.q, &mut s.qg), (&w.k, &mut s.k), (&w.v, &mut s.v)],
+            );
             b.attention(cfg, w, rope, &s.qg, &s.k, &s.v, cache, pos0, t, &mut s.att);
             (&w.o, &s.att)
         }
@@ -301,7 +452,13 @@ fn decoder_layer<B: Backend>(io: LayerIo<'_, B>, lw: &LayerWeights<B>, mixer: Mi
             b.prefetch_state(pool, off, len, arm.prefetch);
         }
     };
-    let layer = OutFfn { out, mixed, ffn: &lw.ffn, norm: &lw.post_norm, eps };
+    let layer = OutFfn {
+        out,
+        mixed,
+        ffn: &lw.ffn,
+        norm: &lw.post_norm,
+        eps,
+    };
     b.out_norm_ffn_add(cfg, layer, t, &mut s.xn, &mut s.x, arm_prefetch);
 }
 
@@ -327,12 +484,21 @@ mod tests {
     use crate::cpu::{CpuBackend, CpuMat};
 
     fn mv(m: &CpuMat, x: &[f64]) -> Vec<f64> {
-        (0..m.rows).map(|r| (0..m.cols).map(|c| m.data[r * m.cols + c] as f64 * x[c]).sum()).collect()
+        (0..m.rows)
+            .map(|r| {
+                (0..m.cols)
+                    .map(|c| m.data[r * m.cols + c] as f64 * x[c])
+                    .sum()
+            })
+            .collect()
     }
 
     fn norm(x: &[f64], w: &[f32]) -> Vec<f64> {
         let k = 1.0 / (x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64 + 1e-6).sqrt();
-        x.iter().zip(w).map(|(v, w)| v * k * (1.0 + *w as f64)).collect()
+        x.iter()
+            .zip(w)
+            .map(|(v, w)| v * k * (1.0 + *w as f64))
+            .collect()
     }
 
     /// The MTP layer at its first position (a one-entry cache, so attention is
@@ -341,9 +507,18 @@ mod tests {
     #[test]
     fn mtp_layer_matches_f64_composition() {
         let cfg = ModelConfig::preset("tiny").unwrap();
-        let mut m = Model::new(cfg.clone(), &WeightSource::Synthetic { seed: 5 }, Arm::default(), CpuBackend::new(), 8).unwrap();
+        let mut m = Model::new(
+            cfg.clone(),
+            &WeightSource::Synthetic { seed: 5 },
+            Arm::default(),
+            CpuBackend::new(),
+            8,
+        )
+        .unwrap();
         let h = cfg.hidden;
-        let hidden: Vec<f32> = (0..h).map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0).collect();
+        let hidden: Vec<f32> = (0..h)
+            .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+            .collect();
         let token = 77u32;
         m.s.mtp_hid_in[..h].copy_from_slice(&hidden);
         m.s.mtp_tok_in[0] = token;
@@ -351,11 +526,19 @@ mod tests {
         m.mtp_forward(1, 0, MtpTokens::Queued, Some(1));
 
         let w = &m.w.mtp;
-        let e: Vec<f64> = m.w.embed.data[token as usize * h..(token as usize + 1) * h].iter().map(|v| *v as f64).collect();
+        let e: Vec<f64> = m.w.embed.data[token as usize * h..(token as usize + 1) * h]
+            .iter()
+            .map(|v| *v as f64)
+            .collect();
         let hd: Vec<f64> = hidden.iter().map(|v| *v as f64).collect();
-        let cat: Vec<f64> = norm(&e, &w.norm_embed).into_iter().chain(norm(&hd, &w.norm_hidden)).collect();
+        let cat: Vec<f64> = norm(&e, &w.norm_embed)
+            .into_iter()
+            .chain(norm(&hd, &w.norm_hidden))
+            .collect();
         let mut x = mv(&w.fc, &cat);
-        let Mixer::Attn(a) = &w.layer.mixer else { panic!("the MTP layer is full attention") };
+        let Mixer::Attn(a) = &w.layer.mixer else {
+            panic!("the MTP layer is full attention")
+        };
         let xn = norm(&x, &w.layer.input_norm);
         let (qg, v) = (mv(&a.q, &xn), mv(&a.v, &xn));
         let (hq, d) = (cfg.attn_heads, cfg.attn_head_dim);
@@ -367,16 +550,25 @@ mod tests {
             })
             .collect();
         x.iter_mut().zip(mv(&a.o, &att)).for_each(|(x, y)| *x += y);
-        let xn: Vec<f32> = norm(&x, &w.layer.post_norm).iter().map(|v| *v as f32).collect();
+        let xn: Vec<f32> = norm(&x, &w.layer.post_norm)
+            .iter()
+            .map(|v| *v as f32)
+            .collect();
         let mut ffn = vec![0.0f32; m.max_rows * h];
         m.backend.ffn_add(&cfg, &w.layer.ffn, &xn, 1, &mut ffn);
         x.iter_mut().zip(&ffn).for_each(|(x, y)| *x += *y as f64);
         let out = norm(&x, &w.norm);
         for (i, (got, want)) in m.s.mtp_out[..h].iter().zip(&out).enumerate() {
-            assert!((*got as f64 - want).abs() < 1e-3 * (1.0 + want.abs()), "mtp_out[{i}]: {got} vs {want}");
+            assert!(
+                (*got as f64 - want).abs() < 1e-3 * (1.0 + want.abs()),
+                "mtp_out[{i}]: {got} vs {want}"
+            );
         }
         let logits = mv(&m.w.lm_head, &out);
         let best = (0..logits.len()).fold(0, |b, i| if logits[i] > logits[b] { i } else { b });
-        assert_eq!(m.s.tok_in[1], best as u32, "the draft is the LM head's argmax");
+        assert_eq!(
+            m.s.tok_in[1], best as u32,
+            "the draft is the LM head's argmax"
+        );
     }
 }

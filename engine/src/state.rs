@@ -16,7 +16,12 @@ pub struct PoolMap {
 
 impl PoolMap {
     pub fn new(cfg: &ModelConfig, layout: PoolLayout) -> Self {
-        PoolMap { layout, layers: cfg.gdn_layers(), conv_bytes: cfg.conv_slot_bytes(), rec_bytes: cfg.rec_slot_bytes() }
+        PoolMap {
+            layout,
+            layers: cfg.gdn_layers(),
+            conv_bytes: cfg.conv_slot_bytes(),
+            rec_bytes: cfg.rec_slot_bytes(),
+        }
     }
 
     pub fn total_bytes(&self) -> usize {
@@ -36,7 +41,11 @@ impl PoolMap {
     /// Recurrent state of GDN layer `g`, slot `s`.
     pub fn rec(&self, g: usize, s: usize) -> usize {
         match self.layout {
-            PoolLayout::ByLayer => g * 2 * (self.conv_bytes + self.rec_bytes) + 2 * self.conv_bytes + s * self.rec_bytes,
+            PoolLayout::ByLayer => {
+                g * 2 * (self.conv_bytes + self.rec_bytes)
+                    + 2 * self.conv_bytes
+                    + s * self.rec_bytes
+            }
             PoolLayout::BySlot => self.conv(g, s) + self.conv_bytes,
         }
     }
@@ -44,7 +53,10 @@ impl PoolMap {
     /// The contiguous byte ranges of layer `g`'s slot `s` (conv, rec): what a prefetch of
     /// that slot touches.
     pub fn slot_ranges(&self, g: usize, s: usize) -> [(usize, usize); 2] {
-        [(self.conv(g, s), self.conv_bytes), (self.rec(g, s), self.rec_bytes)]
+        [
+            (self.conv(g, s), self.conv_bytes),
+            (self.rec(g, s), self.rec_bytes),
+        ]
     }
 }
 
@@ -53,7 +65,9 @@ mod tests {
     use super::*;
 
     fn regions(m: &PoolMap) -> Vec<(usize, usize)> {
-        let mut r: Vec<_> = (0..m.layers).flat_map(|g| (0..2).flat_map(move |s| m.slot_ranges(g, s))).collect();
+        let mut r: Vec<_> = (0..m.layers)
+            .flat_map(|g| (0..2).flat_map(move |s| m.slot_ranges(g, s)))
+            .collect();
         r.sort();
         r
     }
@@ -74,6 +88,9 @@ mod tests {
             assert_eq!(end, m.total_bytes());
         }
         let m = PoolMap::new(&cfg, PoolLayout::ByLayer);
-        assert_eq!((m.conv(1, 0), m.conv(1, 1), m.rec(1, 0)), (4_292_608, 4_292_608 + 49_152, 4_292_608 + 98_304));
+        assert_eq!(
+            (m.conv(1, 0), m.conv(1, 1), m.rec(1, 0)),
+            (4_292_608, 4_292_608 + 49_152, 4_292_608 + 98_304)
+        );
     }
 }

@@ -18,7 +18,9 @@ pub fn key(name: &str) -> u64 {
 
 /// The hash of element `index` of tensor `key` under `seed`.
 pub fn hash(seed: u64, key: u64, index: u64) -> u64 {
-    mix64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ key ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03))
+    mix64(
+        seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ key ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03),
+    )
 }
 
 /// Element `index` of a synthetic tensor: `offset + scale·(2u − 1)` with `u` uniform in
@@ -49,7 +51,11 @@ pub struct Init {
 
 impl Init {
     pub const fn uniform(scale: f32, offset: f32) -> Self {
-        Init { scale, offset, identity: 0.0 }
+        Init {
+            scale,
+            offset,
+            identity: 0.0,
+        }
     }
 
     /// Fills a tensor of `shape` named `name`.
@@ -78,7 +84,9 @@ mod tests {
     #[test]
     fn values_are_bf16_exact_in_range_and_never_zero_tensors() {
         let k = key("model.layers.0.linear_attn.in_proj_qkv.weight");
-        let v: Vec<f32> = (0..4096).map(|i| synthetic_value(7, k, i, 0.5, 0.0)).collect();
+        let v: Vec<f32> = (0..4096)
+            .map(|i| synthetic_value(7, k, i, 0.5, 0.0))
+            .collect();
         assert!(v.iter().all(|x| x.abs() <= 0.5 && round_bf16(*x) == *x));
         let mean = v.iter().sum::<f32>() / v.len() as f32;
         assert!(mean.abs() < 0.03, "mean {mean}");

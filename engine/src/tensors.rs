@@ -62,7 +62,13 @@ struct Table<'a> {
 
 impl Table<'_> {
     fn push(&mut self, name: String, shape: &[usize], init: Init, traffic: Traffic) {
-        self.specs.push(TensorSpec { synthetic_key: name.clone(), name, shape: shape.to_vec(), init, traffic });
+        self.specs.push(TensorSpec {
+            synthetic_key: name.clone(),
+            name,
+            shape: shape.to_vec(),
+            init,
+            traffic,
+        });
     }
 
     fn linear(&mut self, name: String, out: usize, inp: usize, traffic: Traffic) {
@@ -71,28 +77,82 @@ impl Table<'_> {
 
     fn gdn(&mut self, p: &str, t: Traffic) {
         let c = self.cfg;
-        let (h, hv, v) = (c.hidden, c.gdn_value_heads, c.gdn_value_heads * c.gdn_value_dim);
-        self.linear(format!("{p}.linear_attn.in_proj_qkv.weight"), c.conv_channels(), h, t);
+        let (h, hv, v) = (
+            c.hidden,
+            c.gdn_value_heads,
+            c.gdn_value_heads * c.gdn_value_dim,
+        );
+        self.linear(
+            format!("{p}.linear_attn.in_proj_qkv.weight"),
+            c.conv_channels(),
+            h,
+            t,
+        );
         self.linear(format!("{p}.linear_attn.in_proj_z.weight"), v, h, t);
         self.linear(format!("{p}.linear_attn.in_proj_b.weight"), hv, h, t);
         self.linear(format!("{p}.linear_attn.in_proj_a.weight"), hv, h, t);
         let conv = Init::uniform(1.0 / (c.conv_kernel as f32).sqrt(), 0.0);
-        self.push(format!("{p}.linear_attn.conv1d.weight"), &[c.conv_channels(), 1, c.conv_kernel], conv, t);
+        self.push(
+            format!("{p}.linear_attn.conv1d.weight"),
+            &[c.conv_channels(), 1, c.conv_kernel],
+            conv,
+            t,
+        );
         // softplus(a + dt_bias) ≈ 0.13 and exp(A_log) ∈ [e⁻¹, e]: decay alpha ≈ 0.7–0.95.
-        self.push(format!("{p}.linear_attn.dt_bias"), &[hv], Init::uniform(0.5, -2.0), t);
-        self.push(format!("{p}.linear_attn.A_log"), &[hv], Init::uniform(1.0, 0.0), t);
-        self.push(format!("{p}.linear_attn.norm.weight"), &[c.gdn_value_dim], GATED_NORM, t);
-        self.push(format!("{p}.linear_attn.out_proj.weight"), &[h, v], residual(v), t);
+        self.push(
+            format!("{p}.linear_attn.dt_bias"),
+            &[hv],
+            Init::uniform(0.5, -2.0),
+            t,
+        );
+        self.push(
+            format!("{p}.linear_attn.A_log"),
+            &[hv],
+            Init::uniform(1.0, 0.0),
+            t,
+        );
+        self.push(
+            format!("{p}.linear_attn.norm.weight"),
+            &[c.gdn_value_dim],
+            GATED_NORM,
+            t,
+        );
+        self.push(
+            format!("{p}.linear_attn.out_proj.weight"),
+            &[h, v],
+            residual(v),
+            t,
+        );
     }
 
     fn attention(&mut self, p: &str, t: Traffic) {
         let c = self.cfg;
         let (h, d) = (c.hidden, c.attn_head_dim);
         // q_proj holds, per head, the query then its output gate.
-        self.linear(format!("{p}.self_attn.q_proj.weight"), 2 * c.attn_heads * d, h, t);
-        self.linear(format!("{p}.self_attn.k_proj.weight"), c.attn_kv_heads * d, h, t);
-        self.linear(format!("{p}.self_attn.v_proj.weight"), c.attn_kv_heads * d, h, t);
-        self.push(format!("{p}.self_attn.o_proj.weight"), &[h, c.attn_heads * d], residual(c.attn_heads * d), t);
+        self.linear(
+            format!("{p}.self_attn.q_proj.weight"),
+            2 * c.attn_heads * d,
+            h,
+            t,
+        );
+        self.linear(
+            format!("{p}.self_attn.k_proj.weight"),
+            c.attn_kv_heads * d,
+            h,
+            t,
+        );
+        self.linear(
+            format!("{p}.self_attn.v_proj.weight"),
+            c.attn_kv_heads * d,
+            h,
+            t,
+        );
+        self.push(
+            format!("{p}.self_attn.o_proj.weight"),
+            &[h, c.attn_heads * d],
+            residual(c.attn_heads * d),
+            t,
+        );
         self.push(format!("{p}.self_attn.q_norm.weight"), &[d], NORM, t);
         self.push(format!("{p}.self_attn.k_norm.weight"), &[d], NORM, t);
     }
@@ -101,15 +161,29 @@ impl Table<'_> {
         let h = self.cfg.hidden;
         self.linear(format!("{p}.gate_proj.weight"), size, h, t);
         self.linear(format!("{p}.up_proj.weight"), size, h, t);
-        self.push(format!("{p}.down_proj.weight"), &[h, size], residual(size), t);
+        self.push(
+            format!("{p}.down_proj.weight"),
+            &[h, size],
+            residual(size),
+            t,
+        );
     }
 
     fn ffn(&mut self, p: &str, t: Traffic) {
         let h = self.cfg.hidden;
         match self.cfg.ffn {
-            Ffn::Moe { experts, expert_size, shared_size, .. } => {
+            Ffn::Moe {
+                experts,
+                expert_size,
+                shared_size,
+                ..
+            } => {
                 self.linear(format!("{p}.mlp.gate.weight"), experts, h, t);
-                let te = if t == Traffic::Draft { t } else { Traffic::Expert };
+                let te = if t == Traffic::Draft {
+                    t
+                } else {
+                    Traffic::Expert
+                };
                 for e in 0..experts {
                     self.swiglu(&format!("{p}.mlp.experts.{e}"), expert_size, te);
                 }
@@ -128,28 +202,59 @@ impl Table<'_> {
         } else {
             self.gdn(p, t);
         }
-        self.push(format!("{p}.post_attention_layernorm.weight"), &[h], NORM, t);
+        self.push(
+            format!("{p}.post_attention_layernorm.weight"),
+            &[h],
+            NORM,
+            t,
+        );
         self.ffn(p, t);
     }
 }
 
 /// Every tensor of the model, the MTP layer included.
 pub fn tensor_specs(cfg: &ModelConfig) -> Vec<TensorSpec> {
-    let mut t = Table { cfg, specs: Vec::new() };
+    let mut t = Table {
+        cfg,
+        specs: Vec::new(),
+    };
     let (h, v) = (cfg.hidden, cfg.vocab);
-    t.push("model.embed_tokens.weight".into(), &[v, h], Init::uniform(1.0, 0.0), Traffic::Row);
+    t.push(
+        "model.embed_tokens.weight".into(),
+        &[v, h],
+        Init::uniform(1.0, 0.0),
+        Traffic::Row,
+    );
     for i in 0..cfg.layers {
-        t.layer(&format!("model.layers.{i}"), cfg.is_attention(i), Traffic::Every);
+        t.layer(
+            &format!("model.layers.{i}"),
+            cfg.is_attention(i),
+            Traffic::Every,
+        );
     }
     t.push("model.norm.weight".into(), &[h], NORM, Traffic::Every);
     t.linear("lm_head.weight".into(), v, h, Traffic::Every);
     // A draft that has learnt part of the target (README, "MTP weights"): the fc passes
     // the normed embedding through (identity plus small noise), the embedding norm is
     // near 1, and the final norm has the target's final-norm values.
-    let fc = Init { scale: 0.03 / ((2 * h) as f32).sqrt(), offset: 0.0, identity: 1.0 };
+    let fc = Init {
+        scale: 0.03 / ((2 * h) as f32).sqrt(),
+        offset: 0.0,
+        identity: 1.0,
+    };
     t.push("mtp.fc.weight".into(), &[h, 2 * h], fc, Traffic::Draft);
-    t.push("mtp.pre_fc_norm_embedding.weight".into(), &[h], Init::uniform(0.01, 0.0), Traffic::Draft);
-    t.push("mtp.pre_fc_norm_hidden.weight".into(), &[h], NORM, Traffic::Draft);
+    t.push(
+        "mtp.pre_fc_norm_embedding.weight".into(),
+        &[h],
+        Init::uniform(0.01, 0.0),
+        Traffic::Draft,
+    );
+    t.push(
+        "mtp.pre_fc_norm_hidden.weight".into(),
+        &[h],
+        NORM,
+        Traffic::Draft,
+    );
     t.layer("mtp.layers.0", true, Traffic::Draft);
     t.push("mtp.norm.weight".into(), &[h], NORM, Traffic::Draft);
     t.specs.last_mut().expect("just pushed").synthetic_key = "model.norm.weight".into();
@@ -201,7 +306,11 @@ mod tests {
         let s = sizes(&ModelConfig::preset("qwen3.6-35b-a3b").unwrap());
         let gb = s.active_bytes_per_token_bf16 as f64 / 1e9;
         assert!((5.8..6.0).contains(&gb), "{gb} GB");
-        assert!((34e9..37e9).contains(&(s.params as f64)), "{} params", s.params);
+        assert!(
+            (34e9..37e9).contains(&(s.params as f64)),
+            "{} params",
+            s.params
+        );
     }
 
     #[test]

@@ -40,7 +40,13 @@ pub struct SwiGlu<B: Backend> {
 pub enum FfnWeights<B: Backend> {
     /// `experts` stacks every routed expert: gate and up `[E·I][H]`, down `[E·H][I]`
     /// (expert `e` owns rows `e·I..` resp. `e·H..`), the layout the GPU kernels index.
-    Moe { router: B::Mat, experts: SwiGlu<B>, shared: SwiGlu<B>, shared_gate: B::Mat, top_k: usize },
+    Moe {
+        router: B::Mat,
+        experts: SwiGlu<B>,
+        shared: SwiGlu<B>,
+        shared_gate: B::Mat,
+        top_k: usize,
+    },
     Dense(SwiGlu<B>),
 }
 
@@ -101,17 +107,38 @@ impl HostTensors for Checkpoint<'_> {
     fn load(&self, spec: &TensorSpec) -> Result<Vec<f32>> {
         let file = self.path.display();
         let t = self.st.tensor(&spec.name).map_err(|_| {
-            anyhow!("checkpoint {file} lacks tensor `{}` (expected shape {:?})", spec.name, spec.shape)
+            anyhow!(
+                "checkpoint {file} lacks tensor `{}` (expected shape {:?})",
+                spec.name,
+                spec.shape
+            )
         })?;
         if t.shape() != spec.shape.as_slice() {
-            bail!("checkpoint {file}: tensor `{}` has shape {:?}, this model needs {:?}", spec.name, t.shape(), spec.shape);
+            bail!(
+                "checkpoint {file}: tensor `{}` has shape {:?}, this model needs {:?}",
+                spec.name,
+                t.shape(),
+                spec.shape
+            );
         }
         let bytes = t.data();
         let vals: Vec<f32> = match t.dtype() {
-            Dtype::BF16 => bytes.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
-            Dtype::F16 => bytes.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
-            Dtype::F32 => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
-            other => bail!("checkpoint {file}: tensor `{}` has dtype {other:?}; supported: BF16, F16, F32", spec.name),
+            Dtype::BF16 => bytes
+                .chunks_exact(2)
+                .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect(),
+            Dtype::F16 => bytes
+                .chunks_exact(2)
+                .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect(),
+            Dtype::F32 => bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            other => bail!(
+                "checkpoint {file}: tensor `{}` has dtype {other:?}; supported: BF16, F16, F32",
+                spec.name
+            ),
         };
         // Both backends hold bf16 values.
         Ok(vals.into_iter().map(round_bf16).collect())
@@ -128,7 +155,9 @@ struct Loader<'a, B: Backend> {
 
 impl<B: Backend> Loader<'_, B> {
     fn spec(&self, name: &str) -> &TensorSpec {
-        self.specs.get(name).unwrap_or_else(|| panic!("tensor `{name}` missing from the tensor table"))
+        self.specs
+            .get(name)
+            .unwrap_or_else(|| panic!("tensor `{name}` missing from the tensor table"))
     }
 
     /// `[rows][cols]` of a tensor: its first dimension, and the product of the others.
@@ -141,7 +170,14 @@ impl<B: Backend> Loader<'_, B> {
     fn fill(&mut self, m: &mut B::Mat, row0: usize, name: &str) -> Result<()> {
         let spec = self.spec(name).clone();
         match self.seed {
-            Some(seed) => self.backend.fill_mat_synthetic(m, row0, spec.shape[0], seed, key(&spec.synthetic_key), spec.init),
+            Some(seed) => self.backend.fill_mat_synthetic(
+                m,
+                row0,
+                spec.shape[0],
+                seed,
+                key(&spec.synthetic_key),
+                spec.init,
+            ),
             None => {
                 let v = self.host.load(&spec)?;
                 self.backend.write_mat_rows(m, row0, &v)
@@ -170,15 +206,28 @@ impl<B: Backend> Loader<'_, B> {
 
     /// A SwiGLU MLP, or the routed experts stacked when `prefixes` names several.
     fn swiglu(&mut self, prefixes: &[String]) -> Result<SwiGlu<B>> {
-        let names = |part: &str| prefixes.iter().map(|p| format!("{p}.{part}.weight")).collect::<Vec<_>>();
-        Ok(SwiGlu { gate: self.stacked(&names("gate_proj"))?, up: self.stacked(&names("up_proj"))?, down: self.stacked(&names("down_proj"))? })
+        let names = |part: &str| {
+            prefixes
+                .iter()
+                .map(|p| format!("{p}.{part}.weight"))
+                .collect::<Vec<_>>()
+        };
+        Ok(SwiGlu {
+            gate: self.stacked(&names("gate_proj"))?,
+            up: self.stacked(&names("up_proj"))?,
+            down: self.stacked(&names("down_proj"))?,
+        })
     }
 
     fn ffn(&mut self, cfg: &ModelConfig, p: &str) -> Result<FfnWeights<B>> {
         Ok(match cfg.ffn {
             Ffn::Moe { experts, top_k, .. } => FfnWeights::Moe {
                 router: self.mat(&format!("{p}.mlp.gate.weight"))?,
-                experts: self.swiglu(&(0..experts).map(|e| format!("{p}.mlp.experts.{e}")).collect::<Vec<_>>())?,
+                experts: self.swiglu(
+                    &(0..experts)
+                        .map(|e| format!("{p}.mlp.experts.{e}"))
+                        .collect::<Vec<_>>(),
+                )?,
                 shared: self.swiglu(&[format!("{p}.mlp.shared_expert")])?,
                 shared_gate: self.mat(&format!("{p}.mlp.shared_expert_gate.weight"))?,
                 top_k,
@@ -244,14 +293,34 @@ impl<B: Backend> Loader<'_, B> {
 
 impl<B: Backend> Weights<B> {
     pub fn load(cfg: &ModelConfig, source: &WeightSource, backend: &mut B) -> Result<Self> {
-        let specs = tensor_specs(cfg).into_iter().map(|s| (s.name.clone(), s)).collect();
+        let specs = tensor_specs(cfg)
+            .into_iter()
+            .map(|s| (s.name.clone(), s))
+            .collect();
         match source {
-            WeightSource::Synthetic { seed } => Loader { specs, host: &Synthetic(*seed), seed: Some(*seed), backend }.weights(cfg),
+            WeightSource::Synthetic { seed } => Loader {
+                specs,
+                host: &Synthetic(*seed),
+                seed: Some(*seed),
+                backend,
+            }
+            .weights(cfg),
             WeightSource::Safetensors(path) => {
-                let bytes = std::fs::read(path).with_context(|| format!("cannot read --weights file {}", path.display()))?;
-                let st = SafeTensors::deserialize(&bytes)
-                    .map_err(|e| anyhow!("--weights file {} is not a safetensors file: {e}", path.display()))?;
-                Loader { specs, host: &Checkpoint { path, st }, seed: None, backend }.weights(cfg)
+                let bytes = std::fs::read(path)
+                    .with_context(|| format!("cannot read --weights file {}", path.display()))?;
+                let st = SafeTensors::deserialize(&bytes).map_err(|e| {
+                    anyhow!(
+                        "--weights file {} is not a safetensors file: {e}",
+                        path.display()
+                    )
+                })?;
+                Loader {
+                    specs,
+                    host: &Checkpoint { path, st },
+                    seed: None,
+                    backend,
+                }
+                .weights(cfg)
             }
         }
     }

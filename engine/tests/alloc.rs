@@ -31,13 +31,23 @@ static A: Counting = Counting;
 fn plain_and_speculative_decode_do_not_allocate() {
     // Decode runs on a pool worker as in `engine bench`: jobs injected from outside a pool
     // go through a queue that allocates a block every 63 jobs.
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
     pool.install(count_decode_allocations);
 }
 
 fn count_decode_allocations() {
     let p = prompt(4, 16);
-    let mut m = tiny_model(4, Arm { prefetch: Prefetch::NextLayer, ..Arm::default() }, 16);
+    let mut m = tiny_model(
+        4,
+        Arm {
+            prefetch: Prefetch::NextLayer,
+            ..Arm::default()
+        },
+        16,
+    );
     for k in [None, Some(3)] {
         let first = m.prefill(&p, 16, k.is_some());
         let mut out = Vec::with_capacity(64);
@@ -54,7 +64,10 @@ fn count_decode_allocations() {
             None => m.decode_plain(first, 40, &mut out),
         }
         let n = ALLOCS.load(Ordering::Relaxed) - before;
-        assert_eq!(n, 0, "{n} allocations while decoding 40 tokens (spec {k:?})");
+        assert_eq!(
+            n, 0,
+            "{n} allocations while decoding 40 tokens (spec {k:?})"
+        );
         assert_eq!(out.len(), 40);
     }
 }

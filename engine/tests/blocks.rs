@@ -24,7 +24,10 @@ fn gdn_weights(c: &ModelConfig) -> GdnWeights<CpuBackend> {
         conv: rand_vec("conv", c.conv_channels() * c.conv_kernel, 0.5),
         dt_bias: rand_vec("dt", hv, 0.5).iter().map(|v| v - 2.0).collect(),
         a_log: rand_vec("alog", hv, 1.0),
-        norm: rand_vec("gnorm", c.gdn_value_dim, 0.1).iter().map(|v| v + 1.0).collect(),
+        norm: rand_vec("gnorm", c.gdn_value_dim, 0.1)
+            .iter()
+            .map(|v| v + 1.0)
+            .collect(),
         out: mat("out", h, hv * c.gdn_value_dim),
     }
 }
@@ -36,8 +39,23 @@ struct GdnRef {
 }
 
 impl GdnRef {
-    fn step(&mut self, c: &ModelConfig, w: &GdnWeights<CpuBackend>, x: &[f32], b: &[f32], a: &[f32], z: &[f32]) -> Vec<f64> {
-        let (hk, hv, dk, dv, ch, kern) = (c.gdn_key_heads, c.gdn_value_heads, c.gdn_key_dim, c.gdn_value_dim, c.conv_channels(), c.conv_kernel);
+    fn step(
+        &mut self,
+        c: &ModelConfig,
+        w: &GdnWeights<CpuBackend>,
+        x: &[f32],
+        b: &[f32],
+        a: &[f32],
+        z: &[f32],
+    ) -> Vec<f64> {
+        let (hk, hv, dk, dv, ch, kern) = (
+            c.gdn_key_heads,
+            c.gdn_value_heads,
+            c.gdn_key_dim,
+            c.gdn_value_dim,
+            c.conv_channels(),
+            c.conv_kernel,
+        );
         let conv: Vec<f64> = (0..ch)
             .map(|i| {
                 let mut acc = 0.0;
@@ -48,7 +66,11 @@ impl GdnRef {
             })
             .collect();
         self.hist.remove(0);
-        self.hist.push(x.iter().map(|v| half::bf16::from_f32(*v).to_f64()).collect());
+        self.hist.push(
+            x.iter()
+                .map(|v| half::bf16::from_f32(*v).to_f64())
+                .collect(),
+        );
         let mut o = vec![0.0; hv * dv];
         for h in 0..hv {
             let kh = h / (hv / hk);
@@ -56,7 +78,10 @@ impl GdnRef {
                 let n = (v.iter().map(|x| x * x).sum::<f64>() + 1e-6).sqrt();
                 v.iter().map(|x| x / n).collect::<Vec<f64>>()
             };
-            let q: Vec<f64> = l2(&conv[kh * dk..(kh + 1) * dk]).iter().map(|v| v / (dk as f64).sqrt()).collect();
+            let q: Vec<f64> = l2(&conv[kh * dk..(kh + 1) * dk])
+                .iter()
+                .map(|v| v / (dk as f64).sqrt())
+                .collect();
             let k = l2(&conv[hk * dk + kh * dk..hk * dk + (kh + 1) * dk]);
             let v = &conv[2 * hk * dk + h * dv..2 * hk * dk + (h + 1) * dv];
             let beta = sigmoid(b[h] as f64);
@@ -64,16 +89,21 @@ impl GdnRef {
             let alpha = (-(w.a_log[h] as f64).exp() * sp).exp();
             let s = &mut self.s[h * dk * dv..(h + 1) * dk * dv];
             s.iter_mut().for_each(|x| *x *= alpha);
-            let u: Vec<f64> = (0..dv).map(|j| beta * (v[j] - (0..dk).map(|i| s[i * dv + j] * k[i]).sum::<f64>())).collect();
+            let u: Vec<f64> = (0..dv)
+                .map(|j| beta * (v[j] - (0..dk).map(|i| s[i * dv + j] * k[i]).sum::<f64>()))
+                .collect();
             for i in 0..dk {
                 for j in 0..dv {
                     s[i * dv + j] += k[i] * u[j];
                 }
             }
-            let oh: Vec<f64> = (0..dv).map(|j| (0..dk).map(|i| s[i * dv + j] * q[i]).sum()).collect();
+            let oh: Vec<f64> = (0..dv)
+                .map(|j| (0..dk).map(|i| s[i * dv + j] * q[i]).sum())
+                .collect();
             let ms = oh.iter().map(|x| x * x).sum::<f64>() / dv as f64;
             for j in 0..dv {
-                o[h * dv + j] = w.norm[j] as f64 * oh[j] / (ms + c.rms_eps).sqrt() * silu(z[h * dv + j] as f64);
+                o[h * dv + j] =
+                    w.norm[j] as f64 * oh[j] / (ms + c.rms_eps).sqrt() * silu(z[h * dv + j] as f64);
             }
         }
         o
@@ -88,8 +118,15 @@ fn gdn_conv_recurrence_and_gated_norm_match_f64_and_write_only_the_target_slot()
     b.prepare(&c, 8).unwrap();
     let map = PoolMap::new(&c, Arm::default().layout);
     let mut pool = b.alloc_pool(map.total_bytes()).unwrap();
-    let (ch, hv, vd) = (c.conv_channels(), c.gdn_value_heads, c.gdn_value_heads * c.gdn_value_dim);
-    let mut r = GdnRef { hist: vec![vec![0.0; ch]; c.conv_kernel - 1], s: vec![0.0; hv * c.gdn_key_dim * c.gdn_value_dim] };
+    let (ch, hv, vd) = (
+        c.conv_channels(),
+        c.gdn_value_heads,
+        c.gdn_value_heads * c.gdn_value_dim,
+    );
+    let mut r = GdnRef {
+        hist: vec![vec![0.0; ch]; c.conv_kernel - 1],
+        s: vec![0.0; hv * c.gdn_key_dim * c.gdn_value_dim],
+    };
     let t = 5;
     let x = rand_vec("x", t * ch, 2.0);
     let bb = rand_vec("bb", t * hv, 2.0);
@@ -97,37 +134,88 @@ fn gdn_conv_recurrence_and_gated_norm_match_f64_and_write_only_the_target_slot()
     let z = rand_vec("zz", t * vd, 2.0);
     // Slot 0 → slot 1 over 5 positions, then one more position in place on slot 1.
     let (mut conv, mut o, mut on) = (vec![0.0; t * ch], vec![0.0; t * vd], vec![0.0; t * vd]);
-    let s01 = |f: fn(&PoolMap, usize, usize) -> usize| SlotPair { src: f(&map, 1, 0), dst: f(&map, 1, 1) };
+    let s01 = |f: fn(&PoolMap, usize, usize) -> usize| SlotPair {
+        src: f(&map, 1, 0),
+        dst: f(&map, 1, 1),
+    };
     b.gdn_conv(&c, &w, &mut pool, s01(PoolMap::conv), &x, t, &mut conv);
-    b.gdn_recurrence(&c, &w, &mut pool, s01(PoolMap::rec), &conv, &bb, &aa, t, &mut o);
+    b.gdn_recurrence(
+        &c,
+        &w,
+        &mut pool,
+        s01(PoolMap::rec),
+        &conv,
+        &bb,
+        &aa,
+        t,
+        &mut o,
+    );
     b.gated_norm(&c, &w, &o, &z, t, &mut on);
     for i in 0..t {
-        let want = r.step(&c, &w, &x[i * ch..(i + 1) * ch], &bb[i * hv..(i + 1) * hv], &aa[i * hv..(i + 1) * hv], &z[i * vd..(i + 1) * vd]);
-        close(&on[i * vd..(i + 1) * vd], &want, 2e-4, &format!("gdn output at position {i}"));
+        let want = r.step(
+            &c,
+            &w,
+            &x[i * ch..(i + 1) * ch],
+            &bb[i * hv..(i + 1) * hv],
+            &aa[i * hv..(i + 1) * hv],
+            &z[i * vd..(i + 1) * vd],
+        );
+        close(
+            &on[i * vd..(i + 1) * vd],
+            &want,
+            2e-4,
+            &format!("gdn output at position {i}"),
+        );
     }
     // The source slot is untouched (still zero); the destination holds the reference state.
     fn words(pool: &[u32], off: usize, bytes: usize) -> &[u32] {
         &pool[off / 4..(off + bytes) / 4]
     }
-    assert!(words(&pool, map.rec(1, 0), map.rec_bytes).iter().all(|v| *v == 0), "verify must not write the live slot");
-    let rec1: Vec<f32> = words(&pool, map.rec(1, 1), map.rec_bytes).iter().map(|v| f32::from_bits(*v)).collect();
+    assert!(
+        words(&pool, map.rec(1, 0), map.rec_bytes)
+            .iter()
+            .all(|v| *v == 0),
+        "verify must not write the live slot"
+    );
+    let rec1: Vec<f32> = words(&pool, map.rec(1, 1), map.rec_bytes)
+        .iter()
+        .map(|v| f32::from_bits(*v))
+        .collect();
     close(&rec1, &r.s, 2e-4, "recurrent state");
-    let in_place = SlotPair { src: map.conv(1, 1), dst: map.conv(1, 1) };
-    let rec_in_place = SlotPair { src: map.rec(1, 1), dst: map.rec(1, 1) };
+    let in_place = SlotPair {
+        src: map.conv(1, 1),
+        dst: map.conv(1, 1),
+    };
+    let rec_in_place = SlotPair {
+        src: map.rec(1, 1),
+        dst: map.rec(1, 1),
+    };
     let x1 = rand_vec("x1", ch, 2.0);
     b.gdn_conv(&c, &w, &mut pool, in_place, &x1, 1, &mut conv);
     b.gdn_recurrence(&c, &w, &mut pool, rec_in_place, &conv, &bb, &aa, 1, &mut o);
     b.gated_norm(&c, &w, &o, &z, 1, &mut on);
     let want = r.step(&c, &w, &x1, &bb[..hv], &aa[..hv], &z[..vd]);
-    close(&on[..vd], &want, 2e-4, "in-place step after the slot switch");
+    close(
+        &on[..vd],
+        &want,
+        2e-4,
+        "in-place step after the slot switch",
+    );
     // Other layers' regions stay zero.
-    assert!(words(&pool, map.rec(0, 0), map.rec_bytes).iter().all(|v| *v == 0));
+    assert!(words(&pool, map.rec(0, 0), map.rec_bytes)
+        .iter()
+        .all(|v| *v == 0));
 }
 
 #[test]
 fn attention_with_cache_matches_f64() {
     let c = cfg();
-    let (hq, hkv, d, rd) = (c.attn_heads, c.attn_kv_heads, c.attn_head_dim, c.rotary_dim());
+    let (hq, hkv, d, rd) = (
+        c.attn_heads,
+        c.attn_kv_heads,
+        c.attn_head_dim,
+        c.rotary_dim(),
+    );
     let w: AttnWeights<CpuBackend> = AttnWeights {
         q: mat("q", 2 * hq * d, c.hidden),
         k: mat("k", hkv * d, c.hidden),
@@ -140,11 +228,19 @@ fn attention_with_cache_matches_f64() {
     b.prepare(&c, 8).unwrap();
     let rope: Vec<f32> = (0..c.max_context)
         .flat_map(|p| {
-            let ang: Vec<f64> = (0..rd / 2).map(|j| p as f64 * c.rope_theta.powf(-2.0 * j as f64 / rd as f64)).collect();
-            ang.iter().map(|a| a.cos() as f32).chain(ang.iter().map(|a| a.sin() as f32)).collect::<Vec<_>>()
+            let ang: Vec<f64> = (0..rd / 2)
+                .map(|j| p as f64 * c.rope_theta.powf(-2.0 * j as f64 / rd as f64))
+                .collect();
+            ang.iter()
+                .map(|a| a.cos() as f32)
+                .chain(ang.iter().map(|a| a.sin() as f32))
+                .collect::<Vec<_>>()
         })
         .collect();
-    let mut cache = KvCache::<CpuBackend> { k: vec![0.0; c.max_context * hkv * d], v: vec![0.0; c.max_context * hkv * d] };
+    let mut cache = KvCache::<CpuBackend> {
+        k: vec![0.0; c.max_context * hkv * d],
+        v: vec![0.0; c.max_context * hkv * d],
+    };
     let n = 7;
     let qg = rand_vec("qg", n * 2 * hq * d, 2.0);
     let k = rand_vec("kk", n * hkv * d, 2.0);
@@ -154,7 +250,18 @@ fn attention_with_cache_matches_f64() {
     b.attention(&c, &w, &rope, &qg, &k, &v, &mut cache, 0, 3, &mut out);
     for p in 3..n {
         let mut o1 = vec![0.0; hq * d];
-        b.attention(&c, &w, &rope, &qg[p * 2 * hq * d..].to_vec(), &k[p * hkv * d..].to_vec(), &v[p * hkv * d..].to_vec(), &mut cache, p, 1, &mut o1);
+        b.attention(
+            &c,
+            &w,
+            &rope,
+            &qg[p * 2 * hq * d..].to_vec(),
+            &k[p * hkv * d..].to_vec(),
+            &v[p * hkv * d..].to_vec(),
+            &mut cache,
+            p,
+            1,
+            &mut o1,
+        );
         out[p * hq * d..(p + 1) * hq * d].copy_from_slice(&o1);
     }
     let rot = |x: &mut Vec<f64>, p: usize| {
@@ -169,7 +276,11 @@ fn attention_with_cache_matches_f64() {
         .map(|p| {
             (0..hkv)
                 .map(|g| {
-                    let mut kk = rms_norm(&f64s(&k[p * hkv * d + g * d..p * hkv * d + (g + 1) * d]), &w.k_norm, c.rms_eps);
+                    let mut kk = rms_norm(
+                        &f64s(&k[p * hkv * d + g * d..p * hkv * d + (g + 1) * d]),
+                        &w.k_norm,
+                        c.rms_eps,
+                    );
                     rot(&mut kk, p);
                     kk
                 })
@@ -182,17 +293,28 @@ fn attention_with_cache_matches_f64() {
             let base = p * 2 * hq * d + h * 2 * d;
             let mut q = rms_norm(&f64s(&qg[base..base + d]), &w.q_norm, c.rms_eps);
             rot(&mut q, p);
-            let s: Vec<f64> = (0..=p).map(|j| q.iter().zip(&keys[j][g]).map(|(a, b)| a * b).sum::<f64>() / (d as f64).sqrt()).collect();
+            let s: Vec<f64> = (0..=p)
+                .map(|j| {
+                    q.iter().zip(&keys[j][g]).map(|(a, b)| a * b).sum::<f64>() / (d as f64).sqrt()
+                })
+                .collect();
             let m = s.iter().cloned().fold(f64::MIN, f64::max);
             let e: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
             let z: f64 = e.iter().sum();
             let want: Vec<f64> = (0..d)
                 .map(|i| {
-                    let a: f64 = (0..=p).map(|j| e[j] / z * v[j * hkv * d + g * d + i] as f64).sum();
+                    let a: f64 = (0..=p)
+                        .map(|j| e[j] / z * v[j * hkv * d + g * d + i] as f64)
+                        .sum();
                     a * sigmoid(qg[base + d + i] as f64)
                 })
                 .collect();
-            close(&out[p * hq * d + h * d..p * hq * d + (h + 1) * d], &want, 1e-4, &format!("attention pos {p} head {h}"));
+            close(
+                &out[p * hq * d + h * d..p * hq * d + (h + 1) * d],
+                &want,
+                1e-4,
+                &format!("attention pos {p} head {h}"),
+            );
         }
     }
 }
@@ -200,23 +322,52 @@ fn attention_with_cache_matches_f64() {
 #[test]
 fn moe_routing_experts_and_shared_expert_match_f64() {
     let c = cfg();
-    let Ffn::Moe { experts, top_k, expert_size, shared_size } = c.ffn else { panic!("tiny is MoE") };
+    let Ffn::Moe {
+        experts,
+        top_k,
+        expert_size,
+        shared_size,
+    } = c.ffn
+    else {
+        panic!("tiny is MoE")
+    };
     let h = c.hidden;
-    let swiglu = |p: &str, n: usize| SwiGlu::<CpuBackend> { gate: mat(&format!("{p}g"), n, h), up: mat(&format!("{p}u"), n, h), down: mat(&format!("{p}d"), h, n) };
-    let ew: Vec<_> = (0..experts).map(|e| swiglu(&format!("e{e}"), expert_size)).collect();
+    let swiglu = |p: &str, n: usize| SwiGlu::<CpuBackend> {
+        gate: mat(&format!("{p}g"), n, h),
+        up: mat(&format!("{p}u"), n, h),
+        down: mat(&format!("{p}d"), h, n),
+    };
+    let ew: Vec<_> = (0..experts)
+        .map(|e| swiglu(&format!("e{e}"), expert_size))
+        .collect();
     let stack = |part: fn(&SwiGlu<CpuBackend>) -> &engine::cpu::CpuMat| engine::cpu::CpuMat {
         rows: experts * part(&ew[0]).rows,
         cols: part(&ew[0]).cols,
-        data: ew.iter().flat_map(|m| part(m).data.iter().copied()).collect(),
+        data: ew
+            .iter()
+            .flat_map(|m| part(m).data.iter().copied())
+            .collect(),
     };
     let w = FfnWeights::Moe {
         router: mat("router", experts, h),
-        experts: SwiGlu { gate: stack(|m| &m.gate), up: stack(|m| &m.up), down: stack(|m| &m.down) },
+        experts: SwiGlu {
+            gate: stack(|m| &m.gate),
+            up: stack(|m| &m.up),
+            down: stack(|m| &m.down),
+        },
         shared: swiglu("shared", shared_size),
         shared_gate: mat("sg", 1, h),
         top_k,
     };
-    let FfnWeights::Moe { router, shared, shared_gate, .. } = &w else { unreachable!() };
+    let FfnWeights::Moe {
+        router,
+        shared,
+        shared_gate,
+        ..
+    } = &w
+    else {
+        unreachable!()
+    };
     let mut b = CpuBackend::new();
     b.prepare(&c, 8).unwrap();
     let t = 6;
@@ -228,7 +379,13 @@ fn moe_routing_experts_and_shared_expert_match_f64() {
     let mlp = |m: &SwiGlu<CpuBackend>, x: &[f64]| {
         let g = matvec(&m.gate, x);
         let u = matvec(&m.up, x);
-        matvec(&m.down, &g.iter().zip(&u).map(|(g, u)| silu(*g) * u).collect::<Vec<_>>())
+        matvec(
+            &m.down,
+            &g.iter()
+                .zip(&u)
+                .map(|(g, u)| silu(*g) * u)
+                .collect::<Vec<_>>(),
+        )
     };
     let mut used = std::collections::BTreeSet::new();
     for i in 0..t {
@@ -251,7 +408,15 @@ fn moe_routing_experts_and_shared_expert_match_f64() {
         for (wv, y) in want.iter_mut().zip(mlp(shared, &xi)) {
             *wv += g * y;
         }
-        close(&out[i * h..(i + 1) * h], &want, 1e-4, &format!("moe row {i}"));
+        close(
+            &out[i * h..(i + 1) * h],
+            &want,
+            1e-4,
+            &format!("moe row {i}"),
+        );
     }
-    assert!(used.len() > top_k, "the test inputs should route to several experts");
+    assert!(
+        used.len() > top_k,
+        "the test inputs should route to several experts"
+    );
 }

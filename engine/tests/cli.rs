@@ -4,7 +4,10 @@ use std::process::{Command, Output};
 
 fn engine(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_engine"));
-    c.args(args).env_remove("ENGINE_PREFETCH").env_remove("ENGINE_POOL_LAYOUT").env_remove("ENGINE_BACKEND");
+    c.args(args)
+        .env_remove("ENGINE_PREFETCH")
+        .env_remove("ENGINE_POOL_LAYOUT")
+        .env_remove("ENGINE_BACKEND");
     for (k, v) in env {
         c.env(k, v);
     }
@@ -16,35 +19,74 @@ fn fails(args: &[&str], env: &[(&str, &str)], needles: &[&str]) {
     let o = engine(args, env);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{args:?} should fail");
-    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{args:?}: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{args:?}: {err}"
+    );
     for n in needles {
         assert!(err.contains(n), "{args:?}: `{n}` missing from: {err}");
     }
     assert!(o.stdout.is_empty(), "{args:?}: nothing on stdout on error");
 }
 
-const TINY: &[&str] = &["bench", "--preset", "tiny", "-pg", "12,10", "-r", "2", "--warmup", "0"];
+const TINY: &[&str] = &[
+    "bench", "--preset", "tiny", "-pg", "12,10", "-r", "2", "--warmup", "0",
+];
 
 fn row(o: &Output) -> std::collections::HashMap<String, String> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8(o.stdout.clone()).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "a header and one row: {out}");
-    lines[0].split(',').map(String::from).zip(lines[1].split(',').map(String::from)).collect()
+    lines[0]
+        .split(',')
+        .map(String::from)
+        .zip(lines[1].split(',').map(String::from))
+        .collect()
 }
 
 #[test]
 fn bench_prints_one_row_and_the_digest_is_the_same_across_arms() {
-    let spec: Vec<&str> = TINY.iter().copied().chain(["--spec", "mtp", "--draft-tokens", "2", "--prompts", "2"]).collect();
+    let spec: Vec<&str> = TINY
+        .iter()
+        .copied()
+        .chain(["--spec", "mtp", "--draft-tokens", "2", "--prompts", "2"])
+        .collect();
     let base = row(&engine(&spec, &[]));
-    for col in ["model", "backend", "n_prompt", "n_gen", "reps", "prefill_seconds_mean", "prefill_tok_s", "decode_seconds_mean", "decode_tok_s", "total_seconds_mean", "spec_rounds", "spec_fallback_steps", "spec_acceptance_rate", "output_digest", "state_pool_bytes", "prefetch", "pool_layout", "prefetch_bytes_per_token"] {
+    for col in [
+        "model",
+        "backend",
+        "n_prompt",
+        "n_gen",
+        "reps",
+        "prefill_seconds_mean",
+        "prefill_tok_s",
+        "decode_seconds_mean",
+        "decode_tok_s",
+        "total_seconds_mean",
+        "spec_rounds",
+        "spec_fallback_steps",
+        "spec_acceptance_rate",
+        "output_digest",
+        "state_pool_bytes",
+        "prefetch",
+        "pool_layout",
+        "prefetch_bytes_per_token",
+    ] {
         assert!(base.contains_key(col), "column {col}");
     }
     assert_eq!(base["backend"], "cpu");
     assert!(base["spec_rounds"].parse::<u64>().unwrap() > 0);
-    let arms = [("structural-zero", "by-slot"), ("next-layer", "by-layer"), ("null", "by-slot")];
+    let arms = [
+        ("structural-zero", "by-slot"),
+        ("next-layer", "by-layer"),
+        ("null", "by-slot"),
+    ];
     for (p, l) in arms {
-        let r = row(&engine(&spec, &[("ENGINE_PREFETCH", p), ("ENGINE_POOL_LAYOUT", l)]));
+        let r = row(&engine(
+            &spec,
+            &[("ENGINE_PREFETCH", p), ("ENGINE_POOL_LAYOUT", l)],
+        ));
         assert_eq!(r["output_digest"], base["output_digest"], "{p} {l}");
         assert_eq!(r["spec_rounds"], base["spec_rounds"]);
         assert_eq!((r["prefetch"].as_str(), r["pool_layout"].as_str()), (p, l));
@@ -55,34 +97,96 @@ fn bench_prints_one_row_and_the_digest_is_the_same_across_arms() {
     let plain: Vec<&str> = TINY.iter().copied().chain(["--prompts", "2"]).collect();
     let p = row(&engine(&plain, &[]));
     assert_eq!(p["output_digest"], base["output_digest"]);
-    assert_eq!((p["spec_rounds"].as_str(), p["spec_acceptance_rate"].as_str()), ("0", "0.000000"));
+    assert_eq!(
+        (
+            p["spec_rounds"].as_str(),
+            p["spec_acceptance_rate"].as_str()
+        ),
+        ("0", "0.000000")
+    );
     assert_eq!(p["prefetch"], "off");
 }
 
 #[test]
 fn bad_input_is_named_with_the_allowed_values() {
-    fails(&["bench", "--preset", "huge"], &[], &["huge", "--preset", "tiny, small"]);
+    fails(
+        &["bench", "--preset", "huge"],
+        &[],
+        &["huge", "--preset", "tiny, small"],
+    );
     fails(&["bench", "-pg", "12"], &[], &["PP,TG", "12"]);
     fails(&["bench", "-pg", "0,4"], &[], &["positive"]);
     fails(&["bench", "-pg", "a,b"], &[], &["PP,TG"]);
-    fails(&["bench", "--spec", "mtp", "--draft-tokens", "0"], &[], &["--draft-tokens", "1..=5"]);
-    fails(&["bench", "--spec", "mtp", "--draft-tokens", "6"], &[], &["--draft-tokens", "1..=5"]);
+    fails(
+        &["bench", "--spec", "mtp", "--draft-tokens", "0"],
+        &[],
+        &["--draft-tokens", "1..=5"],
+    );
+    fails(
+        &["bench", "--spec", "mtp", "--draft-tokens", "6"],
+        &[],
+        &["--draft-tokens", "1..=5"],
+    );
     fails(&["bench", "--draft-tokens", "2"], &[], &["--spec"]);
     fails(&["bench", "--backend", "gpu"], &[], &["--backend", "cuda"]);
-    fails(&["bench", "--backend", "cuda"], &[], &["--backend cuda", "cpu"]);
-    fails(TINY, &[("ENGINE_PREFETCH", "sometimes")], &["ENGINE_PREFETCH", "next-layer, null, structural-zero"]);
-    fails(TINY, &[("ENGINE_POOL_LAYOUT", "interleaved")], &["ENGINE_POOL_LAYOUT", "by-slot"]);
-    fails(&["bench", "--preset", "tiny", "-pg", "250,10"], &[], &["-pg 250,10", "max_context"]);
+    fails(
+        &["bench", "--backend", "cuda"],
+        &[],
+        &["--backend cuda", "cpu"],
+    );
+    fails(
+        TINY,
+        &[("ENGINE_PREFETCH", "sometimes")],
+        &["ENGINE_PREFETCH", "next-layer, null, structural-zero"],
+    );
+    fails(
+        TINY,
+        &[("ENGINE_POOL_LAYOUT", "interleaved")],
+        &["ENGINE_POOL_LAYOUT", "by-slot"],
+    );
+    fails(
+        &["bench", "--preset", "tiny", "-pg", "250,10"],
+        &[],
+        &["-pg 250,10", "max_context"],
+    );
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("model.json");
     std::fs::write(&cfg, "{ \"name\": \"x\", \"vocab\": 12,\n  oops }").unwrap();
-    fails(&["bench", "--config", cfg.to_str().unwrap()], &[], &["model.json", "line 2"]);
+    fails(
+        &["bench", "--config", cfg.to_str().unwrap()],
+        &[],
+        &["model.json", "line 2"],
+    );
     std::fs::write(&cfg, "{\"name\": \"x\"}").unwrap();
-    fails(&["info", "--config", cfg.to_str().unwrap()], &[], &["model.json", "missing field"]);
-    fails(&["bench", "--preset", "tiny", "--weights", "/nonexistent.safetensors"], &[], &["--weights", "/nonexistent.safetensors"]);
+    fails(
+        &["info", "--config", cfg.to_str().unwrap()],
+        &[],
+        &["model.json", "missing field"],
+    );
+    fails(
+        &[
+            "bench",
+            "--preset",
+            "tiny",
+            "--weights",
+            "/nonexistent.safetensors",
+        ],
+        &[],
+        &["--weights", "/nonexistent.safetensors"],
+    );
     let junk = dir.path().join("junk.safetensors");
     std::fs::write(&junk, b"not a checkpoint").unwrap();
-    fails(&["bench", "--preset", "tiny", "--weights", junk.to_str().unwrap()], &[], &["junk.safetensors", "safetensors"]);
+    fails(
+        &[
+            "bench",
+            "--preset",
+            "tiny",
+            "--weights",
+            junk.to_str().unwrap(),
+        ],
+        &[],
+        &["junk.safetensors", "safetensors"],
+    );
 }
 
 #[test]
@@ -90,13 +194,30 @@ fn info_and_json_config_describe_the_model() {
     let o = engine(&["info", "--preset", "qwen3.6-35b-a3b"], &[]);
     let out = String::from_utf8(o.stdout).unwrap();
     assert!(o.status.success());
-    assert!(out.contains("state pool bytes") && out.contains("128778240") && out.contains("cores"), "{out}");
+    assert!(
+        out.contains("state pool bytes") && out.contains("128778240") && out.contains("cores"),
+        "{out}"
+    );
     // A preset written out as JSON runs the same model.
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("tiny.json");
     let tiny = engine::config::ModelConfig::preset("tiny").unwrap();
     std::fs::write(&cfg, serde_json::to_string_pretty(&tiny).unwrap()).unwrap();
-    let a = row(&engine(&["bench", "--config", cfg.to_str().unwrap(), "-pg", "8,6", "-r", "1"], &[]));
-    let b = row(&engine(&["bench", "--preset", "tiny", "-pg", "8,6", "-r", "1"], &[]));
+    let a = row(&engine(
+        &[
+            "bench",
+            "--config",
+            cfg.to_str().unwrap(),
+            "-pg",
+            "8,6",
+            "-r",
+            "1",
+        ],
+        &[],
+    ));
+    let b = row(&engine(
+        &["bench", "--preset", "tiny", "-pg", "8,6", "-r", "1"],
+        &[],
+    ));
     assert_eq!(a["output_digest"], b["output_digest"]);
 }

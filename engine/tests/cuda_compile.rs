@@ -15,13 +15,23 @@ fn compiler(cache: Option<std::path::PathBuf>) -> Option<Compiler> {
 
 #[test]
 fn every_kernel_file_compiles_for_sm90() {
-    let Some(compiler) = compiler(None) else { return };
+    let Some(compiler) = compiler(None) else {
+        return;
+    };
     let mut failures = Vec::new();
     for file in KERNEL_FILES {
         match compiler.ptx(file) {
             Ok(ptx) => {
-                assert!(ptx.contains(".target sm_90"), "kernels/{} was not compiled for sm_90", file.name);
-                assert!(ptx.contains(".visible .entry"), "kernels/{} has no extern \"C\" kernel", file.name);
+                assert!(
+                    ptx.contains(".target sm_90"),
+                    "kernels/{} was not compiled for sm_90",
+                    file.name
+                );
+                assert!(
+                    ptx.contains(".visible .entry"),
+                    "kernels/{} has no extern \"C\" kernel",
+                    file.name
+                );
             }
             Err(e) => failures.push(format!("{e:#}")),
         }
@@ -33,34 +43,65 @@ fn every_kernel_file_compiles_for_sm90() {
 /// kernel before it could read its inputs half-written: every entry must wait.
 #[test]
 fn every_kernel_waits_for_the_kernel_before_it() {
-    let Some(compiler) = compiler(None) else { return };
+    let Some(compiler) = compiler(None) else {
+        return;
+    };
     let mut missing = Vec::new();
     for file in KERNEL_FILES {
-        let ptx = compiler.ptx(file).expect("kernels compile (see every_kernel_file_compiles_for_sm90)");
+        let ptx = compiler
+            .ptx(file)
+            .expect("kernels compile (see every_kernel_file_compiles_for_sm90)");
         for entry in ptx.split(".visible .entry ").skip(1) {
             if !entry.contains("griddepcontrol.wait") {
-                missing.push(format!("{} in kernels/{}", entry.split('(').next().unwrap_or(entry), file.name));
+                missing.push(format!(
+                    "{} in kernels/{}",
+                    entry.split('(').next().unwrap_or(entry),
+                    file.name
+                ));
             }
         }
     }
-    assert!(missing.is_empty(), "kernels without pdl_begin(): {}", missing.join(", "));
+    assert!(
+        missing.is_empty(),
+        "kernels without pdl_begin(): {}",
+        missing.join(", ")
+    );
 }
 
 /// With the timeline (`Gpu::with_timeline`) every kernel notes its launch as its wait returns,
 /// and without it none reads the timer: the notes cost nothing in the kernels that decode.
 #[test]
 fn every_kernel_notes_its_launch_in_timeline_builds_only() {
-    let (Some(plain), Some(timed)) = (compiler(None), compiler(None).map(Compiler::with_timeline)) else { return };
+    let (Some(plain), Some(timed)) = (compiler(None), compiler(None).map(Compiler::with_timeline))
+    else {
+        return;
+    };
     let mut failures = Vec::new();
     for file in KERNEL_FILES {
-        let ptx = timed.ptx(file).unwrap_or_else(|e| panic!("kernels/{} does not compile with the timeline: {e:#}", file.name));
+        let ptx = timed.ptx(file).unwrap_or_else(|e| {
+            panic!(
+                "kernels/{} does not compile with the timeline: {e:#}",
+                file.name
+            )
+        });
         for entry in ptx.split(".visible .entry ").skip(1) {
             if !entry.contains("%globaltimer") {
-                failures.push(format!("{} in kernels/{} notes nothing", entry.split('(').next().unwrap_or(entry), file.name));
+                failures.push(format!(
+                    "{} in kernels/{} notes nothing",
+                    entry.split('(').next().unwrap_or(entry),
+                    file.name
+                ));
             }
         }
-        if plain.ptx(file).expect("kernels compile").contains("%globaltimer") {
-            failures.push(format!("kernels/{} reads the timer without the timeline", file.name));
+        if plain
+            .ptx(file)
+            .expect("kernels compile")
+            .contains("%globaltimer")
+        {
+            failures.push(format!(
+                "kernels/{} reads the timer without the timeline",
+                file.name
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -70,41 +111,84 @@ fn every_kernel_notes_its_launch_in_timeline_builds_only() {
 /// write weights must not let the next kernel start before they end.
 #[test]
 fn kernels_that_write_weights_release_no_kernel_early() {
-    let Some(compiler) = compiler(None) else { return };
-    let file = KERNEL_FILES.iter().find(|f| f.name == "synthetic.cu").expect("kernels/synthetic.cu is a kernel file");
-    let ptx = compiler.ptx(file).expect("kernels compile (see every_kernel_file_compiles_for_sm90)");
+    let Some(compiler) = compiler(None) else {
+        return;
+    };
+    let file = KERNEL_FILES
+        .iter()
+        .find(|f| f.name == "synthetic.cu")
+        .expect("kernels/synthetic.cu is a kernel file");
+    let ptx = compiler
+        .ptx(file)
+        .expect("kernels compile (see every_kernel_file_compiles_for_sm90)");
     let entries: Vec<&str> = ptx.split(".visible .entry ").skip(1).collect();
     assert!(!entries.is_empty(), "no kernels in synthetic.cu");
     for entry in entries {
         let name = entry.split('(').next().unwrap_or(entry);
-        assert!(!entry.contains("griddepcontrol.launch_dependents"), "{name} writes weights but lets its dependents start early");
+        assert!(
+            !entry.contains("griddepcontrol.launch_dependents"),
+            "{name} writes weights but lets its dependents start early"
+        );
     }
 }
 
 #[test]
 fn a_broken_kernel_fails_with_the_nvrtc_log() {
-    let Some(compiler) = compiler(None) else { return };
-    let broken = KernelFile { name: "broken.cu", source: "extern \"C\" __global__ void k(float* y) { y[0] = undefined_name; }\n", fast_math: false };
-    let err = format!("{:#}", compiler.ptx(&broken).expect_err("a kernel with an undefined name compiled"));
-    assert!(err.contains("kernels/broken.cu"), "error does not name the file: {err}");
-    assert!(err.contains("undefined_name"), "error does not carry NVRTC's log: {err}");
+    let Some(compiler) = compiler(None) else {
+        return;
+    };
+    let broken = KernelFile {
+        name: "broken.cu",
+        source: "extern \"C\" __global__ void k(float* y) { y[0] = undefined_name; }\n",
+        fast_math: false,
+    };
+    let err = format!(
+        "{:#}",
+        compiler
+            .ptx(&broken)
+            .expect_err("a kernel with an undefined name compiled")
+    );
+    assert!(
+        err.contains("kernels/broken.cu"),
+        "error does not name the file: {err}"
+    );
+    assert!(
+        err.contains("undefined_name"),
+        "error does not carry NVRTC's log: {err}"
+    );
 }
 
 #[test]
 fn compiled_ptx_is_cached_on_disk_by_source() {
     let dir = std::env::temp_dir().join(format!("abab-kernel-cache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let Some(compiler) = compiler(Some(dir.clone())) else { return };
-    let file = KernelFile { name: "tiny.cu", source: "extern \"C\" __global__ void tiny(float* y) { y[0] = 1.0f; }\n", fast_math: false };
+    let Some(compiler) = compiler(Some(dir.clone())) else {
+        return;
+    };
+    let file = KernelFile {
+        name: "tiny.cu",
+        source: "extern \"C\" __global__ void tiny(float* y) { y[0] = 1.0f; }\n",
+        fast_math: false,
+    };
     let ptx = compiler.ptx(&file).expect("tiny kernel compiles");
-    let entries: Vec<_> = std::fs::read_dir(&dir).expect("cache dir created").map(|e| e.unwrap().path()).collect();
-    assert_eq!(entries.len(), 1, "one cache file expected, found {entries:?}");
+    let entries: Vec<_> = std::fs::read_dir(&dir)
+        .expect("cache dir created")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(
+        entries.len(),
+        1,
+        "one cache file expected, found {entries:?}"
+    );
     assert_eq!(std::fs::read_to_string(&entries[0]).unwrap(), ptx);
 
     // A second request is served from the file; another source misses it.
     std::fs::write(&entries[0], "// cached marker").unwrap();
     assert_eq!(compiler.ptx(&file).unwrap(), "// cached marker");
-    let changed = KernelFile { source: "extern \"C\" __global__ void tiny(float* y) { y[0] = 2.0f; }\n", ..file };
+    let changed = KernelFile {
+        source: "extern \"C\" __global__ void tiny(float* y) { y[0] = 2.0f; }\n",
+        ..file
+    };
     assert!(compiler.ptx(&changed).unwrap().contains(".entry tiny"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -139,35 +223,51 @@ const SPILLS: &[(&str, u32, u32)] = &[
 
 #[test]
 fn kernels_spill_only_what_they_are_known_to() {
-    let Some(compiler) = compiler(None) else { return };
+    let Some(compiler) = compiler(None) else {
+        return;
+    };
     let mut report = Vec::new();
     let mut failures = Vec::new();
     for file in KERNEL_FILES {
         // `resources` fails unless ptxas reported every entry of the file's PTX.
         let entries = compiler.resources(file).unwrap_or_else(|e| panic!("{e:#}"));
         for e in entries {
-            let known = SPILLS.iter().find(|(name, ..)| *name == e.name).map_or((0, 0), |&(_, s, l)| (s, l));
+            let known = SPILLS
+                .iter()
+                .find(|(name, ..)| *name == e.name)
+                .map_or((0, 0), |&(_, s, l)| (s, l));
             if (e.spill_store_bytes, e.spill_load_bytes) != known {
                 failures.push(format!(
                     "{} (kernels/{}): spills {} bytes stored and {} loaded at {} registers, expected {} and {}",
                     e.name, file.name, e.spill_store_bytes, e.spill_load_bytes, e.registers, known.0, known.1
                 ));
             }
-            report.push(format!("{:<36} {:>4} regs {:>6} B smem {:>4}/{:<4} B spilled", e.name, e.registers, e.shared_bytes, e.spill_store_bytes, e.spill_load_bytes));
+            report.push(format!(
+                "{:<36} {:>4} regs {:>6} B smem {:>4}/{:<4} B spilled",
+                e.name, e.registers, e.shared_bytes, e.spill_store_bytes, e.spill_load_bytes
+            ));
         }
     }
     println!("{}", report.join("\n"));
-    assert!(failures.is_empty(), "{}\n(a spill that grows or appears is a regression; one that shrinks updates SPILLS)", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{}\n(a spill that grows or appears is a regression; one that shrinks updates SPILLS)",
+        failures.join("\n")
+    );
 }
 
 /// NVRTC 12.9+ serves a repeated compile from CUDA's compute cache, and a served compile
 /// reports no registers: the report must not depend on what was compiled before.
 #[test]
 fn ptxas_reports_a_repeated_compile() {
-    let Some(compiler) = compiler(None) else { return };
+    let Some(compiler) = compiler(None) else {
+        return;
+    };
     let file = &KERNEL_FILES[0];
     let first = compiler.resources(file).unwrap_or_else(|e| panic!("{e:#}"));
-    let again = compiler.resources(file).unwrap_or_else(|e| panic!("second report on kernels/{}: {e:#}", file.name));
+    let again = compiler
+        .resources(file)
+        .unwrap_or_else(|e| panic!("second report on kernels/{}: {e:#}", file.name));
     assert!(!first.is_empty(), "kernels/{} has no entries", file.name);
     assert_eq!(first, again);
 }

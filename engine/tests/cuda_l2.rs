@@ -11,7 +11,9 @@ use common::{gpu, one_at_a_time};
 use std::sync::Arc;
 
 use cudarc::driver::{CudaGraph, CudaSlice, DevicePtr};
-use engine::cuda::l2::{graph_windows, persisting_limit, stream_window, HitRatio, L2Arm, L2Mode, L2Reserve, L2Session};
+use engine::cuda::l2::{
+    graph_windows, persisting_limit, stream_window, HitRatio, L2Arm, L2Mode, L2Reserve, L2Session,
+};
 use engine::cuda::{GdnShape, Gpu};
 use half::bf16;
 
@@ -20,8 +22,6 @@ const SHAPE: GdnShape = GdnShape { hk: 16, hv: 32 };
 const LAYERS: usize = 30;
 /// The dense-27B shape's pool, 2.29 times the H200's widest window.
 const POOL_27B: usize = 307_888_128;
-
-
 
 /// The step in which the driver sets the limit (L2 / 16 on the H200): requests that are
 /// multiples of it read back exactly.
@@ -34,7 +34,10 @@ fn limit(gpu: &Gpu) -> usize {
 }
 
 fn arm(mode: L2Mode) -> L2Arm {
-    L2Arm { mode, ..L2Arm::default() }
+    L2Arm {
+        mode,
+        ..L2Arm::default()
+    }
 }
 
 #[test]
@@ -42,8 +45,14 @@ fn reserve_keeps_the_largest_live_request_and_restores_the_first_limit() {
     let Some(gpu) = gpu() else { return };
     let _device = one_at_a_time();
     let (g, original) = (granule(gpu), limit(gpu));
-    assert!(gpu.info.persisting_l2_max_bytes >= 4 * g, "device reserve too small for this test");
-    println!("persisting limit before any request: {original} B; max {} B", gpu.info.persisting_l2_max_bytes);
+    assert!(
+        gpu.info.persisting_l2_max_bytes >= 4 * g,
+        "device reserve too small for this test"
+    );
+    println!(
+        "persisting limit before any request: {original} B; max {} B",
+        gpu.info.persisting_l2_max_bytes
+    );
 
     // Nesting: a larger request raises the limit, a smaller one leaves it.
     let a = L2Reserve::take(&gpu.ctx, 2 * g).unwrap();
@@ -55,14 +64,26 @@ fn reserve_keeps_the_largest_live_request_and_restores_the_first_limit() {
     let d = L2Reserve::take(&gpu.ctx, g).unwrap();
     assert_eq!(limit(gpu), 4 * g);
     drop(b);
-    assert_eq!(limit(gpu), 4 * g, "the twin of a dropped request lost its reserve");
+    assert_eq!(
+        limit(gpu),
+        4 * g,
+        "the twin of a dropped request lost its reserve"
+    );
     drop(c);
-    assert_eq!(limit(gpu), 2 * g, "the limit did not fall to the largest live request");
+    assert_eq!(
+        limit(gpu),
+        2 * g,
+        "the limit did not fall to the largest live request"
+    );
     // Release order: the larger one first, then the smaller one, then the first limit.
     drop(a);
     assert_eq!(limit(gpu), g);
     drop(d);
-    assert_eq!(limit(gpu), original, "the limit found before the first request was not restored");
+    assert_eq!(
+        limit(gpu),
+        original,
+        "the limit found before the first request was not restored"
+    );
 
     // The other order: the smaller one first leaves the larger one's limit.
     let small = L2Reserve::take(&gpu.ctx, g).unwrap();
@@ -81,9 +102,17 @@ fn refused_request_keeps_the_old_limit_and_joins_no_holder() {
     let above = gpu.info.persisting_l2_max_bytes + g;
 
     // Refused as the first request: nothing changes, and nothing is left to restore.
-    let e = format!("{:#}", L2Reserve::take(&gpu.ctx, above).err().expect("a request above the maximum was granted"));
+    let e = format!(
+        "{:#}",
+        L2Reserve::take(&gpu.ctx, above)
+            .err()
+            .expect("a request above the maximum was granted")
+    );
     println!("refused: {e}");
-    assert!(e.contains("cuCtxSetLimit") && e.contains("CUDA_ERROR_INVALID_VALUE"), "{e}");
+    assert!(
+        e.contains("cuCtxSetLimit") && e.contains("CUDA_ERROR_INVALID_VALUE"),
+        "{e}"
+    );
     assert_eq!(limit(gpu), original);
 
     // Refused while another is held: the holder's limit stays, and dropping the holder
@@ -92,7 +121,11 @@ fn refused_request_keeps_the_old_limit_and_joins_no_holder() {
     assert!(L2Reserve::take(&gpu.ctx, above).is_err());
     assert_eq!(limit(gpu), 2 * g, "a refused request moved the limit");
     drop(held);
-    assert_eq!(limit(gpu), original, "a refused request was kept as a holder");
+    assert_eq!(
+        limit(gpu),
+        original,
+        "a refused request was kept as a holder"
+    );
 }
 
 #[test]
@@ -113,14 +146,21 @@ fn concurrent_holders_never_see_less_than_their_request() {
                     let want = ((t + i) % steps + 1) * g;
                     let own = L2Reserve::take(&gpu.ctx, want).unwrap();
                     let seen = shared.device_limit().unwrap();
-                    assert!(seen >= want, "thread {t}: limit {seen} B below the live request of {want} B");
+                    assert!(
+                        seen >= want,
+                        "thread {t}: limit {seen} B below the live request of {want} B"
+                    );
                     assert!(seen >= shared.bytes());
                     drop(own);
                 }
             });
         }
     });
-    assert_eq!(shared.device_limit().unwrap(), g, "the limit is not the last live request's");
+    assert_eq!(
+        shared.device_limit().unwrap(),
+        g,
+        "the limit is not the last live request's"
+    );
     drop(shared);
     assert_eq!(limit(gpu), original);
 }
@@ -164,8 +204,29 @@ impl Round {
         let bytes = SHAPE.layer_state_bytes();
         for l in 0..LAYERS {
             let mut layer = self.pool.slice_mut(l * bytes..(l + 1) * bytes);
-            gpu.gdn_conv(&self.x, &self.conv_w, &mut layer, 0, 1, &mut self.conv, 1, SHAPE)?;
-            gpu.gdn_step(&self.conv, &self.b, &self.a, &self.a_log, &self.dt_bias, &mut layer, 0, 1, &mut self.o, 1, SHAPE)?;
+            gpu.gdn_conv(
+                &self.x,
+                &self.conv_w,
+                &mut layer,
+                0,
+                1,
+                &mut self.conv,
+                1,
+                SHAPE,
+            )?;
+            gpu.gdn_step(
+                &self.conv,
+                &self.b,
+                &self.a,
+                &self.a_log,
+                &self.dt_bias,
+                &mut layer,
+                0,
+                1,
+                &mut self.o,
+                1,
+                SHAPE,
+            )?;
         }
         Ok(())
     }
@@ -188,28 +249,67 @@ fn window_covers_every_kernel_node_and_leaves_the_stream() {
     assert_eq!(pool_bytes, 128_778_240);
     let mut round = Round::new(gpu, pool_bytes);
     let reserve = gpu.info.persisting_l2_max_bytes.min(pool_bytes);
-    for (hit_ratio, want_ratio) in [(HitRatio::Clamp, (reserve as f64 / pool_bytes as f64) as f32), (HitRatio::Fixed(1.0), 1.0)] {
-        let l2 = L2Session::begin(gpu, &L2Arm { mode: L2Mode::Window, hit_ratio, guard: true }, round.pool_ptr(gpu), pool_bytes).unwrap();
-        assert_eq!(limit(gpu), reserve, "the reserve is not min(persistingL2CacheMaxSize, pool)");
+    for (hit_ratio, want_ratio) in [
+        (HitRatio::Clamp, (reserve as f64 / pool_bytes as f64) as f32),
+        (HitRatio::Fixed(1.0), 1.0),
+    ] {
+        let l2 = L2Session::begin(
+            gpu,
+            &L2Arm {
+                mode: L2Mode::Window,
+                hit_ratio,
+                guard: true,
+            },
+            round.pool_ptr(gpu),
+            pool_bytes,
+        )
+        .unwrap();
+        assert_eq!(
+            limit(gpu),
+            reserve,
+            "the reserve is not min(persistingL2CacheMaxSize, pool)"
+        );
         let graph = round.capture(gpu, &l2);
         let audit = l2.audit(&[&graph]).unwrap();
         println!("window {hit_ratio:?}: {:?}", audit.values());
-        assert_eq!((audit.kernel_nodes, audit.windowed_nodes), (2 * LAYERS, 2 * LAYERS), "not every kernel node is windowed");
+        assert_eq!(
+            (audit.kernel_nodes, audit.windowed_nodes),
+            (2 * LAYERS, 2 * LAYERS),
+            "not every kernel node is windowed"
+        );
         let w = audit.window.unwrap();
-        assert_eq!((w.base, w.bytes, w.hit_ratio, w.persisting), (round.pool_ptr(gpu), pool_bytes, want_ratio, true));
+        assert_eq!(
+            (w.base, w.bytes, w.hit_ratio, w.persisting),
+            (round.pool_ptr(gpu), pool_bytes, want_ratio, true)
+        );
         assert_eq!((audit.reserve_bytes, audit.guard_fired), (reserve, false));
 
         // Nothing eager runs under the window: the stream is clear, and a round captured
         // after the session's capture (as an eager launch would be issued) carries none.
-        assert_eq!(stream_window(gpu).unwrap().bytes, 0, "the window was left on the stream");
+        assert_eq!(
+            stream_window(gpu).unwrap().bytes,
+            0,
+            "the window was left on the stream"
+        );
         let plain = gpu.capture(|gpu| round.record(gpu)).unwrap();
-        assert_eq!(graph_windows(&gpu.ctx, &[&plain]).unwrap().windowed_nodes, 0);
+        assert_eq!(
+            graph_windows(&gpu.ctx, &[&plain]).unwrap().windowed_nodes,
+            0
+        );
         // A round that fails to record still leaves the stream clear.
         assert!(l2.capture(gpu, |_| anyhow::bail!("round failed")).is_err());
-        assert_eq!(stream_window(gpu).unwrap().bytes, 0, "a failed capture left the window on the stream");
+        assert_eq!(
+            stream_window(gpu).unwrap().bytes,
+            0,
+            "a failed capture left the window on the stream"
+        );
         drop(graph);
         drop(l2);
-        assert_eq!(limit(gpu), original, "ending the session did not restore the limit");
+        assert_eq!(
+            limit(gpu),
+            original,
+            "ending the session did not restore the limit"
+        );
     }
 }
 
@@ -232,9 +332,18 @@ fn structural_zero_windows_a_decoy_of_the_same_geometry() {
     assert_ne!(w.base, pool, "structural-zero windowed the pool");
     assert_eq!(w.base, l2.window_base());
     let decoy_end = w.base + w.bytes as u64;
-    assert!(decoy_end <= pool || w.base >= pool + pool_bytes as u64, "the decoy overlaps the pool");
-    assert_eq!((w.bytes, w.hit_ratio, w.persisting), (decoy.bytes, decoy.hit_ratio, decoy.persisting));
-    assert_eq!((audit.windowed_nodes, audit.reserve_bytes), (want.windowed_nodes, want.reserve_bytes));
+    assert!(
+        decoy_end <= pool || w.base >= pool + pool_bytes as u64,
+        "the decoy overlaps the pool"
+    );
+    assert_eq!(
+        (w.bytes, w.hit_ratio, w.persisting),
+        (decoy.bytes, decoy.hit_ratio, decoy.persisting)
+    );
+    assert_eq!(
+        (audit.windowed_nodes, audit.reserve_bytes),
+        (want.windowed_nodes, want.reserve_bytes)
+    );
 }
 
 #[test]
@@ -247,14 +356,25 @@ fn null_off_and_reserve_only_window_nothing() {
     for (mode, reserve) in [
         (L2Mode::Off, original),
         (L2Mode::Null, original),
-        (L2Mode::ReserveOnly, gpu.info.persisting_l2_max_bytes.min(pool_bytes)),
+        (
+            L2Mode::ReserveOnly,
+            gpu.info.persisting_l2_max_bytes.min(pool_bytes),
+        ),
     ] {
         let l2 = L2Session::begin(gpu, &arm(mode), round.pool_ptr(gpu), pool_bytes).unwrap();
         let graph = round.capture(gpu, &l2);
         let audit = l2.audit(&[&graph]).unwrap();
         println!("{}: {:?}", mode.name(), audit.values());
-        assert_eq!((audit.kernel_nodes, audit.windowed_nodes, audit.window), (2 * LAYERS, 0, None), "{mode:?}");
-        assert_eq!((audit.reserve_bytes, audit.guard_fired), (reserve, false), "{mode:?}");
+        assert_eq!(
+            (audit.kernel_nodes, audit.windowed_nodes, audit.window),
+            (2 * LAYERS, 0, None),
+            "{mode:?}"
+        );
+        assert_eq!(
+            (audit.reserve_bytes, audit.guard_fired),
+            (reserve, false),
+            "{mode:?}"
+        );
         drop(l2);
         assert_eq!(limit(gpu), original, "{mode:?}");
     }
@@ -265,7 +385,10 @@ fn guard_installs_nothing_for_a_pool_wider_than_the_window() {
     let Some(gpu) = gpu() else { return };
     let _device = one_at_a_time();
     let original = limit(gpu);
-    assert!(POOL_27B > gpu.info.access_policy_max_window_bytes, "this device's window covers the 27B pool");
+    assert!(
+        POOL_27B > gpu.info.access_policy_max_window_bytes,
+        "this device's window covers the 27B pool"
+    );
     let mut round = Round::new(gpu, POOL_27B);
     for mode in [L2Mode::Window, L2Mode::ReserveOnly, L2Mode::StructuralZero] {
         let l2 = L2Session::begin(gpu, &arm(mode), round.pool_ptr(gpu), POOL_27B).unwrap();
@@ -273,9 +396,16 @@ fn guard_installs_nothing_for_a_pool_wider_than_the_window() {
         let graph = round.capture(gpu, &l2);
         let audit = l2.audit(&[&graph]).unwrap();
         println!("guarded {}: {:?}", mode.name(), audit.values());
-        assert_eq!((audit.windowed_nodes, audit.reserve_bytes, audit.guard_fired), (0, original, true), "{mode:?}");
+        assert_eq!(
+            (audit.windowed_nodes, audit.reserve_bytes, audit.guard_fired),
+            (0, original, true),
+            "{mode:?}"
+        );
         let message = l2.plan().guard.clone().unwrap();
-        assert!(message.contains("307,888,128 B") && message.contains("134,217,728 B"), "{message}");
+        assert!(
+            message.contains("307,888,128 B") && message.contains("134,217,728 B"),
+            "{message}"
+        );
     }
 }
 
@@ -285,19 +415,36 @@ fn unguarded_wide_window_reaches_the_driver_and_is_reported() {
     let _device = one_at_a_time();
     let original = limit(gpu);
     let mut round = Round::new(gpu, POOL_27B);
-    let unguarded = L2Arm { mode: L2Mode::Window, hit_ratio: HitRatio::Clamp, guard: false };
+    let unguarded = L2Arm {
+        mode: L2Mode::Window,
+        hit_ratio: HitRatio::Clamp,
+        guard: false,
+    };
     let l2 = L2Session::begin(gpu, &unguarded, round.pool_ptr(gpu), POOL_27B).unwrap();
     let reserve = gpu.info.persisting_l2_max_bytes;
-    assert_eq!(limit(gpu), reserve, "the unguarded arm did not take its reserve");
+    assert_eq!(
+        limit(gpu),
+        reserve,
+        "the unguarded arm did not take its reserve"
+    );
     let graph = round.capture(gpu, &l2);
     let audit = l2.audit(&[&graph]).unwrap();
     let refusal = l2.window_refusal().map(str::to_string);
     println!("unguarded: {:?}; driver: {refusal:?}", audit.values());
     // The H200's driver refuses a window above accessPolicyMaxWindowSize (GPU.md); the
     // refusal is kept and the audit shows what the graph really carries.
-    let refusal = refusal.expect("the driver accepted a window wider than accessPolicyMaxWindowSize");
-    assert!(refusal.contains("cuStreamSetAttribute") && refusal.contains("307,888,128 B") && refusal.contains("CUDA_ERROR_INVALID_VALUE"), "{refusal}");
-    assert_eq!((audit.windowed_nodes, audit.reserve_bytes, audit.guard_fired), (0, reserve, false));
+    let refusal =
+        refusal.expect("the driver accepted a window wider than accessPolicyMaxWindowSize");
+    assert!(
+        refusal.contains("cuStreamSetAttribute")
+            && refusal.contains("307,888,128 B")
+            && refusal.contains("CUDA_ERROR_INVALID_VALUE"),
+        "{refusal}"
+    );
+    assert_eq!(
+        (audit.windowed_nodes, audit.reserve_bytes, audit.guard_fired),
+        (0, reserve, false)
+    );
     drop(graph);
     drop(l2);
     assert_eq!(limit(gpu), original);

@@ -17,7 +17,10 @@ fn chunked_prefill_equals_token_by_token() {
         pools.push(m.state_pool().0.to_vec());
         outs.push(generate(&mut m, &p, chunk, 24, None).0);
     }
-    assert!(pools.iter().all(|s| *s == pools[0]), "state after prefill depends on the chunk size");
+    assert!(
+        pools.iter().all(|s| *s == pools[0]),
+        "state after prefill depends on the chunk size"
+    );
     assert!(outs.iter().all(|o| *o == outs[0]), "{outs:?}");
     // Prefilling the prompt plus the first generated tokens continues the same sequence.
     let mut m = tiny_model(3, Arm::default(), 64);
@@ -34,7 +37,10 @@ fn speculative_greedy_equals_plain_greedy_for_every_k() {
         let mut m = tiny_model(seed, Arm::default(), 8);
         let (plain, _) = generate(&mut m, &p, 8, 40, None);
         let distinct: std::collections::BTreeSet<_> = plain.iter().collect();
-        assert!(distinct.len() > 5, "seed {seed}: degenerate output {plain:?}");
+        assert!(
+            distinct.len() > 5,
+            "seed {seed}: degenerate output {plain:?}"
+        );
         for k in 1..=5 {
             let (spec, st) = generate(&mut m, &p, 8, 40, Some(k));
             assert_eq!(spec, plain, "seed {seed}, K = {k}: {st:?}");
@@ -46,7 +52,10 @@ fn speculative_greedy_equals_plain_greedy_for_every_k() {
         }
     }
     // The rollback path (partial acceptance) must have been exercised.
-    assert!(partial > 10 && total_rounds > 100, "partial {partial}, rounds {total_rounds}");
+    assert!(
+        partial > 10 && total_rounds > 100,
+        "partial {partial}, rounds {total_rounds}"
+    );
 }
 
 #[test]
@@ -54,7 +63,12 @@ fn every_arm_computes_the_same_tokens_and_counts_its_prefetch() {
     let p = prompt(9, 24);
     let mut reference = None;
     for layout in [PoolLayout::ByLayer, PoolLayout::BySlot] {
-        for prefetch in [Prefetch::Off, Prefetch::NextLayer, Prefetch::Null, Prefetch::StructuralZero] {
+        for prefetch in [
+            Prefetch::Off,
+            Prefetch::NextLayer,
+            Prefetch::Null,
+            Prefetch::StructuralZero,
+        ] {
             let mut m = tiny_model(9, Arm { prefetch, layout }, 16);
             let (out, st) = generate(&mut m, &p, 16, 30, Some(3));
             match &reference {

@@ -60,7 +60,15 @@ const ROW_BLOCK: usize = 32;
 
 /// `out[i][r] = W[r] · x[i]` for `t` rows of `x`, streaming each weight row once and issuing
 /// one armed prefetch line per weight row.
-pub fn matmul(w: &[f32], rows: usize, cols: usize, x: &[f32], t: usize, out: &mut [f32], pf: &Prefetcher) {
+pub fn matmul(
+    w: &[f32],
+    rows: usize,
+    cols: usize,
+    x: &[f32],
+    t: usize,
+    out: &mut [f32],
+    pf: &Prefetcher,
+) {
     debug_assert!(w.len() == rows * cols && x.len() >= t * cols && out.len() >= t * rows);
     let block = |r0: usize, r1: usize, out: OutPtr| {
         for r in r0..r1 {
@@ -77,7 +85,9 @@ pub fn matmul(w: &[f32], rows: usize, cols: usize, x: &[f32], t: usize, out: &mu
     if rows * cols * t < PAR_MIN_MACS || rows < 2 * ROW_BLOCK {
         block(0, rows, out);
     } else {
-        (0..rows.div_ceil(ROW_BLOCK)).into_par_iter().for_each(|b| block(b * ROW_BLOCK, ((b + 1) * ROW_BLOCK).min(rows), out));
+        (0..rows.div_ceil(ROW_BLOCK))
+            .into_par_iter()
+            .for_each(|b| block(b * ROW_BLOCK, ((b + 1) * ROW_BLOCK).min(rows), out));
     }
 }
 
@@ -141,8 +151,12 @@ mod tests {
     #[test]
     fn matmul_is_batch_and_thread_invariant() {
         let (rows, cols) = (300, 257);
-        let w: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5).collect();
-        let x: Vec<f32> = (0..5 * cols).map(|i| ((i * 104729) % 997) as f32 / 997.0 - 0.5).collect();
+        let w: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5)
+            .collect();
+        let x: Vec<f32> = (0..5 * cols)
+            .map(|i| ((i * 104729) % 997) as f32 / 997.0 - 0.5)
+            .collect();
         let pf = Prefetcher::default();
         let mut all = vec![0.0; 5 * rows];
         matmul(&w, rows, cols, &x, 5, &mut all, &pf);
@@ -150,9 +164,14 @@ mod tests {
             let mut one = vec![0.0; rows];
             matmul(&w, rows, cols, &x[i * cols..], 1, &mut one, &pf);
             assert_eq!(one, all[i * rows..(i + 1) * rows]);
-            let exact: f64 = (0..cols).map(|c| w[c] as f64 * x[i * cols + c] as f64).sum();
+            let exact: f64 = (0..cols)
+                .map(|c| w[c] as f64 * x[i * cols + c] as f64)
+                .sum();
             assert!((all[i * rows] as f64 - exact).abs() < 1e-4);
         }
-        assert_eq!(dot_body(&w[..cols], &x[..cols]), dot(&w[..cols], &x[..cols]));
+        assert_eq!(
+            dot_body(&w[..cols], &x[..cols]),
+            dot(&w[..cols], &x[..cols])
+        );
     }
 }

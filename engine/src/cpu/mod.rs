@@ -97,9 +97,12 @@ impl Backend for CpuBackend {
         s.head = vec![0.0; cfg.attn_head_dim];
         s.logits = vec![0.0; cfg.vocab];
         let (experts, top_k, inter) = match cfg.ffn {
-            crate::config::Ffn::Moe { experts, top_k, expert_size, shared_size } => {
-                (experts, top_k, expert_size.max(shared_size))
-            }
+            crate::config::Ffn::Moe {
+                experts,
+                top_k,
+                expert_size,
+                shared_size,
+            } => (experts, top_k, expert_size.max(shared_size)),
             crate::config::Ffn::Dense { size } => (1, 1, size),
         };
         let rk = max_rows * top_k;
@@ -116,7 +119,8 @@ impl Backend for CpuBackend {
             shared_gate: vec![0.0; max_rows],
             residual: vec![0.0; max_rows * h],
         };
-        self.prefetch.reserve_decoy(cfg.conv_slot_bytes() + cfg.rec_slot_bytes() + 2 * prefetch::LINE);
+        self.prefetch
+            .reserve_decoy(cfg.conv_slot_bytes() + cfg.rec_slot_bytes() + 2 * prefetch::LINE);
         Ok(())
     }
 
@@ -145,7 +149,11 @@ impl Backend for CpuBackend {
     }
 
     fn alloc_mat(&mut self, rows: usize, cols: usize) -> Result<CpuMat> {
-        Ok(CpuMat { rows, cols, data: vec![0.0; rows * cols] })
+        Ok(CpuMat {
+            rows,
+            cols,
+            data: vec![0.0; rows * cols],
+        })
     }
 
     fn write_mat_rows(&mut self, m: &mut CpuMat, row0: usize, host: &[f32]) -> Result<()> {
@@ -153,7 +161,15 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn fill_mat_synthetic(&mut self, m: &mut CpuMat, row0: usize, rows: usize, seed: u64, key: u64, init: Init) -> Result<()> {
+    fn fill_mat_synthetic(
+        &mut self,
+        m: &mut CpuMat,
+        row0: usize,
+        rows: usize,
+        seed: u64,
+        key: u64,
+        init: Init,
+    ) -> Result<()> {
         let cols = m.cols;
         let dst = &mut m.data[row0 * cols..(row0 + rows) * cols];
         dst.par_chunks_mut(cols).enumerate().for_each(|(r, row)| {
@@ -183,13 +199,28 @@ impl Backend for CpuBackend {
         host.copy_from_slice(&src[at..at + host.len()]);
     }
 
-    fn feed_next(&mut self, tok_out: &Vec<u32>, tok_in: &mut Vec<u32>, history: &mut Vec<u32>, pos: usize) {
+    fn feed_next(
+        &mut self,
+        tok_out: &Vec<u32>,
+        tok_in: &mut Vec<u32>,
+        history: &mut Vec<u32>,
+        pos: usize,
+    ) {
         tok_in[0] = tok_out[0];
         history[pos + 1] = tok_out[0];
     }
 
-    fn copy_rows(&mut self, src: &Vec<f32>, src_row: usize, dst: &mut Vec<f32>, dst_row: usize, rows: usize, width: usize) {
-        dst[dst_row * width..(dst_row + rows) * width].copy_from_slice(&src[src_row * width..(src_row + rows) * width]);
+    fn copy_rows(
+        &mut self,
+        src: &Vec<f32>,
+        src_row: usize,
+        dst: &mut Vec<f32>,
+        dst_row: usize,
+        rows: usize,
+        width: usize,
+    ) {
+        dst[dst_row * width..(dst_row + rows) * width]
+            .copy_from_slice(&src[src_row * width..(src_row + rows) * width]);
     }
 
     fn embed(&mut self, table: &CpuMat, tok: &Vec<u32>, at: usize, t: usize, out: &mut Vec<f32>) {
@@ -200,9 +231,22 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn rms_norm(&mut self, x: &Vec<f32>, w: &Vec<f32>, t: usize, width: usize, eps: f32, out: &mut Vec<f32>) {
+    fn rms_norm(
+        &mut self,
+        x: &Vec<f32>,
+        w: &Vec<f32>,
+        t: usize,
+        width: usize,
+        eps: f32,
+        out: &mut Vec<f32>,
+    ) {
         for i in 0..t {
-            rms_norm_row(&x[i * width..(i + 1) * width], w, eps, &mut out[i * width..(i + 1) * width]);
+            rms_norm_row(
+                &x[i * width..(i + 1) * width],
+                w,
+                eps,
+                &mut out[i * width..(i + 1) * width],
+            );
         }
     }
 
@@ -216,7 +260,15 @@ impl Backend for CpuBackend {
         add(acc, out, t * w.rows);
     }
 
-    fn concat(&mut self, a: &Vec<f32>, b: &Vec<f32>, t: usize, wa: usize, wb: usize, out: &mut Vec<f32>) {
+    fn concat(
+        &mut self,
+        a: &Vec<f32>,
+        b: &Vec<f32>,
+        t: usize,
+        wa: usize,
+        wb: usize,
+        out: &mut Vec<f32>,
+    ) {
         for i in 0..t {
             let o = &mut out[i * (wa + wb)..(i + 1) * (wa + wb)];
             o[..wa].copy_from_slice(&a[i * wa..(i + 1) * wa]);
@@ -224,14 +276,24 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn gdn_conv(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut Vec<u32>, slots: SlotPair, x: &Vec<f32>, t: usize, out: &mut Vec<f32>) {
+    fn gdn_conv(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        pool: &mut Vec<u32>,
+        slots: SlotPair,
+        x: &Vec<f32>,
+        t: usize,
+        out: &mut Vec<f32>,
+    ) {
         let (c, kern) = (cfg.conv_channels(), cfg.conv_kernel);
         let hist = kern - 1;
         let win = &mut self.scratch.window[..(hist + t) * c];
         // History taps are stored as bf16; new inputs are rounded the same way before they
         // serve as history, so any split of a sequence into calls gives the same values.
         // SAFETY: the slot regions lie inside the pool (PoolMap) and do not overlap scratch.
-        let src = unsafe { std::slice::from_raw_parts(pool_u16(pool, slots.src, hist * c), hist * c) };
+        let src =
+            unsafe { std::slice::from_raw_parts(pool_u16(pool, slots.src, hist * c), hist * c) };
         for (d, s) in win[..hist * c].iter_mut().zip(src) {
             *d = half::bf16::from_bits(*s).to_f32();
         }
@@ -249,15 +311,33 @@ impl Backend for CpuBackend {
                 out[i * c + ch] = silu(acc);
             }
         }
-        let dst = unsafe { std::slice::from_raw_parts_mut(pool_u16(pool, slots.dst, hist * c), hist * c) };
+        let dst = unsafe {
+            std::slice::from_raw_parts_mut(pool_u16(pool, slots.dst, hist * c), hist * c)
+        };
         for (d, s) in dst.iter_mut().zip(&win[t * c..(t + hist) * c]) {
             *d = half::bf16::from_f32(*s).to_bits();
         }
     }
 
     #[allow(clippy::needless_range_loop)]
-    fn gdn_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut Vec<u32>, slots: SlotPair, qkv: &Vec<f32>, b: &Vec<f32>, a: &Vec<f32>, t: usize, out: &mut Vec<f32>) {
-        let (hk, hv, dk, dv) = (cfg.gdn_key_heads, cfg.gdn_value_heads, cfg.gdn_key_dim, cfg.gdn_value_dim);
+    fn gdn_recurrence(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        pool: &mut Vec<u32>,
+        slots: SlotPair,
+        qkv: &Vec<f32>,
+        b: &Vec<f32>,
+        a: &Vec<f32>,
+        t: usize,
+        out: &mut Vec<f32>,
+    ) {
+        let (hk, hv, dk, dv) = (
+            cfg.gdn_key_heads,
+            cfg.gdn_value_heads,
+            cfg.gdn_key_dim,
+            cfg.gdn_value_dim,
+        );
         let c = cfg.conv_channels();
         let per_head = dk * dv;
         let src = SendPtr(pool_f32(pool, slots.src, hv * per_head));
@@ -270,7 +350,11 @@ impl Backend for CpuBackend {
             // SAFETY: head `h` owns its own [K][V] block of both slots and its own output
             // columns; src and dst are either the same region or disjoint (PoolMap).
             let (s_src, s_dst) = unsafe { (src.0.add(h * per_head), dst.0.add(h * per_head)) };
-            let (mut qa, mut ka, mut kva) = ([0f32; MAX_GDN_DIM], [0f32; MAX_GDN_DIM], [0f32; MAX_GDN_DIM]);
+            let (mut qa, mut ka, mut kva) = (
+                [0f32; MAX_GDN_DIM],
+                [0f32; MAX_GDN_DIM],
+                [0f32; MAX_GDN_DIM],
+            );
             let (q, k, kv) = (&mut qa[..dk], &mut ka[..dk], &mut kva[..dv]);
             for i in 0..t {
                 let row = &qkv[i * c..(i + 1) * c];
@@ -297,7 +381,8 @@ impl Backend for CpuBackend {
                 for (u, vj) in kv.iter_mut().zip(v) {
                     *u = beta * (vj - *u);
                 }
-                let o = unsafe { std::slice::from_raw_parts_mut(outp.0.add(i * hv * dv + h * dv), dv) };
+                let o =
+                    unsafe { std::slice::from_raw_parts_mut(outp.0.add(i * hv * dv + h * dv), dv) };
                 o.fill(0.0);
                 for (kk, (&kval, &qval)) in k.iter().zip(q.iter()).enumerate() {
                     for j in 0..dv {
@@ -312,19 +397,43 @@ impl Backend for CpuBackend {
         });
     }
 
-    fn gated_norm(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, o: &Vec<f32>, z: &Vec<f32>, t: usize, out: &mut Vec<f32>) {
+    fn gated_norm(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        o: &Vec<f32>,
+        z: &Vec<f32>,
+        t: usize,
+        out: &mut Vec<f32>,
+    ) {
         let dv = cfg.gdn_value_dim;
         let eps = cfg.rms_eps as f32;
         for head in 0..t * cfg.gdn_value_heads {
             let r = head * dv..(head + 1) * dv;
             let k = inv_rms(&o[r.clone()], eps);
-            for ((d, (ov, zv)), wv) in out[r.clone()].iter_mut().zip(o[r.clone()].iter().zip(&z[r])).zip(&w.norm) {
+            for ((d, (ov, zv)), wv) in out[r.clone()]
+                .iter_mut()
+                .zip(o[r.clone()].iter().zip(&z[r]))
+                .zip(&w.norm)
+            {
                 *d = wv * ov * k * silu(*zv);
             }
         }
     }
 
-    fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, rope: &Vec<f32>, qg: &Vec<f32>, k: &Vec<f32>, v: &Vec<f32>, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut Vec<f32>) {
+    fn attention(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &AttnWeights<Self>,
+        rope: &Vec<f32>,
+        qg: &Vec<f32>,
+        k: &Vec<f32>,
+        v: &Vec<f32>,
+        cache: &mut KvCache<Self>,
+        pos0: usize,
+        t: usize,
+        out: &mut Vec<f32>,
+    ) {
         let (hq, hkv, d) = (cfg.attn_heads, cfg.attn_kv_heads, cfg.attn_head_dim);
         let (rd, eps) = (cfg.rotary_dim(), cfg.rms_eps as f32);
         let kvw = hkv * d;
@@ -365,21 +474,56 @@ impl Backend for CpuBackend {
                     o.iter_mut().zip(vr).for_each(|(a, b)| *a += p * b);
                 }
                 let gate = &qg[base + d..base + 2 * d];
-                o.iter_mut().zip(gate).for_each(|(a, gt)| *a = *a / sum * sigmoid(*gt));
+                o.iter_mut()
+                    .zip(gate)
+                    .for_each(|(a, gt)| *a = *a / sum * sigmoid(*gt));
             }
         }
     }
 
-    fn ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &Vec<f32>, t: usize, acc: &mut Vec<f32>) {
+    fn ffn_add(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &FfnWeights<Self>,
+        x: &Vec<f32>,
+        t: usize,
+        acc: &mut Vec<f32>,
+    ) {
         let h = cfg.hidden;
         let mut out = std::mem::take(&mut self.scratch.moe.residual);
         match w {
             FfnWeights::Dense(mlp) => {
                 let s = &mut self.scratch.moe;
-                swiglu(Expert::whole(mlp), x, t, &mut s.gate, &mut s.up, &mut out, &self.prefetch);
+                swiglu(
+                    Expert::whole(mlp),
+                    x,
+                    t,
+                    &mut s.gate,
+                    &mut s.up,
+                    &mut out,
+                    &self.prefetch,
+                );
             }
-            FfnWeights::Moe { router, experts, shared, shared_gate, top_k } => {
-                moe(&mut self.scratch.moe, &self.prefetch, h, router, experts, shared, shared_gate, *top_k, x, t, &mut out);
+            FfnWeights::Moe {
+                router,
+                experts,
+                shared,
+                shared_gate,
+                top_k,
+            } => {
+                moe(
+                    &mut self.scratch.moe,
+                    &self.prefetch,
+                    h,
+                    router,
+                    experts,
+                    shared,
+                    shared_gate,
+                    *top_k,
+                    x,
+                    t,
+                    &mut out,
+                );
             }
         }
         add(acc, &out, t * h);
@@ -387,11 +531,27 @@ impl Backend for CpuBackend {
         self.prefetch.finish();
     }
 
-    fn lm_head_argmax(&mut self, head: &CpuMat, x: &Vec<f32>, row0: usize, rows: usize, out: &mut Vec<u32>, at: usize) {
+    fn lm_head_argmax(
+        &mut self,
+        head: &CpuMat,
+        x: &Vec<f32>,
+        row0: usize,
+        rows: usize,
+        out: &mut Vec<u32>,
+        at: usize,
+    ) {
         let hd = head.cols;
         for i in 0..rows {
             let xi = &x[(row0 + i) * hd..(row0 + i + 1) * hd];
-            matmul(&head.data, head.rows, hd, xi, 1, &mut self.scratch.logits, &self.prefetch);
+            matmul(
+                &head.data,
+                head.rows,
+                hd,
+                xi,
+                1,
+                &mut self.scratch.logits,
+                &self.prefetch,
+            );
             out[at + i] = argmax(&self.scratch.logits) as u32;
         }
     }
@@ -420,7 +580,10 @@ fn rotate(x: &mut [f32], rope: &[f32]) {
 
 /// `acc += x` over `len` elements (the residual add).
 fn add(acc: &mut [f32], x: &[f32], len: usize) {
-    acc[..len].iter_mut().zip(&x[..len]).for_each(|(a, b)| *a += b);
+    acc[..len]
+        .iter_mut()
+        .zip(&x[..len])
+        .for_each(|(a, b)| *a += b);
 }
 
 /// One SwiGLU MLP's weights: slices of a (possibly stacked) [`SwiGlu`].
@@ -435,19 +598,39 @@ struct Expert<'a> {
 
 impl<'a> Expert<'a> {
     fn whole(w: &'a SwiGlu<CpuBackend>) -> Self {
-        Expert { gate: &w.gate.data, up: &w.up.data, down: &w.down.data, inter: w.gate.rows, hidden: w.gate.cols }
+        Expert {
+            gate: &w.gate.data,
+            up: &w.up.data,
+            down: &w.down.data,
+            inter: w.gate.rows,
+            hidden: w.gate.cols,
+        }
     }
 
     /// Expert `e` of `n` stacked ones.
     fn nth(w: &'a SwiGlu<CpuBackend>, e: usize, n: usize) -> Self {
         let (inter, hidden) = (w.gate.rows / n, w.gate.cols);
         let m = inter * hidden;
-        Expert { gate: &w.gate.data[e * m..(e + 1) * m], up: &w.up.data[e * m..(e + 1) * m], down: &w.down.data[e * m..(e + 1) * m], inter, hidden }
+        Expert {
+            gate: &w.gate.data[e * m..(e + 1) * m],
+            up: &w.up.data[e * m..(e + 1) * m],
+            down: &w.down.data[e * m..(e + 1) * m],
+            inter,
+            hidden,
+        }
     }
 }
 
 /// `out = down(silu(gate·x) ⊙ up·x)` for `t` rows.
-fn swiglu(w: Expert<'_>, x: &[f32], t: usize, gate: &mut [f32], up: &mut [f32], out: &mut [f32], pf: &Prefetcher) {
+fn swiglu(
+    w: Expert<'_>,
+    x: &[f32],
+    t: usize,
+    gate: &mut [f32],
+    up: &mut [f32],
+    out: &mut [f32],
+    pf: &Prefetcher,
+) {
     let (inter, h) = (w.inter, w.hidden);
     matmul(w.gate, inter, h, x, t, gate, pf);
     matmul(w.up, inter, h, x, t, up, pf);
@@ -458,7 +641,19 @@ fn swiglu(w: Expert<'_>, x: &[f32], t: usize, gate: &mut [f32], up: &mut [f32], 
 }
 
 #[allow(clippy::too_many_arguments)]
-fn moe(s: &mut MoeScratch, pf: &Prefetcher, h: usize, router: &CpuMat, experts: &SwiGlu<CpuBackend>, shared: &SwiGlu<CpuBackend>, shared_gate: &CpuMat, top_k: usize, x: &[f32], t: usize, out: &mut [f32]) {
+fn moe(
+    s: &mut MoeScratch,
+    pf: &Prefetcher,
+    h: usize,
+    router: &CpuMat,
+    experts: &SwiGlu<CpuBackend>,
+    shared: &SwiGlu<CpuBackend>,
+    shared_gate: &CpuMat,
+    top_k: usize,
+    x: &[f32],
+    t: usize,
+    out: &mut [f32],
+) {
     let ne = router.rows;
     matmul(&router.data, ne, h, x, t, &mut s.router, pf);
     for i in 0..t {
@@ -509,7 +704,15 @@ fn moe(s: &mut MoeScratch, pf: &Prefetcher, h: usize, router: &CpuMat, experts: 
             s.per_slot[slot * h..(slot + 1) * h].copy_from_slice(&s.down[j * h..(j + 1) * h]);
         }
     }
-    swiglu(Expert::whole(shared), x, t, &mut s.gate, &mut s.up, &mut s.shared, pf);
+    swiglu(
+        Expert::whole(shared),
+        x,
+        t,
+        &mut s.gate,
+        &mut s.up,
+        &mut s.shared,
+        pf,
+    );
     matmul(&shared_gate.data, 1, h, x, t, &mut s.shared_gate, pf);
     for i in 0..t {
         let o = &mut out[i * h..(i + 1) * h];
@@ -517,9 +720,13 @@ fn moe(s: &mut MoeScratch, pf: &Prefetcher, h: usize, router: &CpuMat, experts: 
         for k in 0..top_k {
             let slot = i * top_k + k;
             let wk = s.choice[slot].1;
-            o.iter_mut().zip(&s.per_slot[slot * h..(slot + 1) * h]).for_each(|(a, y)| *a += wk * y);
+            o.iter_mut()
+                .zip(&s.per_slot[slot * h..(slot + 1) * h])
+                .for_each(|(a, y)| *a += wk * y);
         }
         let g = sigmoid(s.shared_gate[i]);
-        o.iter_mut().zip(&s.shared[i * h..(i + 1) * h]).for_each(|(a, y)| *a += g * y);
+        o.iter_mut()
+            .zip(&s.shared[i * h..(i + 1) * h])
+            .for_each(|(a, y)| *a += g * y);
     }
 }

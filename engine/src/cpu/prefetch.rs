@@ -38,7 +38,10 @@ unsafe impl Send for Prefetcher {}
 
 impl Default for Prefetcher {
     fn default() -> Self {
-        let none = Region { base: std::ptr::null(), lines: 0 };
+        let none = Region {
+            base: std::ptr::null(),
+            lines: 0,
+        };
         Prefetcher {
             regions: [none; 2],
             armed: 0,
@@ -67,8 +70,14 @@ impl Prefetcher {
         }
         let base = if mode == Prefetch::StructuralZero {
             // Same volume, from the decoy: consecutive regions take consecutive decoy bytes.
-            let used: usize = self.regions[..self.armed].iter().map(|r| r.lines * LINE).sum();
-            assert!(used + bytes <= self.decoy.len(), "prefetch decoy smaller than the armed regions");
+            let used: usize = self.regions[..self.armed]
+                .iter()
+                .map(|r| r.lines * LINE)
+                .sum();
+            assert!(
+                used + bytes <= self.decoy.len(),
+                "prefetch decoy smaller than the armed regions"
+            );
             self.decoy[used..].as_ptr()
         } else {
             ptr
@@ -93,7 +102,11 @@ impl Prefetcher {
         }
         let end = (start + n).min(self.total_lines);
         for line in start..end {
-            let (r, i) = if line < self.regions[0].lines { (0, line) } else { (1, line - self.regions[0].lines) };
+            let (r, i) = if line < self.regions[0].lines {
+                (0, line)
+            } else {
+                (1, line - self.regions[0].lines)
+            };
             let p = self.regions[r].base.wrapping_add(i * LINE);
             if self.issue {
                 prefetch_line(p);
@@ -110,7 +123,9 @@ impl Prefetcher {
 
     /// Issues what is left and disarms.
     pub fn finish(&mut self) {
-        let left = self.total_lines.saturating_sub(self.cursor.load(Ordering::Relaxed));
+        let left = self
+            .total_lines
+            .saturating_sub(self.cursor.load(Ordering::Relaxed));
         self.step(left);
         self.armed = 0;
         self.total_lines = 0;
@@ -161,10 +176,18 @@ mod tests {
                 p.step(3);
             }
             p.finish();
-            assert_eq!((p.counts().issued_bytes, p.counts().walked_bytes), (want, walked), "{mode:?}");
+            assert_eq!(
+                (p.counts().issued_bytes, p.counts().walked_bytes),
+                (want, walked),
+                "{mode:?}"
+            );
             assert_eq!(p.counts().mode, mode);
             p.step(100);
-            assert_eq!(p.counts().issued_bytes, want, "{mode:?}: disarmed after finish");
+            assert_eq!(
+                p.counts().issued_bytes,
+                want,
+                "{mode:?}: disarmed after finish"
+            );
         }
     }
 }

@@ -58,9 +58,25 @@ fn groups(splits: usize) -> usize {
 
 impl AttnShape {
     fn check(&self) -> Result<()> {
-        ensure!(matches!(self.head_dim, 64 | 128 | 256), "attention head dim {}: the kernels take 64, 128 or 256", self.head_dim);
-        ensure!(self.hkv > 0 && self.hq.is_multiple_of(self.hkv) && GROUPS.contains(&(self.hq / self.hkv)), "attention heads {}/{}: q heads must be {GROUPS:?} times the kv heads", self.hq, self.hkv);
-        ensure!(self.rot_dim.is_multiple_of(2) && self.rot_dim <= self.head_dim, "rotary dims {} must be even and at most the head dim {}", self.rot_dim, self.head_dim);
+        ensure!(
+            matches!(self.head_dim, 64 | 128 | 256),
+            "attention head dim {}: the kernels take 64, 128 or 256",
+            self.head_dim
+        );
+        ensure!(
+            self.hkv > 0
+                && self.hq.is_multiple_of(self.hkv)
+                && GROUPS.contains(&(self.hq / self.hkv)),
+            "attention heads {}/{}: q heads must be {GROUPS:?} times the kv heads",
+            self.hq,
+            self.hkv
+        );
+        ensure!(
+            self.rot_dim.is_multiple_of(2) && self.rot_dim <= self.head_dim,
+            "rotary dims {} must be even and at most the head dim {}",
+            self.rot_dim,
+            self.head_dim
+        );
         Ok(())
     }
     /// Elements of one cache (keys or values).
@@ -78,14 +94,19 @@ impl AttnShape {
     /// `SPLIT_KEYS` keys each.
     pub fn splits(&self, sm_count: u32) -> usize {
         let for_sms = (2 * sm_count as usize).div_ceil(self.hkv);
-        for_sms.min(self.max_ctx.div_ceil(SPLIT_KEYS)).clamp(1, MAX_SPLITS)
+        for_sms
+            .min(self.max_ctx.div_ceil(SPLIT_KEYS))
+            .clamp(1, MAX_SPLITS)
     }
     /// The plan on a device of `sm_count` SMs that runs `clusters` clusters of the one-launch
     /// kernel at once: one position's attention takes one launch while its live groups of
     /// splits fill at most two thirds of them. Fuller, the clusters queue behind the kernels
     /// around them and two launches are faster (README-cuda, seventeenth pass).
     pub fn plan(&self, sm_count: u32, clusters: usize) -> AttnPlan {
-        AttnPlan { splits: self.splits(sm_count), one_launch_groups: 2 * clusters / (3 * self.hkv) }
+        AttnPlan {
+            splits: self.splits(sm_count),
+            one_launch_groups: 2 * clusters / (3 * self.hkv),
+        }
     }
 }
 
@@ -123,9 +144,15 @@ impl AttnScratch {
     /// [`Gpu::attn_plan`]).
     pub fn new(gpu: &Gpu, s: AttnShape, positions_: usize, plan: AttnPlan) -> Result<Self> {
         positions(positions_)?;
-        ensure!((1..=MAX_SPLITS).contains(&plan.splits), "attention splits {}: take 1..={MAX_SPLITS}", plan.splits);
+        ensure!(
+            (1..=MAX_SPLITS).contains(&plan.splits),
+            "attention splits {}: take 1..={MAX_SPLITS}",
+            plan.splits
+        );
         Ok(Self {
-            parts: gpu.stream.alloc_zeros(s.parts_len(positions_, plan.splits))?,
+            parts: gpu
+                .stream
+                .alloc_zeros(s.parts_len(positions_, plan.splits))?,
             tickets: gpu.stream.alloc_zeros(s.hq)?,
             positions: positions_,
             plan,
@@ -143,8 +170,13 @@ impl Gpu {
     pub fn attn_plan(&self, s: AttnShape) -> Result<AttnPlan> {
         s.check()?;
         let group = s.hq / s.hkv;
-        let cfg = LaunchConfig { grid_dim: (s.hkv as u32, 1, CLUSTER as u32), block_dim: (decode_threads(group), 1, 1), shared_mem_bytes: 0 };
-        let clusters = self.max_active_clusters(&cluster_kernel(s.head_dim, group), cfg, CLUSTER_SHAPE)?;
+        let cfg = LaunchConfig {
+            grid_dim: (s.hkv as u32, 1, CLUSTER as u32),
+            block_dim: (decode_threads(group), 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let clusters =
+            self.max_active_clusters(&cluster_kernel(s.head_dim, group), cfg, CLUSTER_SHAPE)?;
         Ok(s.plan(self.info.sm_count, clusters))
     }
 
@@ -156,7 +188,22 @@ impl Gpu {
     /// cosines, then the sines); pos0 = `base` (one i32 on the device) + `offset`; the caller
     /// keeps pos0 + t <= max_ctx.
     #[allow(clippy::too_many_arguments)]
-    pub fn attn_prep(&self, qg: &impl DevicePtr<f32>, k: &impl DevicePtr<f32>, v: &impl DevicePtr<f32>, q_norm: &impl DevicePtr<bf16>, k_norm: &impl DevicePtr<bf16>, rope: &impl DevicePtr<f32>, base: &impl DevicePtr<i32>, offset: i32, k_cache: &mut impl DevicePtrMut<bf16>, v_cache: &mut impl DevicePtrMut<bf16>, q_out: &mut impl DevicePtrMut<f32>, t: usize, s: AttnShape) -> Result<()> {
+    pub fn attn_prep(
+        &self,
+        qg: &impl DevicePtr<f32>,
+        k: &impl DevicePtr<f32>,
+        v: &impl DevicePtr<f32>,
+        q_norm: &impl DevicePtr<bf16>,
+        k_norm: &impl DevicePtr<bf16>,
+        rope: &impl DevicePtr<f32>,
+        base: &impl DevicePtr<i32>,
+        offset: i32,
+        k_cache: &mut impl DevicePtrMut<bf16>,
+        v_cache: &mut impl DevicePtrMut<bf16>,
+        q_out: &mut impl DevicePtrMut<f32>,
+        t: usize,
+        s: AttnShape,
+    ) -> Result<()> {
         s.check()?;
         positions(t)?;
         let d = s.head_dim;
@@ -170,8 +217,33 @@ impl Gpu {
         let kc = output("key cache", k_cache, s.cache_len(), &self.stream)?;
         let vc = output("value cache", v_cache, s.cache_len(), &self.stream)?;
         let q_out = output("rotated q", q_out, t * s.hq * d, &self.stream)?;
-        let cfg = LaunchConfig { grid_dim: ((s.hq + s.hkv) as u32, t as u32, 1), block_dim: (d as u32, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "attn_prep", cfg, &qg, &k, &v, &qn, &kn, &rope, &base, &offset, &kc, &vc, &q_out, &dim("hq", s.hq)?, &dim("hkv", s.hkv)?, &dim("max_ctx", s.max_ctx)?, &dim("rot_dim", s.rot_dim)?, &s.eps, &self.early_arg());
+        let cfg = LaunchConfig {
+            grid_dim: ((s.hq + s.hkv) as u32, t as u32, 1),
+            block_dim: (d as u32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        launch!(
+            self,
+            "attn_prep",
+            cfg,
+            &qg,
+            &k,
+            &v,
+            &qn,
+            &kn,
+            &rope,
+            &base,
+            &offset,
+            &kc,
+            &vc,
+            &q_out,
+            &dim("hq", s.hq)?,
+            &dim("hkv", s.hkv)?,
+            &dim("max_ctx", s.max_ctx)?,
+            &dim("rot_dim", s.rot_dim)?,
+            &s.eps,
+            &self.early_arg()
+        );
         Ok(())
     }
 
@@ -184,11 +256,31 @@ impl Gpu {
     /// cluster), else in two (`attn_split`, then `attn_combine`); a position sums in the same
     /// order either way ([`AttnPlan::one_launch`] says which is faster).
     #[allow(clippy::too_many_arguments)]
-    pub fn attn_decode(&self, q: &impl DevicePtr<f32>, k_cache: &impl DevicePtr<bf16>, v_cache: &impl DevicePtr<bf16>, base: &impl DevicePtr<i32>, offset: i32, qg: &impl DevicePtr<f32>, scratch: &mut AttnScratch, out: &mut impl DevicePtrMut<f32>, t: usize, s: AttnShape, one_launch: bool) -> Result<()> {
+    pub fn attn_decode(
+        &self,
+        q: &impl DevicePtr<f32>,
+        k_cache: &impl DevicePtr<bf16>,
+        v_cache: &impl DevicePtr<bf16>,
+        base: &impl DevicePtr<i32>,
+        offset: i32,
+        qg: &impl DevicePtr<f32>,
+        scratch: &mut AttnScratch,
+        out: &mut impl DevicePtrMut<f32>,
+        t: usize,
+        s: AttnShape,
+        one_launch: bool,
+    ) -> Result<()> {
         s.check()?;
         positions(t)?;
-        ensure!(t <= scratch.positions, "attention over {t} positions with scratch for {}", scratch.positions);
-        ensure!(t == 1 || !one_launch, "attention over {t} positions in one launch: one launch takes one position");
+        ensure!(
+            t <= scratch.positions,
+            "attention over {t} positions with scratch for {}",
+            scratch.positions
+        );
+        ensure!(
+            t == 1 || !one_launch,
+            "attention over {t} positions in one launch: one launch takes one position"
+        );
         let (d, splits) = (s.head_dim, scratch.plan.splits);
         let q = input("attention q", q, t * s.hq * d, &self.stream)?;
         let kc = input("key cache", k_cache, s.cache_len(), &self.stream)?;
@@ -196,24 +288,85 @@ impl Gpu {
         let base = input("attention base position", base, 1, &self.stream)?;
         let qg = input("attention q projection", qg, t * s.hq * 2 * d, &self.stream)?;
         let parts = if one_launch { groups(splits) } else { splits };
-        let acc = output("attention partials", &mut scratch.parts, s.parts_len(t, parts), &self.stream)?;
+        let acc = output(
+            "attention partials",
+            &mut scratch.parts,
+            s.parts_len(t, parts),
+            &self.stream,
+        )?;
         let ml = acc + (t * s.hq * parts * d * 4) as u64;
         let out = output("attention output", out, t * s.hq * d, &self.stream)?;
-        let (scale, hq, nsplit, max_ctx) = (1.0 / (d as f32).sqrt(), dim("hq", s.hq)?, dim("splits", splits)?, dim("max_ctx", s.max_ctx)?);
+        let (scale, hq, nsplit, max_ctx) = (
+            1.0 / (d as f32).sqrt(),
+            dim("hq", s.hq)?,
+            dim("splits", splits)?,
+            dim("max_ctx", s.max_ctx)?,
+        );
         let group = s.hq / s.hkv;
         let threads = decode_threads(group);
         if one_launch {
-            let tickets = output("attention tickets", &mut scratch.tickets, s.hq, &self.stream)?;
-            let cfg = LaunchConfig { grid_dim: (s.hkv as u32, 1, (groups(splits) * CLUSTER) as u32), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
+            let tickets = output(
+                "attention tickets",
+                &mut scratch.tickets,
+                s.hq,
+                &self.stream,
+            )?;
+            let cfg = LaunchConfig {
+                grid_dim: (s.hkv as u32, 1, (groups(splits) * CLUSTER) as u32),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: 0,
+            };
             launch!(self, cluster_kernel(d, group), cfg, cluster Some(CLUSTER_SHAPE); &q, &kc, &vc, &base, &offset, &qg, &acc, &ml, &tickets, &out, &hq, &nsplit, &max_ctx, &scale, &self.early_arg());
         } else {
-            let cfg = LaunchConfig { grid_dim: (s.hkv as u32, t as u32, splits as u32), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
-            launch!(self, format!("attn_split_d{d}_g{group}"), cfg, &q, &kc, &vc, &base, &offset, &acc, &ml, &hq, &nsplit, &max_ctx, &scale, &self.early_arg());
+            let cfg = LaunchConfig {
+                grid_dim: (s.hkv as u32, t as u32, splits as u32),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            launch!(
+                self,
+                format!("attn_split_d{d}_g{group}"),
+                cfg,
+                &q,
+                &kc,
+                &vc,
+                &base,
+                &offset,
+                &acc,
+                &ml,
+                &hq,
+                &nsplit,
+                &max_ctx,
+                &scale,
+                &self.early_arg()
+            );
             // A warp a group for one position, in one trip; several positions' launches in
             // blocks of a few warps that loop, so that a prefill chunk's runs in one wave.
-            let warps = if t == 1 { groups(splits) as u32 } else { COMBINE_WARPS };
-            let cfg = LaunchConfig { grid_dim: (s.hq as u32, t as u32, (d / 32) as u32), block_dim: (32 * warps, 1, 1), shared_mem_bytes: 0 };
-            launch!(self, "attn_combine", cfg, &acc, &ml, &qg, &out, &hq, &dim("head dim", d)?, &nsplit, &base, &offset, &self.early_arg());
+            let warps = if t == 1 {
+                groups(splits) as u32
+            } else {
+                COMBINE_WARPS
+            };
+            let cfg = LaunchConfig {
+                grid_dim: (s.hq as u32, t as u32, (d / 32) as u32),
+                block_dim: (32 * warps, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            launch!(
+                self,
+                "attn_combine",
+                cfg,
+                &acc,
+                &ml,
+                &qg,
+                &out,
+                &hq,
+                &dim("head dim", d)?,
+                &nsplit,
+                &base,
+                &offset,
+                &self.early_arg()
+            );
         }
         Ok(())
     }
@@ -226,30 +379,71 @@ mod tests {
 
     #[test]
     fn split_keys_and_warps_match_the_kernel() {
-        assert_defines("attention.cu", &[("ATTN_SPLIT_KEYS", SPLIT_KEYS), ("ATTN_WARPS", ATTN_WARPS), ("ATTN_CLUSTER", CLUSTER), ("MAX_SPLIT_GROUPS", groups(MAX_SPLITS)), ("COMBINE_WARPS", COMBINE_WARPS as usize)]);
+        assert_defines(
+            "attention.cu",
+            &[
+                ("ATTN_SPLIT_KEYS", SPLIT_KEYS),
+                ("ATTN_WARPS", ATTN_WARPS),
+                ("ATTN_CLUSTER", CLUSTER),
+                ("MAX_SPLIT_GROUPS", groups(MAX_SPLITS)),
+                ("COMBINE_WARPS", COMBINE_WARPS as usize),
+            ],
+        );
     }
 
     #[test]
     fn decode_blocks_give_each_q_head_whole_warps() {
         assert_eq!(decode_threads(8), 16 * 32);
-        assert_eq!(decode_threads(6), 12 * 32, "two warps for each of six q heads");
+        assert_eq!(
+            decode_threads(6),
+            12 * 32,
+            "two warps for each of six q heads"
+        );
         assert_eq!(decode_threads(1), 16 * 32);
     }
 
     #[test]
     fn splits_fill_the_device_at_a_full_cache() {
-        let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx: 8192, rot_dim: 64, eps: 1e-6 };
+        let s = AttnShape {
+            hq: 16,
+            hkv: 2,
+            head_dim: 256,
+            max_ctx: 8192,
+            rot_dim: 64,
+            eps: 1e-6,
+        };
         assert_eq!(s.splits(132), 132, "two blocks an SM");
-        assert_eq!(AttnShape { max_ctx: 512, ..s }.splits(132), 16, "a split walks at least 32 keys of a full cache");
+        assert_eq!(
+            AttnShape { max_ctx: 512, ..s }.splits(132),
+            16,
+            "a split walks at least 32 keys of a full cache"
+        );
     }
 
     #[test]
     fn one_launch_when_the_clusters_fill_two_thirds_of_the_device_at_most() {
         // The 35B-A3B's attention on the H200, which runs about 30 of its clusters at once.
-        let s = AttnShape { hq: 16, hkv: 2, head_dim: 256, max_ctx: 8192, rot_dim: 64, eps: 1e-6 };
+        let s = AttnShape {
+            hq: 16,
+            hkv: 2,
+            head_dim: 256,
+            max_ctx: 8192,
+            rot_dim: 64,
+            eps: 1e-6,
+        };
         let plan = s.plan(132, 30);
-        assert_eq!(plan, AttnPlan { splits: 132, one_launch_groups: 10 }, "2 x 10 groups of 30 clusters");
-        assert!(plan.one_launch(1) && plan.one_launch(2048), "64 splits, 8 groups");
+        assert_eq!(
+            plan,
+            AttnPlan {
+                splits: 132,
+                one_launch_groups: 10
+            },
+            "2 x 10 groups of 30 clusters"
+        );
+        assert!(
+            plan.one_launch(1) && plan.one_launch(2048),
+            "64 splits, 8 groups"
+        );
         assert!(plan.one_launch(2560), "80 splits, 10 groups");
         assert!(!plan.one_launch(2561), "81 splits, 11 groups");
         assert!(!plan.one_launch(8192), "132 splits, 17 groups");

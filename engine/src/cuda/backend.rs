@@ -20,11 +20,15 @@ use super::attention::{AttnScratch, AttnShape};
 use super::gdn::{conv_taps, ConvIn, GatedOut, GdnShape, HEAD_DIM};
 use super::gemv::{ArgmaxScratch, FoldedNorm};
 use super::l2::{L2Arm, L2Audit, L2Session};
-use super::moe::{routes_after_projection, MoePrefillScratch, MoeScratch, MoeShape, MoeWeights, RouterThroughOut};
+use super::moe::{
+    routes_after_projection, MoePrefillScratch, MoeScratch, MoeShape, MoeWeights, RouterThroughOut,
+};
 use super::options::FoldNorms;
 use super::Gpu;
 use crate::arms::Prefetch;
-use crate::backend::{out_then_norm_ffn, Backend, KvCache, OutFfn, PrefetchCounts, RoundKey, SlotPair};
+use crate::backend::{
+    out_then_norm_ffn, Backend, KvCache, OutFfn, PrefetchCounts, RoundKey, SlotPair,
+};
 use crate::config::{Ffn, ModelConfig};
 use crate::synthetic::Init;
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, LayerWeights, Mixer, Weights};
@@ -155,7 +159,10 @@ impl CudaBackend {
     pub fn new(ordinal: usize, graphs: bool, l2_arm: L2Arm) -> Result<Self> {
         let t0 = Instant::now();
         let gpu = Gpu::new(ordinal)?;
-        Ok(Self { startup_seconds: t0.elapsed().as_secs_f64(), ..Self::on(gpu, graphs, l2_arm) })
+        Ok(Self {
+            startup_seconds: t0.elapsed().as_secs_f64(),
+            ..Self::on(gpu, graphs, l2_arm)
+        })
     }
 
     /// The backend on an opened device (one with a timeline, [`Gpu::with_timeline`], logs
@@ -212,17 +219,26 @@ impl CudaBackend {
     /// The per-operation times since `start_profile`, longest first.
     pub fn profile(&mut self) -> Result<Vec<ProfileRow>> {
         self.collect_profile()?;
-        let mut rows: Vec<ProfileRow> = self.profile.as_ref().map(|p| p.totals.values().cloned().collect()).unwrap_or_default();
+        let mut rows: Vec<ProfileRow> = self
+            .profile
+            .as_ref()
+            .map(|p| p.totals.values().cloned().collect())
+            .unwrap_or_default();
         rows.sort_by(|a, b| b.ms.total_cmp(&a.ms));
         Ok(rows)
     }
 
     fn collect_profile(&mut self) -> Result<()> {
-        let Some(p) = self.profile.as_mut() else { return Ok(()) };
+        let Some(p) = self.profile.as_mut() else {
+            return Ok(());
+        };
         self.gpu.synchronize()?;
         for (label, bytes, start, end) in p.pending.drain(..) {
             let ms = start.elapsed_ms(&end).context("reading a profile event")? as f64;
-            let row = p.totals.entry(label.clone()).or_insert_with(|| ProfileRow { label, ..Default::default() });
+            let row = p.totals.entry(label.clone()).or_insert_with(|| ProfileRow {
+                label,
+                ..Default::default()
+            });
             row.calls += 1;
             row.ms += ms;
             row.bytes += bytes;
@@ -232,12 +248,19 @@ impl CudaBackend {
 
     /// Runs one operation unless an earlier one failed, keeping its error; `label` names it
     /// in the error and in the profile, `bytes` is what it must move.
-    fn op(&mut self, label: impl FnOnce() -> String, bytes: u64, f: impl FnOnce(&mut Self) -> Result<()>) {
+    fn op(
+        &mut self,
+        label: impl FnOnce() -> String,
+        bytes: u64,
+        f: impl FnOnce(&mut Self) -> Result<()>,
+    ) {
         if self.error.is_some() {
             return;
         }
         let timed = self.profile.is_some();
-        let label = (timed || self.gpu.timeline.is_some()).then(label).unwrap_or_default();
+        let label = (timed || self.gpu.timeline.is_some())
+            .then(label)
+            .unwrap_or_default();
         if let Some(t) = &self.gpu.timeline {
             t.begin_op(&label, bytes);
         }
@@ -263,22 +286,36 @@ impl CudaBackend {
     }
 
     fn events(&self) -> Result<Option<(CudaEvent, CudaEvent)>> {
-        let new = || self.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).context("creating a profile event");
+        let new = || {
+            self.gpu
+                .ctx
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .context("creating a profile event")
+        };
         Ok(Some((new()?, new()?)))
     }
 
     /// Captures `body` as the graph of `key`, then launches it. All capturing happens here:
     /// a stream attribute that must be baked into the kernel nodes (an L2 access-policy
     /// window) is set just before `begin_capture` and cleared just after `end_capture`.
-    fn capture<M>(m: &mut M, backend: fn(&mut M) -> &mut Self, key: GraphKey, body: impl FnOnce(&mut M)) -> Result<()> {
+    fn capture<M>(
+        m: &mut M,
+        backend: fn(&mut M) -> &mut Self,
+        key: GraphKey,
+        body: impl FnOnce(&mut M),
+    ) -> Result<()> {
         let b = backend(m);
         // The L2 window goes on the stream right before capture, so that it is baked into
         // every kernel node of the graph, and comes off right after, so that nothing eager
         // runs under it.
         if let Some(l2) = &b.l2 {
-            l2.install_on_stream(&b.gpu).context("installing the L2 window before capture")?;
+            l2.install_on_stream(&b.gpu)
+                .context("installing the L2 window before capture")?;
         }
-        b.gpu.stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).context("beginning CUDA graph capture")?;
+        b.gpu
+            .stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .context("beginning CUDA graph capture")?;
         let before = b.base();
         let logged = b.gpu.timeline.as_ref().map(|t| t.logged());
         body(m);
@@ -287,17 +324,28 @@ impl CudaBackend {
         // End the capture even when the round failed, so that the stream stays usable.
         let graph = b.gpu.stream.end_capture(CUgraphInstantiate_flags(0));
         if let Some(l2) = &b.l2 {
-            l2.remove_from_stream(&b.gpu).context("removing the L2 window after capture")?;
+            l2.remove_from_stream(&b.gpu)
+                .context("removing the L2 window after capture")?;
         }
         if let Some(e) = b.error.take() {
             return Err(e.context(format!("recording round {key:?}")));
         }
-        let graph = graph.context("ending CUDA graph capture")?.context("graph capture recorded no work")?;
-        graph.launch().with_context(|| format!("launching the graph of round {key:?}"))?;
+        let graph = graph
+            .context("ending CUDA graph capture")?
+            .context("graph capture recorded no work")?;
+        graph
+            .launch()
+            .with_context(|| format!("launching the graph of round {key:?}"))?;
         if let (Some(t), Some(from)) = (&b.gpu.timeline, logged) {
             t.captured(b.graphs.len(), from);
         }
-        b.graph_of.insert(key, Recorded { graph: b.graphs.len(), advance });
+        b.graph_of.insert(
+            key,
+            Recorded {
+                graph: b.graphs.len(),
+                advance,
+            },
+        );
         b.graphs.push(graph);
         Ok(())
     }
@@ -308,16 +356,35 @@ impl CudaBackend {
     }
 
     /// The FFN added onto the residual stream `acc`, reading `input`.
-    fn ffn(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, input: FfnInput<'_>, t: usize, acc: &mut CudaBuf) {
-        let folded = if matches!(input, FfnInput::Residual { .. }) { ", norm folded" } else { "" };
+    fn ffn(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &FfnWeights<Self>,
+        input: FfnInput<'_>,
+        t: usize,
+        acc: &mut CudaBuf,
+    ) {
+        let folded = if matches!(input, FfnInput::Residual { .. }) {
+            ", norm folded"
+        } else {
+            ""
+        };
         match w {
             FfnWeights::Moe { .. } => {
                 let bytes = moe_step_bytes(w, cfg);
-                self.op(|| format!("moe{folded}"), bytes as u64, |b| b.moe_add(w, input, t, acc));
+                self.op(
+                    || format!("moe{folded}"),
+                    bytes as u64,
+                    |b| b.moe_add(w, input, t, acc),
+                );
             }
             FfnWeights::Dense(mlp) => {
                 let bytes = 3 * mlp.gate.rows * mlp.gate.cols * 2;
-                self.op(|| format!("dense ffn{folded}"), bytes as u64, |b| b.dense_add(w, input, t, acc));
+                self.op(
+                    || format!("dense ffn{folded}"),
+                    bytes as u64,
+                    |b| b.dense_add(w, input, t, acc),
+                );
             }
         }
     }
@@ -328,52 +395,106 @@ impl CudaBackend {
     fn ffn_folds_norm(&self, w: &FfnWeights<Self>, t: usize) -> bool {
         match w {
             FfnWeights::Moe { .. } => (1..=MAX_T).contains(&t),
-            FfnWeights::Dense(mlp) => self.gpu.options.fold_norms == FoldNorms::On && Gpu::can_fuse(mlp.gate.cols, t, [mlp.gate.rows, mlp.up.rows].into_iter()),
+            FfnWeights::Dense(mlp) => {
+                self.gpu.options.fold_norms == FoldNorms::On
+                    && Gpu::can_fuse(mlp.gate.cols, t, [mlp.gate.rows, mlp.up.rows].into_iter())
+            }
         }
     }
 
     /// Whether a layer's input norm is folded into its projections (`ENGINE_FOLD_NORM`; `auto`
     /// folds it in MoE models).
     fn folds_input_norm(&self) -> bool {
-        let moe = self.prep.as_ref().is_some_and(|p| matches!(p.cfg.ffn, Ffn::Moe { .. }));
+        let moe = self
+            .prep
+            .as_ref()
+            .is_some_and(|p| matches!(p.cfg.ffn, Ffn::Moe { .. }));
         self.gpu.options.fold_norms.input_norm(moe)
     }
 
     /// MoE added onto the residual stream: the grouped prefill kernels above [`MAX_T`] rows.
-    fn moe_add(&mut self, w: &FfnWeights<Self>, input: FfnInput<'_>, t: usize, acc: &mut CudaBuf) -> Result<()> {
+    fn moe_add(
+        &mut self,
+        w: &FfnWeights<Self>,
+        input: FfnInput<'_>,
+        t: usize,
+        acc: &mut CudaBuf,
+    ) -> Result<()> {
         let p = self.prep.as_mut().context("prepare() first")?;
         let (weights, shape) = moe_weights(w, &p.cfg);
         let h = shape.hidden;
         let acc = acc.f32_mut()?;
         if let (FfnInput::Rows(x), true) = (&input, t > MAX_T) {
             let scratch = p.moe_prefill.as_mut().context("MoE prefill scratch")?;
-            return self.gpu.moe_prefill(x.f32()?, &weights, scratch, acc, t, shape, true);
+            return self
+                .gpu
+                .moe_prefill(x.f32()?, &weights, scratch, acc, t, shape, true);
         }
         let scratch = p.moe.as_mut().context("MoE scratch")?;
         let y = super::args::output("residual stream", acc, t * h, &self.gpu.stream)?;
         let (x, norm) = match input {
-            FfnInput::Rows(x) => (super::args::input("moe input", x.f32()?, t * h, &self.gpu.stream)?, None),
-            FfnInput::Residual { norm, eps } => (y, Some(FoldedNorm { w: norm.bf16()?, eps })),
+            FfnInput::Rows(x) => (
+                super::args::input("moe input", x.f32()?, t * h, &self.gpu.stream)?,
+                None,
+            ),
+            FfnInput::Residual { norm, eps } => (
+                y,
+                Some(FoldedNorm {
+                    w: norm.bf16()?,
+                    eps,
+                }),
+            ),
         };
-        self.gpu.moe_at(x, &weights, scratch, y, t, shape, true, norm)
+        self.gpu
+            .moe_at(x, &weights, scratch, y, t, shape, true, norm)
     }
 
     /// A layer's output projection and its decode MoE, the router's rows in the projection's launch.
-    fn out_moe_add(&mut self, layer: &OutFfn<'_, Self>, through: u64, t: usize, x: &mut CudaBuf) -> Result<()> {
+    fn out_moe_add(
+        &mut self,
+        layer: &OutFfn<'_, Self>,
+        through: u64,
+        t: usize,
+        x: &mut CudaBuf,
+    ) -> Result<()> {
         let p = self.prep.as_mut().context("prepare() first")?;
         let (weights, shape) = moe_weights(layer.ffn, &p.cfg);
-        let through = self.through_out.get(&through).context("the router through this output projection was not made")?;
+        let through = self
+            .through_out
+            .get(&through)
+            .context("the router through this output projection was not made")?;
         let scratch = p.moe.as_mut().context("MoE scratch")?;
         let st = &self.gpu.stream;
         let xp = super::args::output("residual stream", x.f32_mut()?, t * shape.hidden, st)?;
         let a = super::args::input("mixer output", layer.mixed.f32()?, t * layer.out.cols, st)?;
-        let norm = FoldedNorm { w: layer.norm.bf16()?, eps: layer.eps };
-        self.gpu.out_moe_at(xp, a, &layer.out.data, layer.out.cols, through, &weights, scratch, t, shape, norm)
+        let norm = FoldedNorm {
+            w: layer.norm.bf16()?,
+            eps: layer.eps,
+        };
+        self.gpu.out_moe_at(
+            xp,
+            a,
+            &layer.out.data,
+            layer.out.cols,
+            through,
+            &weights,
+            scratch,
+            t,
+            shape,
+            norm,
+        )
     }
 
     /// The router through `lw`'s output projection, when its FFN is an MoE.
     fn derive_through_out(&mut self, cfg: &ModelConfig, lw: &LayerWeights<Self>) -> Result<()> {
-        let FfnWeights::Moe { router, shared_gate, .. } = &lw.ffn else { return Ok(()) };
+        let FfnWeights::Moe {
+            router,
+            shared_gate,
+            ..
+        } = &lw.ffn
+        else {
+            return Ok(());
+        };
         if !routes_after_projection(moe_weights(&lw.ffn, cfg).1) {
             return Ok(());
         }
@@ -381,85 +502,213 @@ impl CudaBackend {
             Mixer::Gdn(w) => &w.out,
             Mixer::Attn(w) => &w.o,
         };
-        let Ffn::Moe { experts, .. } = cfg.ffn else { unreachable!("MoE weights follow the config") };
-        let through = self.gpu.router_through_out(&router.data, &shared_gate.data, lw.post_norm.bf16()?, &out.data, experts, cfg.hidden, out.cols)?;
+        let Ffn::Moe { experts, .. } = cfg.ffn else {
+            unreachable!("MoE weights follow the config")
+        };
+        let through = self.gpu.router_through_out(
+            &router.data,
+            &shared_gate.data,
+            lw.post_norm.bf16()?,
+            &out.data,
+            experts,
+            cfg.hidden,
+            out.cols,
+        )?;
         let key = super::args::input("output projection", &out.data, 0, &self.gpu.stream)?;
         self.through_out.insert(key, through);
         Ok(())
     }
 
-    fn dense_add(&mut self, w: &FfnWeights<Self>, input: FfnInput<'_>, t: usize, acc: &mut CudaBuf) -> Result<()> {
-        let FfnWeights::Dense(mlp) = w else { unreachable!("called for dense only") };
+    fn dense_add(
+        &mut self,
+        w: &FfnWeights<Self>,
+        input: FfnInput<'_>,
+        t: usize,
+        acc: &mut CudaBuf,
+    ) -> Result<()> {
+        let FfnWeights::Dense(mlp) = w else {
+            unreachable!("called for dense only")
+        };
         let p = self.prep.as_mut().context("prepare() first")?;
         let (h, size) = (mlp.gate.cols, mlp.gate.rows);
         let acc = acc.f32_mut()?;
         let (x, norm) = match input {
             FfnInput::Rows(x) => (x.f32()?, None),
-            FfnInput::Residual { norm, eps } => (&*acc, Some(FoldedNorm { w: norm.bf16()?, eps })),
+            FfnInput::Residual { norm, eps } => (
+                &*acc,
+                Some(FoldedNorm {
+                    w: norm.bf16()?,
+                    eps,
+                }),
+            ),
         };
-        self.gpu.project_many(x, h, t, &mut [(&mlp.gate.data, size, &mut p.ffn_gate), (&mlp.up.data, size, &mut p.ffn_up)], norm)?;
+        self.gpu.project_many(
+            x,
+            h,
+            t,
+            &mut [
+                (&mlp.gate.data, size, &mut p.ffn_gate),
+                (&mlp.up.data, size, &mut p.ffn_up),
+            ],
+            norm,
+        )?;
         let n = dim("dense activations", t * size)?;
-        let (g, u) = (super::args::output("ffn gate", &mut p.ffn_gate, t * size, &self.gpu.stream)?, super::args::input("ffn up", &p.ffn_up, t * size, &self.gpu.stream)?);
-        let cfg = LaunchConfig { grid_dim: ((t * size).div_ceil(256).min(4096) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let (g, u) = (
+            super::args::output("ffn gate", &mut p.ffn_gate, t * size, &self.gpu.stream)?,
+            super::args::input("ffn up", &p.ffn_up, t * size, &self.gpu.stream)?,
+        );
+        let cfg = LaunchConfig {
+            grid_dim: ((t * size).div_ceil(256).min(4096) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
         launch!(self.gpu, "swiglu_act", cfg, &g, &u, &n);
-        self.gpu.project(&p.ffn_gate, &mlp.down.data, acc, h, size, t, true)
+        self.gpu
+            .project(&p.ffn_gate, &mlp.down.data, acc, h, size, t, true)
     }
 
     /// The recurrence of one GDN layer into `o`; with `gate` = (z, out), its output norm in
     /// the same launch; with `conv` (the conv state slots), `qkv` is the projection before the
     /// conv, done by the same launch too.
     #[allow(clippy::too_many_arguments)]
-    fn gdn_step(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, (qkv, bb, a): (&CudaBuf, &CudaBuf, &CudaBuf), t: usize, o: &mut CudaBuf, gate: Option<(&CudaBuf, &mut CudaBuf)>, conv: Option<SlotPair>) {
-        let shape = GdnShape { hk: cfg.gdn_key_heads, hv: cfg.gdn_value_heads };
+    fn gdn_step(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        pool: &mut CudaSlice<u8>,
+        slots: SlotPair,
+        (qkv, bb, a): (&CudaBuf, &CudaBuf, &CudaBuf),
+        t: usize,
+        o: &mut CudaBuf,
+        gate: Option<(&CudaBuf, &mut CudaBuf)>,
+        conv: Option<SlotPair>,
+    ) {
+        let shape = GdnShape {
+            hk: cfg.gdn_key_heads,
+            hv: cfg.gdn_value_heads,
+        };
         let label = match (conv.is_some(), gate.is_some()) {
             (true, true) => "gdn_conv + recurrence + gated_norm",
             (true, false) => "gdn_conv + recurrence",
             (false, true) => "gdn_recurrence + gated_norm",
             (false, false) => "gdn_recurrence",
         };
-        let conv_bytes = if conv.is_some() { 2 * cfg.conv_slot_bytes() } else { 0 };
-        self.op(|| label.into(), (2 * cfg.rec_slot_bytes() + conv_bytes) as u64, |b| {
-            let s = &b.gpu.stream;
-            let n = t * shape.hv * HEAD_DIM;
-            let base = super::args::output("state pool", pool, 0, s)?;
-            let inputs = [
-                super::args::input("gdn qkv", qkv.f32()?, t * shape.conv_channels(), s)?,
-                super::args::input("gdn b", bb.f32()?, t * shape.hv, s)?,
-                super::args::input("gdn a", a.f32()?, t * shape.hv, s)?,
-                super::args::input("gdn A_log", w.a_log.bf16()?, shape.hv, s)?,
-                super::args::input("gdn dt_bias", w.dt_bias.bf16()?, shape.hv, s)?,
-            ];
-            let o = super::args::output("gdn output", o.f32_mut()?, n, s)?;
-            let gated = match gate {
-                Some((z, out)) => Some(GatedOut::new(z.f32()?, w.norm.bf16()?, out.f32_mut()?, cfg.rms_eps as f32, t, shape, s)?),
-                None => None,
-            };
-            let conv = match conv {
-                Some(cs) => Some(ConvIn { w: conv_taps(w.conv.bf16()?, shape.conv_channels(), s)?, from: base + cs.src as u64, to: base + cs.dst as u64 }),
-                None => None,
-            };
-            b.gpu.gdn_step_at(inputs, base + slots.src as u64, base + slots.dst as u64, o, gated, conv, t, shape)
-        });
+        let conv_bytes = if conv.is_some() {
+            2 * cfg.conv_slot_bytes()
+        } else {
+            0
+        };
+        self.op(
+            || label.into(),
+            (2 * cfg.rec_slot_bytes() + conv_bytes) as u64,
+            |b| {
+                let s = &b.gpu.stream;
+                let n = t * shape.hv * HEAD_DIM;
+                let base = super::args::output("state pool", pool, 0, s)?;
+                let inputs = [
+                    super::args::input("gdn qkv", qkv.f32()?, t * shape.conv_channels(), s)?,
+                    super::args::input("gdn b", bb.f32()?, t * shape.hv, s)?,
+                    super::args::input("gdn a", a.f32()?, t * shape.hv, s)?,
+                    super::args::input("gdn A_log", w.a_log.bf16()?, shape.hv, s)?,
+                    super::args::input("gdn dt_bias", w.dt_bias.bf16()?, shape.hv, s)?,
+                ];
+                let o = super::args::output("gdn output", o.f32_mut()?, n, s)?;
+                let gated = match gate {
+                    Some((z, out)) => Some(GatedOut::new(
+                        z.f32()?,
+                        w.norm.bf16()?,
+                        out.f32_mut()?,
+                        cfg.rms_eps as f32,
+                        t,
+                        shape,
+                        s,
+                    )?),
+                    None => None,
+                };
+                let conv = match conv {
+                    Some(cs) => Some(ConvIn {
+                        w: conv_taps(w.conv.bf16()?, shape.conv_channels(), s)?,
+                        from: base + cs.src as u64,
+                        to: base + cs.dst as u64,
+                    }),
+                    None => None,
+                };
+                b.gpu.gdn_step_at(
+                    inputs,
+                    base + slots.src as u64,
+                    base + slots.dst as u64,
+                    o,
+                    gated,
+                    conv,
+                    t,
+                    shape,
+                )
+            },
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn attention_groups(&mut self, w: &AttnWeights<Self>, rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) -> Result<()> {
+    fn attention_groups(
+        &mut self,
+        w: &AttnWeights<Self>,
+        rope: &CudaBuf,
+        qg: &CudaBuf,
+        k: &CudaBuf,
+        v: &CudaBuf,
+        cache: &mut KvCache<Self>,
+        pos0: usize,
+        t: usize,
+        out: &mut CudaBuf,
+    ) -> Result<()> {
         let gpu = &self.gpu;
         let p = self.prep.as_mut().context("prepare() first")?;
         let s = p.attn;
         let (hq, d) = (s.hq, s.head_dim);
         let (qw, kvw) = (hq * d, s.hkv * d);
-        ensure!(t <= p.max_rows, "attention over {t} positions, prepared for {}", p.max_rows);
+        ensure!(
+            t <= p.max_rows,
+            "attention over {t} positions, prepared for {}",
+            p.max_rows
+        );
         let (qn, kn) = (w.q_norm.bf16()?, w.k_norm.bf16()?);
         let out = out.f32_mut()?;
         for r0 in (0..t).step_by(MAX_T) {
             let n = (t - r0).min(MAX_T);
             let offset = p.offset_of(pos0 + r0)?;
             let one_launch = n == 1 && p.attn_one_launch();
-            let (k_rows, v_rows) = (k.f32()?.slice(r0 * kvw..(r0 + n) * kvw), v.f32()?.slice(r0 * kvw..(r0 + n) * kvw));
+            let (k_rows, v_rows) = (
+                k.f32()?.slice(r0 * kvw..(r0 + n) * kvw),
+                v.f32()?.slice(r0 * kvw..(r0 + n) * kvw),
+            );
             let qg_rows = qg.f32()?.slice(r0 * 2 * qw..(r0 + n) * 2 * qw);
-            gpu.attn_prep(&qg_rows, &k_rows, &v_rows, qn, kn, rope.f32()?, &p.base_pos, offset, cache.k.bf16_mut()?, cache.v.bf16_mut()?, &mut p.q_rot.slice_mut(..n * qw), n, s)?;
-            gpu.attn_decode(&p.q_rot.slice(..n * qw), cache.k.bf16()?, cache.v.bf16()?, &p.base_pos, offset, &qg_rows, &mut p.attn_scratch, &mut out.slice_mut(r0 * qw..(r0 + n) * qw), n, s, one_launch)?;
+            gpu.attn_prep(
+                &qg_rows,
+                &k_rows,
+                &v_rows,
+                qn,
+                kn,
+                rope.f32()?,
+                &p.base_pos,
+                offset,
+                cache.k.bf16_mut()?,
+                cache.v.bf16_mut()?,
+                &mut p.q_rot.slice_mut(..n * qw),
+                n,
+                s,
+            )?;
+            gpu.attn_decode(
+                &p.q_rot.slice(..n * qw),
+                cache.k.bf16()?,
+                cache.v.bf16()?,
+                &p.base_pos,
+                offset,
+                &qg_rows,
+                &mut p.attn_scratch,
+                &mut out.slice_mut(r0 * qw..(r0 + n) * qw),
+                n,
+                s,
+                one_launch,
+            )?;
         }
         Ok(())
     }
@@ -468,7 +717,12 @@ impl CudaBackend {
 impl Prepared {
     /// Position `pos` as an offset from the round's base position.
     fn offset_of(&self, pos: usize) -> Result<i32> {
-        i32::try_from(pos as i64 - self.base as i64).map_err(|_| anyhow::anyhow!("position {pos} is too far from the round's position {}", self.base))
+        i32::try_from(pos as i64 - self.base as i64).map_err(|_| {
+            anyhow::anyhow!(
+                "position {pos} is too far from the round's position {}",
+                self.base
+            )
+        })
     }
 
     /// Whether a round from the current position runs its attention of one position in one
@@ -482,10 +736,28 @@ impl Prepared {
 /// Checks the shapes the kernels are written for.
 fn check_shape(cfg: &ModelConfig) -> Result<()> {
     let name = &cfg.name;
-    ensure!(cfg.gdn_key_dim == HEAD_DIM && cfg.gdn_value_dim == HEAD_DIM, "model {name}: the CUDA GDN kernels take key and value head dims of {HEAD_DIM}, not {}/{}", cfg.gdn_key_dim, cfg.gdn_value_dim);
-    ensure!(cfg.conv_kernel == 4, "model {name}: the CUDA conv kernel takes a kernel width of 4, not {}", cfg.conv_kernel);
-    GdnShape { hk: cfg.gdn_key_heads, hv: cfg.gdn_value_heads }.check().with_context(|| format!("model {name} on the CUDA backend"))?;
-    ensure!(cfg.hidden.is_multiple_of(8), "model {name}: hidden size {} must be a multiple of 8 for the CUDA backend", cfg.hidden);
+    ensure!(
+        cfg.gdn_key_dim == HEAD_DIM && cfg.gdn_value_dim == HEAD_DIM,
+        "model {name}: the CUDA GDN kernels take key and value head dims of {HEAD_DIM}, not {}/{}",
+        cfg.gdn_key_dim,
+        cfg.gdn_value_dim
+    );
+    ensure!(
+        cfg.conv_kernel == 4,
+        "model {name}: the CUDA conv kernel takes a kernel width of 4, not {}",
+        cfg.conv_kernel
+    );
+    GdnShape {
+        hk: cfg.gdn_key_heads,
+        hv: cfg.gdn_value_heads,
+    }
+    .check()
+    .with_context(|| format!("model {name} on the CUDA backend"))?;
+    ensure!(
+        cfg.hidden.is_multiple_of(8),
+        "model {name}: hidden size {} must be a multiple of 8 for the CUDA backend",
+        cfg.hidden
+    );
     Ok(())
 }
 
@@ -498,8 +770,12 @@ fn to_bf16(host: &[f32]) -> Vec<bf16> {
 type ProjectionPart<'a> = (&'a CudaSlice<bf16>, usize, &'a mut CudaSlice<f32>);
 
 /// `(weight, rows, output)` of each projection, as [`Gpu::project_many`] takes them.
-fn projection_parts<'a>(outs: &'a mut [(&CudaMat, &mut CudaBuf)]) -> Result<Vec<ProjectionPart<'a>>> {
-    outs.iter_mut().map(|(w, out)| Ok((&w.data, w.rows, out.f32_mut()?))).collect()
+fn projection_parts<'a>(
+    outs: &'a mut [(&CudaMat, &mut CudaBuf)],
+) -> Result<Vec<ProjectionPart<'a>>> {
+    outs.iter_mut()
+        .map(|(w, out)| Ok((&w.data, w.rows, out.f32_mut()?)))
+        .collect()
 }
 
 impl Backend for CudaBackend {
@@ -529,11 +805,27 @@ impl Backend for CudaBackend {
         let plan = self.gpu.attn_plan(attn)?;
         let qw = cfg.attn_heads * cfg.attn_head_dim;
         let moe_shape = match cfg.ffn {
-            Ffn::Moe { experts, top_k, expert_size, shared_size } => Some(MoeShape { experts, top_k, hidden: cfg.hidden, expert_dim: expert_size, shared_dim: shared_size }),
+            Ffn::Moe {
+                experts,
+                top_k,
+                expert_size,
+                shared_size,
+            } => Some(MoeShape {
+                experts,
+                top_k,
+                hidden: cfg.hidden,
+                expert_dim: expert_size,
+                shared_dim: shared_size,
+            }),
             Ffn::Dense { .. } => None,
         };
-        let moe = moe_shape.map(|shape| MoeScratch::new(&self.gpu, shape)).transpose()?;
-        let moe_prefill = moe_shape.filter(|_| max_rows > MAX_T).map(|shape| MoePrefillScratch::new(&self.gpu, shape, max_rows)).transpose()?;
+        let moe = moe_shape
+            .map(|shape| MoeScratch::new(&self.gpu, shape))
+            .transpose()?;
+        let moe_prefill = moe_shape
+            .filter(|_| max_rows > MAX_T)
+            .map(|shape| MoePrefillScratch::new(&self.gpu, shape, max_rows))
+            .transpose()?;
         let dense = match cfg.ffn {
             Ffn::Dense { size } => size * max_rows,
             Ffn::Moe { .. } => 1,
@@ -557,7 +849,12 @@ impl Backend for CudaBackend {
     }
 
     fn alloc(&mut self, len: usize) -> Result<CudaBuf> {
-        Ok(CudaBuf::F32(self.gpu.stream.alloc_zeros(len.max(1)).with_context(|| format!("allocating {len} fp32 values on the GPU"))?))
+        Ok(CudaBuf::F32(
+            self.gpu
+                .stream
+                .alloc_zeros(len.max(1))
+                .with_context(|| format!("allocating {len} fp32 values on the GPU"))?,
+        ))
     }
 
     fn alloc_tokens(&mut self, len: usize) -> Result<CudaSlice<i32>> {
@@ -565,10 +862,19 @@ impl Backend for CudaBackend {
     }
 
     fn alloc_pool(&mut self, bytes: usize) -> Result<CudaSlice<u8>> {
-        let pool: CudaSlice<u8> = self.gpu.stream.alloc_zeros(bytes.max(1)).with_context(|| format!("allocating the {bytes} B state pool on the GPU"))?;
+        let pool: CudaSlice<u8> = self
+            .gpu
+            .stream
+            .alloc_zeros(bytes.max(1))
+            .with_context(|| format!("allocating the {bytes} B state pool on the GPU"))?;
         self.pool = (pool.device_ptr(&self.gpu.stream).0, bytes);
         self.l2 = None; // a session over an earlier pool releases its reserve first
-        self.l2 = Some(L2Session::begin(&self.gpu, &self.l2_arm, self.pool.0, bytes)?);
+        self.l2 = Some(L2Session::begin(
+            &self.gpu,
+            &self.l2_arm,
+            self.pool.0,
+            bytes,
+        )?);
         Ok(pool)
     }
 
@@ -581,30 +887,74 @@ impl Backend for CudaBackend {
     }
 
     fn alloc_cache(&mut self, len: usize) -> Result<CudaBuf> {
-        Ok(CudaBuf::Bf16(self.gpu.stream.alloc_zeros(len.max(1)).with_context(|| format!("allocating a {len}-value KV cache on the GPU"))?))
+        Ok(CudaBuf::Bf16(
+            self.gpu
+                .stream
+                .alloc_zeros(len.max(1))
+                .with_context(|| format!("allocating a {len}-value KV cache on the GPU"))?,
+        ))
     }
 
     fn alloc_mat(&mut self, rows: usize, cols: usize) -> Result<CudaMat> {
-        let data = self.gpu.stream.alloc_zeros(rows * cols).with_context(|| format!("allocating a {rows}×{cols} bf16 weight matrix on the GPU ({} B)", 2 * rows * cols))?;
+        let data = self.gpu.stream.alloc_zeros(rows * cols).with_context(|| {
+            format!(
+                "allocating a {rows}×{cols} bf16 weight matrix on the GPU ({} B)",
+                2 * rows * cols
+            )
+        })?;
         Ok(CudaMat { rows, cols, data })
     }
 
     fn write_mat_rows(&mut self, m: &mut CudaMat, row0: usize, host: &[f32]) -> Result<()> {
         let at = row0 * m.cols;
-        ensure!(at + host.len() <= m.data.len(), "writing {} values at row {row0} of a {}×{} matrix", host.len(), m.rows, m.cols);
-        self.gpu.stream.memcpy_htod(&to_bf16(host), &mut m.data.slice_mut(at..at + host.len()))?;
+        ensure!(
+            at + host.len() <= m.data.len(),
+            "writing {} values at row {row0} of a {}×{} matrix",
+            host.len(),
+            m.rows,
+            m.cols
+        );
+        self.gpu
+            .stream
+            .memcpy_htod(&to_bf16(host), &mut m.data.slice_mut(at..at + host.len()))?;
         Ok(())
     }
 
-    fn fill_mat_synthetic(&mut self, m: &mut CudaMat, row0: usize, rows: usize, seed: u64, key: u64, init: Init) -> Result<()> {
+    fn fill_mat_synthetic(
+        &mut self,
+        m: &mut CudaMat,
+        row0: usize,
+        rows: usize,
+        seed: u64,
+        key: u64,
+        init: Init,
+    ) -> Result<()> {
         let cols = m.cols;
-        ensure!((row0 + rows) * cols <= m.data.len(), "filling rows {row0}..{} of a {}×{cols} matrix", row0 + rows, m.rows);
+        ensure!(
+            (row0 + rows) * cols <= m.data.len(),
+            "filling rows {row0}..{} of a {}×{cols} matrix",
+            row0 + rows,
+            m.rows
+        );
         let mut part = m.data.slice_mut(row0 * cols..(row0 + rows) * cols);
-        self.gpu.fill_synthetic(&mut part, seed, key, init.offset, init.scale)?;
+        self.gpu
+            .fill_synthetic(&mut part, seed, key, init.offset, init.scale)?;
         if init.identity != 0.0 {
             let w = super::args::output("synthetic weights", &mut part, 0, &self.gpu.stream)?;
-            let cfg = LaunchConfig { grid_dim: (rows.min(cols).div_ceil(256).max(1) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-            launch!(self.gpu, "synthetic_add_identity", cfg, &w, &dim("rows", rows)?, &dim("cols", cols)?, &init.identity);
+            let cfg = LaunchConfig {
+                grid_dim: (rows.min(cols).div_ceil(256).max(1) as u32, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            launch!(
+                self.gpu,
+                "synthetic_add_identity",
+                cfg,
+                &w,
+                &dim("rows", rows)?,
+                &dim("cols", cols)?,
+                &init.identity
+            );
         }
         Ok(())
     }
@@ -614,7 +964,13 @@ impl Backend for CudaBackend {
             self.gpu.synchronize()?;
             Ok(match src {
                 CudaBuf::F32(s) => self.gpu.stream.clone_dtoh(&s.slice(..len))?,
-                CudaBuf::Bf16(s) => self.gpu.stream.clone_dtoh(&s.slice(..len))?.iter().map(|v| v.to_f32()).collect(),
+                CudaBuf::Bf16(s) => self
+                    .gpu
+                    .stream
+                    .clone_dtoh(&s.slice(..len))?
+                    .iter()
+                    .map(|v| v.to_f32())
+                    .collect(),
             })
         })();
         r.unwrap_or_else(|e| {
@@ -631,20 +987,30 @@ impl Backend for CudaBackend {
     }
 
     fn set_positions(&mut self, base: usize) {
-        self.op(|| "set_positions".into(), 0, |b| {
-            let p = b.prep.as_mut().context("prepare() first")?;
-            if p.base == base {
-                // Already there (a plain step advanced it): no copy between two steps.
-                return Ok(());
-            }
-            let at = i32::try_from(base).map_err(|_| anyhow::anyhow!("position {base} does not fit a 32-bit int"))?;
-            b.gpu.stream.memcpy_htod(&[at], &mut p.base_pos)?;
-            p.base = base;
-            Ok(())
-        });
+        self.op(
+            || "set_positions".into(),
+            0,
+            |b| {
+                let p = b.prep.as_mut().context("prepare() first")?;
+                if p.base == base {
+                    // Already there (a plain step advanced it): no copy between two steps.
+                    return Ok(());
+                }
+                let at = i32::try_from(base)
+                    .map_err(|_| anyhow::anyhow!("position {base} does not fit a 32-bit int"))?;
+                b.gpu.stream.memcpy_htod(&[at], &mut p.base_pos)?;
+                p.base = base;
+                Ok(())
+            },
+        );
     }
 
-    fn round<M>(m: &mut M, backend: fn(&mut M) -> &mut Self, key: RoundKey, body: impl FnOnce(&mut M)) {
+    fn round<M>(
+        m: &mut M,
+        backend: fn(&mut M) -> &mut Self,
+        key: RoundKey,
+        body: impl FnOnce(&mut M),
+    ) {
         let b = backend(m);
         if !b.use_graphs || b.error.is_some() {
             return body(m);
@@ -652,7 +1018,9 @@ impl Backend for CudaBackend {
         let key = (key, b.prep.as_ref().is_some_and(Prepared::attn_one_launch));
         if let Some(&Recorded { graph, advance }) = b.graph_of.get(&key) {
             if let Err(e) = b.graphs[graph].launch() {
-                b.error = Some(anyhow::Error::from(e).context(format!("launching the graph of round {key:?}")));
+                b.error = Some(
+                    anyhow::Error::from(e).context(format!("launching the graph of round {key:?}")),
+                );
             }
             if let Some(t) = &b.gpu.timeline {
                 t.replayed(graph);
@@ -668,143 +1036,429 @@ impl Backend for CudaBackend {
     }
 
     fn clear_pool(&mut self, pool: &mut CudaSlice<u8>) {
-        self.op(|| "clear_pool".into(), 0, |b| Ok(b.gpu.stream.memset_zeros(pool)?));
+        self.op(
+            || "clear_pool".into(),
+            0,
+            |b| Ok(b.gpu.stream.memset_zeros(pool)?),
+        );
     }
 
     fn write_tokens(&mut self, dst: &mut CudaSlice<i32>, at: usize, host: &[u32]) {
-        self.op(|| "write_tokens".into(), 0, |b| {
-            let ids: Vec<i32> = host.iter().map(|&v| v as i32).collect();
-            Ok(b.gpu.stream.memcpy_htod(&ids, &mut dst.slice_mut(at..at + host.len()))?)
-        });
+        self.op(
+            || "write_tokens".into(),
+            0,
+            |b| {
+                let ids: Vec<i32> = host.iter().map(|&v| v as i32).collect();
+                Ok(b.gpu
+                    .stream
+                    .memcpy_htod(&ids, &mut dst.slice_mut(at..at + host.len()))?)
+            },
+        );
     }
 
     fn read_tokens(&mut self, src: &CudaSlice<i32>, at: usize, host: &mut [u32]) {
         let r = (|| -> Result<()> {
             let mut ids = vec![0i32; host.len()];
-            self.gpu.stream.memcpy_dtoh(&src.slice(at..at + host.len()), &mut ids)?;
+            self.gpu
+                .stream
+                .memcpy_dtoh(&src.slice(at..at + host.len()), &mut ids)?;
             self.gpu.synchronize()?;
             host.iter_mut().zip(ids).for_each(|(h, v)| *h = v as u32);
             self.collect_profile()
         })();
         if let Err(e) = r {
-            self.error.get_or_insert(e.context("reading token ids back"));
+            self.error
+                .get_or_insert(e.context("reading token ids back"));
         }
     }
 
-    fn feed_next(&mut self, tok_out: &CudaSlice<i32>, tok_in: &mut CudaSlice<i32>, history: &mut CudaSlice<i32>, pos: usize) {
-        self.op(|| "feed_next".into(), 0, |b| {
-            let p = b.prep.as_mut().context("prepare() first")?;
-            ensure!(p.base == pos, "a plain step at position {pos} was queued while the device's position is {}", p.base);
-            ensure!(pos + 1 < history.len(), "position {} is past the token history of {} positions", pos + 1, history.len());
-            b.gpu.feed_next(tok_out, tok_in, history, &mut p.base_pos)?;
-            p.base = pos + 1;
-            Ok(())
-        });
+    fn feed_next(
+        &mut self,
+        tok_out: &CudaSlice<i32>,
+        tok_in: &mut CudaSlice<i32>,
+        history: &mut CudaSlice<i32>,
+        pos: usize,
+    ) {
+        self.op(
+            || "feed_next".into(),
+            0,
+            |b| {
+                let p = b.prep.as_mut().context("prepare() first")?;
+                ensure!(
+                    p.base == pos,
+                    "a plain step at position {pos} was queued while the device's position is {}",
+                    p.base
+                );
+                ensure!(
+                    pos + 1 < history.len(),
+                    "position {} is past the token history of {} positions",
+                    pos + 1,
+                    history.len()
+                );
+                b.gpu.feed_next(tok_out, tok_in, history, &mut p.base_pos)?;
+                p.base = pos + 1;
+                Ok(())
+            },
+        );
     }
 
-    fn copy_rows(&mut self, src: &CudaBuf, src_row: usize, dst: &mut CudaBuf, dst_row: usize, rows: usize, width: usize) {
-        self.op(|| "copy_rows".into(), 0, |b| {
-            let s = src.f32()?.slice(src_row * width..(src_row + rows) * width);
-            Ok(b.gpu.stream.memcpy_dtod(&s, &mut dst.f32_mut()?.slice_mut(dst_row * width..(dst_row + rows) * width))?)
-        });
+    fn copy_rows(
+        &mut self,
+        src: &CudaBuf,
+        src_row: usize,
+        dst: &mut CudaBuf,
+        dst_row: usize,
+        rows: usize,
+        width: usize,
+    ) {
+        self.op(
+            || "copy_rows".into(),
+            0,
+            |b| {
+                let s = src.f32()?.slice(src_row * width..(src_row + rows) * width);
+                Ok(b.gpu.stream.memcpy_dtod(
+                    &s,
+                    &mut dst
+                        .f32_mut()?
+                        .slice_mut(dst_row * width..(dst_row + rows) * width),
+                )?)
+            },
+        );
     }
 
-    fn embed(&mut self, table: &CudaMat, tok: &CudaSlice<i32>, at: usize, t: usize, out: &mut CudaBuf) {
-        self.op(|| "embed".into(), (t * table.cols * 2) as u64, |b| b.gpu.embed(&table.data, &tok.slice(at..at + t), out.f32_mut()?, t, table.rows, table.cols));
+    fn embed(
+        &mut self,
+        table: &CudaMat,
+        tok: &CudaSlice<i32>,
+        at: usize,
+        t: usize,
+        out: &mut CudaBuf,
+    ) {
+        self.op(
+            || "embed".into(),
+            (t * table.cols * 2) as u64,
+            |b| {
+                b.gpu.embed(
+                    &table.data,
+                    &tok.slice(at..at + t),
+                    out.f32_mut()?,
+                    t,
+                    table.rows,
+                    table.cols,
+                )
+            },
+        );
     }
 
-    fn rms_norm(&mut self, x: &CudaBuf, w: &CudaBuf, t: usize, width: usize, eps: f32, out: &mut CudaBuf) {
-        self.op(|| "rms_norm".into(), 0, |b| b.gpu.rmsnorm(x.f32()?, w.bf16()?, out.f32_mut()?, t, width, eps));
+    fn rms_norm(
+        &mut self,
+        x: &CudaBuf,
+        w: &CudaBuf,
+        t: usize,
+        width: usize,
+        eps: f32,
+        out: &mut CudaBuf,
+    ) {
+        self.op(
+            || "rms_norm".into(),
+            0,
+            |b| {
+                b.gpu
+                    .rmsnorm(x.f32()?, w.bf16()?, out.f32_mut()?, t, width, eps)
+            },
+        );
     }
 
     fn matmul(&mut self, w: &CudaMat, x: &CudaBuf, t: usize, out: &mut CudaBuf) {
-        let label = || format!("{} {}x{}", if t <= MAX_T { "gemv" } else { "gemm" }, w.rows, w.cols);
-        self.op(label, (w.rows * w.cols * 2) as u64, |b| b.gpu.project(x.f32()?, &w.data, out.f32_mut()?, w.rows, w.cols, t, false));
+        let label = || {
+            format!(
+                "{} {}x{}",
+                if t <= MAX_T { "gemv" } else { "gemm" },
+                w.rows,
+                w.cols
+            )
+        };
+        self.op(label, (w.rows * w.cols * 2) as u64, |b| {
+            b.gpu
+                .project(x.f32()?, &w.data, out.f32_mut()?, w.rows, w.cols, t, false)
+        });
     }
 
     fn matmul_add(&mut self, w: &CudaMat, x: &CudaBuf, t: usize, acc: &mut CudaBuf) {
-        let label = || format!("{} {}x{} +=", if t <= MAX_T { "gemv" } else { "gemm" }, w.rows, w.cols);
-        self.op(label, (w.rows * w.cols * 2) as u64, |b| b.gpu.project(x.f32()?, &w.data, acc.f32_mut()?, w.rows, w.cols, t, true));
+        let label = || {
+            format!(
+                "{} {}x{} +=",
+                if t <= MAX_T { "gemv" } else { "gemm" },
+                w.rows,
+                w.cols
+            )
+        };
+        self.op(label, (w.rows * w.cols * 2) as u64, |b| {
+            b.gpu
+                .project(x.f32()?, &w.data, acc.f32_mut()?, w.rows, w.cols, t, true)
+        });
     }
 
     fn matmul_many(&mut self, x: &CudaBuf, t: usize, outs: &mut [(&CudaMat, &mut CudaBuf)]) {
-        let Some(cols) = outs.first().map(|(w, _)| w.cols) else { return };
+        let Some(cols) = outs.first().map(|(w, _)| w.cols) else {
+            return;
+        };
         if outs.iter().any(|(w, _)| w.cols != cols) {
-            return outs.iter_mut().for_each(|(w, out)| self.matmul(w, x, t, out));
+            return outs
+                .iter_mut()
+                .for_each(|(w, out)| self.matmul(w, x, t, out));
         }
         let rows: usize = outs.iter().map(|(w, _)| w.rows).sum();
-        let label = || format!("{} {}x{} fused", if t <= MAX_T { "gemv" } else { "gemm" }, rows, cols);
+        let label = || {
+            format!(
+                "{} {}x{} fused",
+                if t <= MAX_T { "gemv" } else { "gemm" },
+                rows,
+                cols
+            )
+        };
         self.op(label, (rows * cols * 2) as u64, |b| {
             let mut parts = projection_parts(outs)?;
             b.gpu.project_many(x.f32()?, cols, t, &mut parts, None)
         });
     }
 
-    fn norm_matmul_many(&mut self, x: &CudaBuf, norm: &CudaBuf, eps: f32, width: usize, t: usize, normed: &mut CudaBuf, outs: &mut [(&CudaMat, &mut CudaBuf)]) {
-        let folds = self.folds_input_norm() && outs.iter().all(|(w, _)| w.cols == width) && Gpu::can_fuse(width, t, outs.iter().map(|(w, _)| w.rows));
+    fn norm_matmul_many(
+        &mut self,
+        x: &CudaBuf,
+        norm: &CudaBuf,
+        eps: f32,
+        width: usize,
+        t: usize,
+        normed: &mut CudaBuf,
+        outs: &mut [(&CudaMat, &mut CudaBuf)],
+    ) {
+        let folds = self.folds_input_norm()
+            && outs.iter().all(|(w, _)| w.cols == width)
+            && Gpu::can_fuse(width, t, outs.iter().map(|(w, _)| w.rows));
         if !folds {
             self.rms_norm(x, norm, t, width, eps, normed);
             return self.matmul_many(normed, t, outs);
         }
         let rows: usize = outs.iter().map(|(w, _)| w.rows).sum();
-        self.op(|| format!("gemv {rows}x{width} fused, norm folded"), (rows * width * 2) as u64, |b| {
-            let mut parts = projection_parts(outs)?;
-            b.gpu.project_many(x.f32()?, width, t, &mut parts, Some(FoldedNorm { w: norm.bf16()?, eps }))
-        });
+        self.op(
+            || format!("gemv {rows}x{width} fused, norm folded"),
+            (rows * width * 2) as u64,
+            |b| {
+                let mut parts = projection_parts(outs)?;
+                b.gpu.project_many(
+                    x.f32()?,
+                    width,
+                    t,
+                    &mut parts,
+                    Some(FoldedNorm {
+                        w: norm.bf16()?,
+                        eps,
+                    }),
+                )
+            },
+        );
     }
 
-    fn concat(&mut self, a: &CudaBuf, bb: &CudaBuf, t: usize, wa: usize, wb: usize, out: &mut CudaBuf) {
-        self.op(|| "concat".into(), 0, |b| {
-            let s = &b.gpu.stream;
-            let (a, bp) = (super::args::input("concat a", a.f32()?, t * wa, s)?, super::args::input("concat b", bb.f32()?, t * wb, s)?);
-            let o = super::args::output("concat output", out.f32_mut()?, t * (wa + wb), s)?;
-            let cfg = LaunchConfig { grid_dim: ((wa + wb).div_ceil(256) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-            launch!(b.gpu, "concat_rows", cfg, &a, &bp, &o, &dim("width a", wa)?, &dim("width b", wb)?);
-            Ok(())
-        });
+    fn concat(
+        &mut self,
+        a: &CudaBuf,
+        bb: &CudaBuf,
+        t: usize,
+        wa: usize,
+        wb: usize,
+        out: &mut CudaBuf,
+    ) {
+        self.op(
+            || "concat".into(),
+            0,
+            |b| {
+                let s = &b.gpu.stream;
+                let (a, bp) = (
+                    super::args::input("concat a", a.f32()?, t * wa, s)?,
+                    super::args::input("concat b", bb.f32()?, t * wb, s)?,
+                );
+                let o = super::args::output("concat output", out.f32_mut()?, t * (wa + wb), s)?;
+                let cfg = LaunchConfig {
+                    grid_dim: ((wa + wb).div_ceil(256) as u32, t as u32, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                launch!(
+                    b.gpu,
+                    "concat_rows",
+                    cfg,
+                    &a,
+                    &bp,
+                    &o,
+                    &dim("width a", wa)?,
+                    &dim("width b", wb)?
+                );
+                Ok(())
+            },
+        );
     }
 
-    fn gdn_conv(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, x: &CudaBuf, t: usize, out: &mut CudaBuf) {
+    fn gdn_conv(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        pool: &mut CudaSlice<u8>,
+        slots: SlotPair,
+        x: &CudaBuf,
+        t: usize,
+        out: &mut CudaBuf,
+    ) {
         let c = cfg.conv_channels();
-        self.op(|| "gdn_conv".into(), (2 * cfg.conv_slot_bytes()) as u64, |b| {
-            let s = &b.gpu.stream;
-            let base = super::args::output("state pool", pool, 0, s)?;
-            let xp = super::args::input("gdn conv input", x.f32()?, t * c, s)?;
-            let wp = conv_taps(w.conv.bf16()?, c, s)?;
-            let op = super::args::output("gdn conv output", out.f32_mut()?, t * c, s)?;
-            b.gpu.gdn_conv_at(xp, wp, base + slots.src as u64, base + slots.dst as u64, op, t, c)
-        });
+        self.op(
+            || "gdn_conv".into(),
+            (2 * cfg.conv_slot_bytes()) as u64,
+            |b| {
+                let s = &b.gpu.stream;
+                let base = super::args::output("state pool", pool, 0, s)?;
+                let xp = super::args::input("gdn conv input", x.f32()?, t * c, s)?;
+                let wp = conv_taps(w.conv.bf16()?, c, s)?;
+                let op = super::args::output("gdn conv output", out.f32_mut()?, t * c, s)?;
+                b.gpu.gdn_conv_at(
+                    xp,
+                    wp,
+                    base + slots.src as u64,
+                    base + slots.dst as u64,
+                    op,
+                    t,
+                    c,
+                )
+            },
+        );
     }
 
-    fn gdn_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, qkv: &CudaBuf, bb: &CudaBuf, a: &CudaBuf, t: usize, out: &mut CudaBuf) {
+    fn gdn_recurrence(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        pool: &mut CudaSlice<u8>,
+        slots: SlotPair,
+        qkv: &CudaBuf,
+        bb: &CudaBuf,
+        a: &CudaBuf,
+        t: usize,
+        out: &mut CudaBuf,
+    ) {
         self.gdn_step(cfg, w, pool, slots, (qkv, bb, a), t, out, None, None);
     }
 
-    fn gdn_recurrence_gated(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: SlotPair, qkv: &CudaBuf, bb: &CudaBuf, a: &CudaBuf, z: &CudaBuf, t: usize, o: &mut CudaBuf, out: &mut CudaBuf) {
-        self.gdn_step(cfg, w, pool, slots, (qkv, bb, a), t, o, Some((z, out)), None);
+    fn gdn_recurrence_gated(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        pool: &mut CudaSlice<u8>,
+        slots: SlotPair,
+        qkv: &CudaBuf,
+        bb: &CudaBuf,
+        a: &CudaBuf,
+        z: &CudaBuf,
+        t: usize,
+        o: &mut CudaBuf,
+        out: &mut CudaBuf,
+    ) {
+        self.gdn_step(
+            cfg,
+            w,
+            pool,
+            slots,
+            (qkv, bb, a),
+            t,
+            o,
+            Some((z, out)),
+            None,
+        );
     }
 
     /// One launch: the conv runs inside the step, and `conv` is left unwritten.
-    fn gdn_conv_recurrence(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, pool: &mut CudaSlice<u8>, slots: (SlotPair, SlotPair), proj: (&CudaBuf, &CudaBuf, &CudaBuf), t: usize, (_conv, o): (&mut CudaBuf, &mut CudaBuf), gate: Option<(&CudaBuf, &mut CudaBuf)>) {
+    fn gdn_conv_recurrence(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        pool: &mut CudaSlice<u8>,
+        slots: (SlotPair, SlotPair),
+        proj: (&CudaBuf, &CudaBuf, &CudaBuf),
+        t: usize,
+        (_conv, o): (&mut CudaBuf, &mut CudaBuf),
+        gate: Option<(&CudaBuf, &mut CudaBuf)>,
+    ) {
         self.gdn_step(cfg, w, pool, slots.1, proj, t, o, gate, Some(slots.0));
     }
 
-    fn gated_norm(&mut self, cfg: &ModelConfig, w: &GdnWeights<Self>, o: &CudaBuf, z: &CudaBuf, t: usize, out: &mut CudaBuf) {
+    fn gated_norm(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &GdnWeights<Self>,
+        o: &CudaBuf,
+        z: &CudaBuf,
+        t: usize,
+        out: &mut CudaBuf,
+    ) {
         let (hv, dv, eps) = (cfg.gdn_value_heads, cfg.gdn_value_dim, cfg.rms_eps as f32);
-        self.op(|| "gated_norm".into(), 0, |b| b.gpu.rmsnorm_gated(o.f32()?, z.f32()?, w.norm.bf16()?, out.f32_mut()?, t * hv, dv, eps));
+        self.op(
+            || "gated_norm".into(),
+            0,
+            |b| {
+                b.gpu.rmsnorm_gated(
+                    o.f32()?,
+                    z.f32()?,
+                    w.norm.bf16()?,
+                    out.f32_mut()?,
+                    t * hv,
+                    dv,
+                    eps,
+                )
+            },
+        );
     }
 
-    fn attention(&mut self, cfg: &ModelConfig, w: &AttnWeights<Self>, rope: &CudaBuf, qg: &CudaBuf, k: &CudaBuf, v: &CudaBuf, cache: &mut KvCache<Self>, pos0: usize, t: usize, out: &mut CudaBuf) {
+    fn attention(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &AttnWeights<Self>,
+        rope: &CudaBuf,
+        qg: &CudaBuf,
+        k: &CudaBuf,
+        v: &CudaBuf,
+        cache: &mut KvCache<Self>,
+        pos0: usize,
+        t: usize,
+        out: &mut CudaBuf,
+    ) {
         // Keys and values read: the live context at the last position, both caches.
         let bytes = 2 * (pos0 + t) * cfg.attn_kv_heads * cfg.attn_head_dim * 2;
-        self.op(|| "attention".into(), bytes as u64, |b| b.attention_groups(w, rope, qg, k, v, cache, pos0, t, out));
+        self.op(
+            || "attention".into(),
+            bytes as u64,
+            |b| b.attention_groups(w, rope, qg, k, v, cache, pos0, t, out),
+        );
     }
 
-    fn ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, x: &CudaBuf, t: usize, acc: &mut CudaBuf) {
+    fn ffn_add(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &FfnWeights<Self>,
+        x: &CudaBuf,
+        t: usize,
+        acc: &mut CudaBuf,
+    ) {
         self.ffn(cfg, w, FfnInput::Rows(x), t, acc);
     }
 
-    fn norm_ffn_add(&mut self, cfg: &ModelConfig, w: &FfnWeights<Self>, norm: &CudaBuf, eps: f32, t: usize, normed: &mut CudaBuf, x: &mut CudaBuf) {
+    fn norm_ffn_add(
+        &mut self,
+        cfg: &ModelConfig,
+        w: &FfnWeights<Self>,
+        norm: &CudaBuf,
+        eps: f32,
+        t: usize,
+        normed: &mut CudaBuf,
+        x: &mut CudaBuf,
+    ) {
         if self.ffn_folds_norm(w, t) {
             return self.ffn(cfg, w, FfnInput::Residual { norm, eps }, t, x);
         }
@@ -815,7 +1469,15 @@ impl Backend for CudaBackend {
     /// A decode MoE after its layer's output projection has the router's logits computed in
     /// the projection's launch and only the routing in a launch of its own
     /// (`ENGINE_ROUTER_IN_OUT`); anything else runs step by step.
-    fn out_norm_ffn_add(&mut self, cfg: &ModelConfig, layer: OutFfn<'_, Self>, t: usize, normed: &mut CudaBuf, x: &mut CudaBuf, between: impl FnOnce(&mut Self)) {
+    fn out_norm_ffn_add(
+        &mut self,
+        cfg: &ModelConfig,
+        layer: OutFfn<'_, Self>,
+        t: usize,
+        normed: &mut CudaBuf,
+        x: &mut CudaBuf,
+        between: impl FnOnce(&mut Self),
+    ) {
         let key = layer.out.data.device_ptr(&self.gpu.stream).0;
         let through_bytes = self.through_out.get(&key).map(RouterThroughOut::bytes);
         let (Some(through_bytes), true) = (through_bytes, (1..=MAX_T).contains(&t)) else {
@@ -825,7 +1487,16 @@ impl Backend for CudaBackend {
         let h = cfg.hidden;
         // The projection, the router carried through it, and the MoE.
         let bytes = 2 * h * layer.out.cols + through_bytes + moe_step_bytes(layer.ffn, cfg);
-        self.op(|| format!("gemv {}x{} += with the router's rows, and moe", h, layer.out.cols), bytes as u64, |b| b.out_moe_add(&layer, key, t, x));
+        self.op(
+            || {
+                format!(
+                    "gemv {}x{} += with the router's rows, and moe",
+                    h, layer.out.cols
+                )
+            },
+            bytes as u64,
+            |b| b.out_moe_add(&layer, key, t, x),
+        );
     }
 
     fn derive_weights(&mut self, cfg: &ModelConfig, w: &Weights<Self>) -> Result<()> {
@@ -835,20 +1506,49 @@ impl Backend for CudaBackend {
         for lw in w.layers.iter().chain([&w.mtp.layer]) {
             self.derive_through_out(cfg, lw)?;
         }
-        self.gpu.synchronize().context("making the router through the output projections")
+        self.gpu
+            .synchronize()
+            .context("making the router through the output projections")
     }
 
-    fn lm_head_argmax(&mut self, head: &CudaMat, x: &CudaBuf, row0: usize, rows: usize, out: &mut CudaSlice<i32>, at: usize) {
+    fn lm_head_argmax(
+        &mut self,
+        head: &CudaMat,
+        x: &CudaBuf,
+        row0: usize,
+        rows: usize,
+        out: &mut CudaSlice<i32>,
+        at: usize,
+    ) {
         let (v, h) = (head.rows, head.cols);
-        self.op(|| "lm_head_argmax".into(), (v * h * 2) as u64, |b| {
-            let p = b.prep.as_mut().context("prepare() first")?;
-            let x = x.f32()?.slice(row0 * h..(row0 + rows) * h);
-            b.gpu.lm_head_argmax(&head.data, &x, &mut p.argmax, &mut out.slice_mut(at..at + rows), v, h, rows)
-        });
+        self.op(
+            || "lm_head_argmax".into(),
+            (v * h * 2) as u64,
+            |b| {
+                let p = b.prep.as_mut().context("prepare() first")?;
+                let x = x.f32()?.slice(row0 * h..(row0 + rows) * h);
+                b.gpu.lm_head_argmax(
+                    &head.data,
+                    &x,
+                    &mut p.argmax,
+                    &mut out.slice_mut(at..at + rows),
+                    v,
+                    h,
+                    rows,
+                )
+            },
+        );
     }
 
     /// The software prefetch arms are CPU arms: the GPU path has none and reports `off`.
-    fn prefetch_state(&mut self, _pool: &CudaSlice<u8>, _offset: usize, _bytes: usize, _mode: Prefetch) {}
+    fn prefetch_state(
+        &mut self,
+        _pool: &CudaSlice<u8>,
+        _offset: usize,
+        _bytes: usize,
+        _mode: Prefetch,
+    ) {
+    }
 
     fn prefetch_counts(&self) -> PrefetchCounts {
         PrefetchCounts::default()
@@ -862,10 +1562,36 @@ fn moe_step_bytes(w: &FfnWeights<CudaBackend>, cfg: &ModelConfig) -> usize {
 }
 
 /// The device views of an MoE layer's weights, and its shape.
-fn moe_weights<'a>(w: &'a FfnWeights<CudaBackend>, cfg: &ModelConfig) -> (MoeWeights<'a, CudaSlice<bf16>>, MoeShape) {
-    let FfnWeights::Moe { router, experts, shared, shared_gate, top_k } = w else { unreachable!("called for MoE only") };
-    let Ffn::Moe { experts: e, expert_size, shared_size, .. } = cfg.ffn else { unreachable!("MoE config") };
-    let shape = MoeShape { experts: e, top_k: *top_k, hidden: cfg.hidden, expert_dim: expert_size, shared_dim: shared_size };
+fn moe_weights<'a>(
+    w: &'a FfnWeights<CudaBackend>,
+    cfg: &ModelConfig,
+) -> (MoeWeights<'a, CudaSlice<bf16>>, MoeShape) {
+    let FfnWeights::Moe {
+        router,
+        experts,
+        shared,
+        shared_gate,
+        top_k,
+    } = w
+    else {
+        unreachable!("called for MoE only")
+    };
+    let Ffn::Moe {
+        experts: e,
+        expert_size,
+        shared_size,
+        ..
+    } = cfg.ffn
+    else {
+        unreachable!("MoE config")
+    };
+    let shape = MoeShape {
+        experts: e,
+        top_k: *top_k,
+        hidden: cfg.hidden,
+        expert_dim: expert_size,
+        shared_dim: shared_size,
+    };
     let weights = MoeWeights {
         router: &router.data,
         gate: &experts.gate.data,
@@ -891,7 +1617,13 @@ mod tests {
         }
         let mut cfg = ModelConfig::preset("qwen3.6-35b-a3b").unwrap();
         (cfg.gdn_key_heads, cfg.gdn_value_heads) = (4, 32);
-        let err = format!("{:#}", check_shape(&cfg).expect_err("8 value heads per key head passed"));
-        assert!(err.contains("8 value heads per key head") && err.contains("at most 4"), "{err}");
+        let err = format!(
+            "{:#}",
+            check_shape(&cfg).expect_err("8 value heads per key head passed")
+        );
+        assert!(
+            err.contains("8 value heads per key head") && err.contains("at most 4"),
+            "{err}"
+        );
     }
 }

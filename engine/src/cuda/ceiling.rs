@@ -16,14 +16,27 @@ impl Gpu {
     /// data: the median of 10 timed launches after 2 warm-up launches. Use several times the
     /// L2 size (GPU.md measured with 4 GiB).
     pub fn measure_read_ceiling_gbs(&self, bytes: usize) -> Result<f64> {
-        ensure!(bytes >= 16 && bytes.is_multiple_of(16), "read ceiling buffer of {bytes} B: give a positive multiple of 16");
-        let mut data = self.stream.alloc_zeros::<bf16>(bytes / 2).with_context(|| format!("allocating {bytes} B for the read ceiling"))?;
+        ensure!(
+            bytes >= 16 && bytes.is_multiple_of(16),
+            "read ceiling buffer of {bytes} B: give a positive multiple of 16"
+        );
+        let mut data = self
+            .stream
+            .alloc_zeros::<bf16>(bytes / 2)
+            .with_context(|| format!("allocating {bytes} B for the read ceiling"))?;
         // Non-zero data: zeros can be compressed and read faster than weights.
         self.fill_synthetic(&mut data, 1, synthetic_key("read_ceiling"), 1.0, 0.5)?;
         let blocks = self.info.sm_count * 4;
-        let mut sink = self.stream.alloc_zeros::<f32>(blocks as usize).context("allocating the read ceiling sink")?;
+        let mut sink = self
+            .stream
+            .alloc_zeros::<f32>(blocks as usize)
+            .context("allocating the read ceiling sink")?;
         let n = (bytes / 16) as u64;
-        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (512, 1, 1),
+            shared_mem_bytes: 0,
+        };
         let ms = self.time_median_ms(2, 10, || {
             let data = super::args::input("read ceiling data", &data, 0, &self.stream)?;
             let sink = super::args::output("read ceiling sink", &mut sink, 0, &self.stream)?;
@@ -42,7 +55,10 @@ impl Gpu {
     /// wait that let a block through early is an error, not a fast number. The barrier needs
     /// every block resident at once: run it with the device to itself.
     pub fn measure_stage_sync_us(&self) -> Result<StageSync> {
-        let mut values = self.stream.alloc_zeros::<u32>(2 * self.info.sm_count as usize).context("allocating the handoff values")?;
+        let mut values = self
+            .stream
+            .alloc_zeros::<u32>(2 * self.info.sm_count as usize)
+            .context("allocating the handoff values")?;
         Ok(StageSync {
             launch_us: self.launch_chain_us(None)?,
             launch_handoff_us: self.launch_chain_us(Some(&mut values))?,
@@ -53,7 +69,11 @@ impl Gpu {
 
     /// The shape both ways of waiting are measured at: one block of 128 threads per SM.
     fn stage_config(&self) -> LaunchConfig {
-        LaunchConfig { grid_dim: (self.info.sm_count, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 }
+        LaunchConfig {
+            grid_dim: (self.info.sm_count, 1, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        }
     }
 
     /// µs a launch of `stage_step` costs in a graph of [`STAGE_LAUNCHES`]. With `handoff` (two
@@ -75,9 +95,14 @@ impl Gpu {
             }
             Ok(())
         })?;
-        let ms = self.time_median_ms(STAGE_WARMUP, STAGE_REPS, || graph.launch().context("launching the stage graph"))?;
+        let ms = self.time_median_ms(STAGE_WARMUP, STAGE_REPS, || {
+            graph.launch().context("launching the stage graph")
+        })?;
         if let Some(v) = handoff {
-            let last = self.stream.clone_dtoh(&v.slice(..blocks)).context("reading the handoff values back")?;
+            let last = self
+                .stream
+                .clone_dtoh(&v.slice(..blocks))
+                .context("reading the handoff values back")?;
             self.synchronize()?;
             let launches = ((STAGE_WARMUP + STAGE_REPS) * STAGE_LAUNCHES) as u32;
             ensure!(last.iter().all(|&n| n == launches), "a dependent launch read the launch before it too early: after {launches} launches the values are {last:?}");
@@ -94,7 +119,10 @@ impl Gpu {
             Some(v) => super::args::output("barrier slots", v, 2 * blocks, &self.stream)?,
             None => 0,
         };
-        let mut count = self.stream.alloc_zeros::<u32>(1).context("allocating the barrier counter")?;
+        let mut count = self
+            .stream
+            .alloc_zeros::<u32>(1)
+            .context("allocating the barrier counter")?;
         let mut timed = |rounds: i32| {
             self.time_median_ms(STAGE_WARMUP, STAGE_REPS, || {
                 self.stream.memset_zeros(&mut count)?;
@@ -102,13 +130,23 @@ impl Gpu {
                     self.stream.memset_zeros(v)?;
                 }
                 let c = super::args::output("barrier counter", &mut count, 1, &self.stream)?;
-                launch!(self, "grid_barriers", self.stage_config(), &c, &slots, &rounds);
+                launch!(
+                    self,
+                    "grid_barriers",
+                    self.stage_config(),
+                    &c,
+                    &slots,
+                    &rounds
+                );
                 Ok(())
             })
         };
         let (none, many) = (timed(0)?, timed(STAGE_ROUNDS)?);
         if let Some(v) = handoff {
-            let early = self.stream.clone_dtoh(&v.slice(blocks..)).context("reading the barrier check back")?;
+            let early = self
+                .stream
+                .clone_dtoh(&v.slice(blocks..))
+                .context("reading the barrier check back")?;
             self.synchronize()?;
             ensure!(early.iter().all(|&n| n == 0), "the grid barrier let blocks through before every block had arrived (rounds seen early, per block: {early:?})");
         }
@@ -182,12 +220,29 @@ impl Gpu {
     pub fn chain_data(&self, stages: &[Stage]) -> Result<ChainData> {
         ensure!(!stages.is_empty(), "a chain needs at least one stage");
         let len: Vec<u64> = stages.iter().map(|s| s.bytes.div_ceil(16)).collect();
-        let start: Vec<u64> = len.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect();
+        let start: Vec<u64> = len
+            .iter()
+            .scan(0, |at, &l| Some(std::mem::replace(at, *at + l)))
+            .collect();
         let chunks: u64 = len.iter().sum();
-        let mut data = self.stream.alloc_zeros::<bf16>((8 * chunks.max(1)) as usize).with_context(|| format!("allocating the chain's {} B", 16 * chunks))?;
+        let mut data = self
+            .stream
+            .alloc_zeros::<bf16>((8 * chunks.max(1)) as usize)
+            .with_context(|| format!("allocating the chain's {} B", 16 * chunks))?;
         self.fill_synthetic(&mut data, 1, synthetic_key("chain"), 1.0, 0.5)?;
-        let (start_dev, len_dev) = (self.stream.clone_htod(&start)?, self.stream.clone_htod(&len)?);
-        Ok(ChainData { data, start, len, start_dev, len_dev, known: stages.iter().map(|s| s.early).collect(), chunks })
+        let (start_dev, len_dev) = (
+            self.stream.clone_htod(&start)?,
+            self.stream.clone_htod(&len)?,
+        );
+        Ok(ChainData {
+            data,
+            start,
+            len,
+            start_dev,
+            len_dev,
+            known: stages.iter().map(|s| s.early).collect(),
+            chunks,
+        })
     }
 
     /// µs a token of `chain` takes, one block of 512 threads per SM, each stage waiting for
@@ -197,23 +252,46 @@ impl Gpu {
     /// `Launches`, a graph of a token's launches (median of 5 replays after one, each
     /// replayed `tokens` times). Every chunk must be read once a token (an error otherwise).
     /// The persistent launch's blocks wait for each other: run it with the device to itself.
-    pub fn time_chain_us(&self, chain: &ChainData, form: ChainForm, tokens: usize, batch: usize, early: ChainEarly) -> Result<f64> {
-        ensure!(CHAIN_BATCHES.contains(&batch), "chain batch {batch}: the kernels load {CHAIN_BATCHES:?} chunks a thread");
+    pub fn time_chain_us(
+        &self,
+        chain: &ChainData,
+        form: ChainForm,
+        tokens: usize,
+        batch: usize,
+        early: ChainEarly,
+    ) -> Result<f64> {
+        ensure!(
+            CHAIN_BATCHES.contains(&batch),
+            "chain batch {batch}: the kernels load {CHAIN_BATCHES:?} chunks a thread"
+        );
         let blocks = self.info.sm_count as usize;
         let mut slots = self.stream.alloc_zeros::<u32>(blocks)?;
         let mut read = self.stream.alloc_zeros::<u64>(1)?;
         let mut sink = self.stream.alloc_zeros::<u32>(blocks)?;
-        let data = super::args::input("chain data", &chain.data, 8 * chain.chunks as usize, &self.stream)?;
+        let data = super::args::input(
+            "chain data",
+            &chain.data,
+            8 * chain.chunks as usize,
+            &self.stream,
+        )?;
         let sl = super::args::output("chain slots", &mut slots, blocks, &self.stream)?;
         let r = super::args::output("chain chunks read", &mut read, 1, &self.stream)?;
         let sk = super::args::output("chain sink", &mut sink, blocks, &self.stream)?;
-        let out = ChainOut { data, slots: sl, read: r, sink: sk };
+        let out = ChainOut {
+            data,
+            slots: sl,
+            read: r,
+            sink: sk,
+        };
         let flags = chain.early_flags(early);
         let ms = match form {
             ChainForm::Persistent => self.chain_persistent_ms(chain, &flags, tokens, batch, out)?,
             ChainForm::Launches => self.chain_launches_ms(chain, &flags, tokens, batch, out)?,
         } / tokens as f64;
-        let got = self.stream.clone_dtoh(&read).context("reading the chain's chunk count back")?;
+        let got = self
+            .stream
+            .clone_dtoh(&read)
+            .context("reading the chain's chunk count back")?;
         self.synchronize()?;
         let want = chain.chunks * (tokens * (1 + CHAIN_REPS)) as u64;
         ensure!(got[0] == want, "the chain ({form:?}, batch {batch}) read {} chunks in {} runs of {tokens} tokens, not the stages' {want}", got[0], 1 + CHAIN_REPS);
@@ -232,7 +310,14 @@ struct ChainOut {
 
 impl Gpu {
     /// ms of `tokens` tokens of `chain` in one `chain_stages_b{batch}` launch.
-    fn chain_persistent_ms(&self, chain: &ChainData, flags: &[i32], tokens: usize, batch: usize, out: ChainOut) -> Result<f64> {
+    fn chain_persistent_ms(
+        &self,
+        chain: &ChainData,
+        flags: &[i32],
+        tokens: usize,
+        batch: usize,
+        out: ChainOut,
+    ) -> Result<f64> {
         let n = chain.len.len();
         let flags = self.stream.clone_htod(flags)?;
         let mut count = self.stream.alloc_zeros::<u32>(1)?;
@@ -240,30 +325,70 @@ impl Gpu {
         let st = super::args::input("chain starts", &chain.start_dev, n, &self.stream)?;
         let ln = super::args::input("chain lengths", &chain.len_dev, n, &self.stream)?;
         let fl = super::args::input("chain flags", &flags, n, &self.stream)?;
-        let (stages, t) = (super::args::dim("chain stages", n)?, super::args::dim("chain tokens", tokens)?);
+        let (stages, t) = (
+            super::args::dim("chain stages", n)?,
+            super::args::dim("chain tokens", tokens)?,
+        );
         let name = format!("chain_stages_b{batch}");
         self.time_median_ms(1, CHAIN_REPS, || {
             self.stream.memset_zeros(&mut count)?;
-            launch!(self, name, self.chain_config(), &out.data, &st, &ln, &fl, &stages, &t, &c, &out.slots, &out.read, &out.sink);
+            launch!(
+                self,
+                name,
+                self.chain_config(),
+                &out.data,
+                &st,
+                &ln,
+                &fl,
+                &stages,
+                &t,
+                &c,
+                &out.slots,
+                &out.read,
+                &out.sink
+            );
             Ok(())
         })
     }
 
     /// ms of `tokens` replays of a graph of `chain_launch_b{batch}`, a launch a stage.
-    fn chain_launches_ms(&self, chain: &ChainData, flags: &[i32], tokens: usize, batch: usize, out: ChainOut) -> Result<f64> {
+    fn chain_launches_ms(
+        &self,
+        chain: &ChainData,
+        flags: &[i32],
+        tokens: usize,
+        batch: usize,
+        out: ChainOut,
+    ) -> Result<f64> {
         let name = format!("chain_launch_b{batch}");
         let graph = self.capture(|gpu| {
             for ((&start, &len), &flag) in chain.start.iter().zip(&chain.len).zip(flags) {
-                launch!(gpu, name, self.chain_config(), &(out.data + 16 * start), &len, &flag, &out.slots, &out.read, &out.sink);
+                launch!(
+                    gpu,
+                    name,
+                    self.chain_config(),
+                    &(out.data + 16 * start),
+                    &len,
+                    &flag,
+                    &out.slots,
+                    &out.read,
+                    &out.sink
+                );
             }
             Ok(())
         })?;
-        self.time_median_ms(1, CHAIN_REPS, || (0..tokens).try_for_each(|_| graph.launch().context("launching the chain graph")))
+        self.time_median_ms(1, CHAIN_REPS, || {
+            (0..tokens).try_for_each(|_| graph.launch().context("launching the chain graph"))
+        })
     }
 
     /// One block of [`CHAIN_THREADS`] per SM.
     fn chain_config(&self) -> LaunchConfig {
-        LaunchConfig { grid_dim: (self.info.sm_count, 1, 1), block_dim: (CHAIN_THREADS, 1, 1), shared_mem_bytes: 0 }
+        LaunchConfig {
+            grid_dim: (self.info.sm_count, 1, 1),
+            block_dim: (CHAIN_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        }
     }
 }
 
@@ -298,10 +423,20 @@ mod tests {
 
     #[test]
     fn the_chain_launch_shape_mirrors_its_kernel() {
-        assert_defines("ceiling.cu", &[("CHAIN_THREADS", super::CHAIN_THREADS as usize)]);
-        let source = super::super::nvrtc::KERNEL_FILES.iter().find(|f| f.name == "ceiling.cu").unwrap().source;
+        assert_defines(
+            "ceiling.cu",
+            &[("CHAIN_THREADS", super::CHAIN_THREADS as usize)],
+        );
+        let source = super::super::nvrtc::KERNEL_FILES
+            .iter()
+            .find(|f| f.name == "ceiling.cu")
+            .unwrap()
+            .source;
         for batch in super::CHAIN_BATCHES {
-            assert!(source.contains(&format!("CHAIN_KERNELS({batch})")), "kernels/ceiling.cu has no chain kernels of batch {batch}");
+            assert!(
+                source.contains(&format!("CHAIN_KERNELS({batch})")),
+                "kernels/ceiling.cu has no chain kernels of batch {batch}"
+            );
         }
     }
 }

@@ -73,28 +73,46 @@ impl Gpu {
                 info.compute_capability.1
             );
         }
-        let timeline = timeline_capacity.map(|n| Timeline::new(&stream, n)).transpose()?;
+        let timeline = timeline_capacity
+            .map(|n| Timeline::new(&stream, n))
+            .transpose()?;
         let functions = load_kernels(&ctx, &stream, timeline.as_ref())?;
-        Ok(Self { ctx, stream, info, options: super::GpuOptions::default(), functions, timeline, blas: Mutex::default() })
+        Ok(Self {
+            ctx,
+            stream,
+            info,
+            options: super::GpuOptions::default(),
+            functions,
+            timeline,
+            blas: Mutex::default(),
+        })
     }
 
     /// A loaded kernel by its `extern "C"` name.
     pub(crate) fn function(&self, name: &str) -> Result<&CudaFunction> {
-        self.functions.get(name).with_context(|| format!("kernel {name} is not in kernels/"))
+        self.functions
+            .get(name)
+            .with_context(|| format!("kernel {name} is not in kernels/"))
     }
 
     /// Registers a thread and local memory a thread (stack frame and spills) of a loaded kernel,
     /// as the driver assembled its PTX.
     pub fn kernel_registers(&self, name: &str) -> Result<(u32, u32)> {
         let f = self.function(name)?;
-        let registers = f.num_regs().with_context(|| format!("reading the registers of kernel {name}"))?;
-        let local = f.local_size_bytes().with_context(|| format!("reading the local memory of kernel {name}"))?;
+        let registers = f
+            .num_regs()
+            .with_context(|| format!("reading the registers of kernel {name}"))?;
+        let local = f
+            .local_size_bytes()
+            .with_context(|| format!("reading the local memory of kernel {name}"))?;
         Ok((registers as u32, local as u32))
     }
 
     /// Waits for all work queued on the stream and reports any asynchronous kernel error.
     pub fn synchronize(&self) -> Result<()> {
-        self.stream.synchronize().context("CUDA stream synchronize (a kernel failed)")
+        self.stream
+            .synchronize()
+            .context("CUDA stream synchronize (a kernel failed)")
     }
 }
 
@@ -110,35 +128,53 @@ fn open_context(ordinal: usize) -> Result<Arc<CudaContext>> {
     if ordinal >= count as usize {
         bail!("no CUDA device {ordinal}: the driver sees {count} device(s), numbered from 0");
     }
-    CudaContext::new(ordinal).with_context(|| format!("creating a CUDA context on device {ordinal}"))
+    CudaContext::new(ordinal)
+        .with_context(|| format!("creating a CUDA context on device {ordinal}"))
 }
 
 fn read_info(ctx: &Arc<CudaContext>) -> Result<DeviceInfo> {
-    let attr = |a: Attr| ctx.attribute(a).with_context(|| format!("reading device attribute {a:?}"));
+    let attr = |a: Attr| {
+        ctx.attribute(a)
+            .with_context(|| format!("reading device attribute {a:?}"))
+    };
     Ok(DeviceInfo {
         name: ctx.name().context("reading the device name")?,
-        compute_capability: ctx.compute_capability().context("reading the compute capability")?,
+        compute_capability: ctx
+            .compute_capability()
+            .context("reading the compute capability")?,
         sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
         l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
-        persisting_l2_max_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE)? as usize,
-        access_policy_max_window_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE)? as usize,
+        persisting_l2_max_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE)?
+            as usize,
+        access_policy_max_window_bytes: attr(
+            Attr::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE,
+        )? as usize,
         total_mem_bytes: ctx.total_mem().context("reading the device memory size")?,
     })
 }
 
 /// Loads every kernel; with a timeline, compiled to note their launches into it.
-fn load_kernels(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, timeline: Option<&Timeline>) -> Result<HashMap<String, CudaFunction>> {
+fn load_kernels(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    timeline: Option<&Timeline>,
+) -> Result<HashMap<String, CudaFunction>> {
     let compiler = Compiler::new(default_cache_dir())?;
-    let compiler = if timeline.is_some() { compiler.with_timeline() } else { compiler };
+    let compiler = if timeline.is_some() {
+        compiler.with_timeline()
+    } else {
+        compiler
+    };
     let mut functions = HashMap::new();
     for file in KERNEL_FILES {
         let ptx = compiler.ptx(file)?;
         let names = entry_points(&ptx);
-        let module = ctx
-            .load_module(Ptx::from_src(ptx))
-            .with_context(|| format!("loading the PTX of kernels/{} into the context", file.name))?;
+        let module = ctx.load_module(Ptx::from_src(ptx)).with_context(|| {
+            format!("loading the PTX of kernels/{} into the context", file.name)
+        })?;
         if let Some(timeline) = timeline {
-            set_timeline_sink(&module, stream, timeline).with_context(|| format!("pointing kernels/{} at the timeline", file.name))?;
+            set_timeline_sink(&module, stream, timeline)
+                .with_context(|| format!("pointing kernels/{} at the timeline", file.name))?;
         }
         for name in names {
             let f = module
@@ -146,8 +182,11 @@ fn load_kernels(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, timeline: Opti
                 .with_context(|| format!("loading kernel {name} of kernels/{}", file.name))?;
             // sm_90 runs clusters of more than 8 blocks (up to 16) only for kernels that allow
             // them; the attribute changes nothing for launches without clusters.
-            f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
-                .with_context(|| format!("allowing clusters of 16 blocks for kernel {name}"))?;
+            f.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                1,
+            )
+            .with_context(|| format!("allowing clusters of 16 blocks for kernel {name}"))?;
             functions.insert(name, f);
         }
     }
@@ -155,12 +194,22 @@ fn load_kernels(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, timeline: Opti
 }
 
 /// Writes where the timeline's notes go into the module's `timeline_sink` (kernels/common.cuh).
-fn set_timeline_sink(module: &Arc<CudaModule>, stream: &Arc<CudaStream>, timeline: &Timeline) -> Result<()> {
+fn set_timeline_sink(
+    module: &Arc<CudaModule>,
+    stream: &Arc<CudaStream>,
+    timeline: &Timeline,
+) -> Result<()> {
     let sink = timeline.sink(stream);
     let mut global = module.get_global("timeline_sink", stream)?;
-    ensure!(global.len() == std::mem::size_of_val(&sink), "timeline_sink is {} bytes, not the {} the host writes", global.len(), std::mem::size_of_val(&sink));
+    ensure!(
+        global.len() == std::mem::size_of_val(&sink),
+        "timeline_sink is {} bytes, not the {} the host writes",
+        global.len(),
+        std::mem::size_of_val(&sink)
+    );
     // Safety: the global is three 8-byte words (two addresses and a count), as checked above.
-    let mut words = unsafe { global.transmute_mut::<u64>(sink.len()) }.context("viewing timeline_sink as words")?;
+    let mut words = unsafe { global.transmute_mut::<u64>(sink.len()) }
+        .context("viewing timeline_sink as words")?;
     stream.memcpy_htod(&sink, &mut words)?;
     Ok(())
 }

@@ -23,15 +23,16 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use anyhow::{bail, ensure, Context, Result};
 use cudarc::driver::sys::{
-    self, CUaccessPolicyWindow, CUaccessProperty, CUgraph, CUgraphNode, CUgraphNodeType, CUlaunchAttributeID,
-    CUlaunchAttributeValue, CUlimit,
+    self, CUaccessPolicyWindow, CUaccessProperty, CUgraph, CUgraphNode, CUgraphNodeType,
+    CUlaunchAttributeID, CUlaunchAttributeValue, CUlimit,
 };
 use cudarc::driver::{CudaContext, CudaGraph, CudaSlice, DevicePtr};
 
 use super::{DeviceInfo, Gpu};
 
 /// Help text for the variables (for `engine bench --help`).
-pub const L2_ENV_HELP: &str = "  ENGINE_L2=off|window|reserve-only|structural-zero|null   [default: off]
+pub const L2_ENV_HELP: &str =
+    "  ENGINE_L2=off|window|reserve-only|structural-zero|null   [default: off]
       window:          access-policy window over the whole GDN state pool (hitProp persisting,
                        missProp normal) on every kernel node of the decode graph, plus the
                        persisting reserve min(persistingL2CacheMaxSize, pool)
@@ -63,7 +64,10 @@ const MODES: [(&str, L2Mode); 5] = [
 
 impl L2Mode {
     pub fn name(self) -> &'static str {
-        MODES.iter().find(|(_, m)| *m == self).map_or("off", |(n, _)| n)
+        MODES
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map_or("off", |(n, _)| n)
     }
 }
 
@@ -86,7 +90,11 @@ pub struct L2Arm {
 
 impl Default for L2Arm {
     fn default() -> Self {
-        L2Arm { mode: L2Mode::Off, hit_ratio: HitRatio::Clamp, guard: true }
+        L2Arm {
+            mode: L2Mode::Off,
+            hit_ratio: HitRatio::Clamp,
+            guard: true,
+        }
     }
 }
 
@@ -104,7 +112,10 @@ impl L2Arm {
                 Some((_, m)) => *m,
                 None => {
                     let allowed: Vec<_> = MODES.iter().map(|(n, _)| *n).collect();
-                    bail!("unknown value `{v}` for environment variable ENGINE_L2; allowed: {}", allowed.join(", "))
+                    bail!(
+                        "unknown value `{v}` for environment variable ENGINE_L2; allowed: {}",
+                        allowed.join(", ")
+                    )
                 }
             },
         };
@@ -118,9 +129,15 @@ impl L2Arm {
         let guard = match lookup("ENGINE_L2_GUARD").as_deref() {
             None | Some("on") => true,
             Some("off") => false,
-            Some(v) => bail!("unknown value `{v}` for environment variable ENGINE_L2_GUARD; allowed: on, off"),
+            Some(v) => bail!(
+                "unknown value `{v}` for environment variable ENGINE_L2_GUARD; allowed: on, off"
+            ),
         };
-        Ok(L2Arm { mode, hit_ratio, guard })
+        Ok(L2Arm {
+            mode,
+            hit_ratio,
+            guard,
+        })
     }
 }
 
@@ -135,7 +152,10 @@ pub struct L2Limits {
 
 impl L2Limits {
     pub fn of(info: &DeviceInfo) -> Self {
-        L2Limits { persisting_max: info.persisting_l2_max_bytes, max_window: info.access_policy_max_window_bytes }
+        L2Limits {
+            persisting_max: info.persisting_l2_max_bytes,
+            max_window: info.access_policy_max_window_bytes,
+        }
     }
 }
 
@@ -153,12 +173,20 @@ pub struct L2Plan {
 
 /// Decides the reserve, the window and the guard for `arm` over a pool of `pool_bytes`.
 pub fn plan(arm: &L2Arm, limits: L2Limits, pool_bytes: usize) -> Result<L2Plan> {
-    let nothing = |guard| L2Plan { reserve_bytes: 0, window_bytes: 0, hit_ratio: 0.0, guard };
+    let nothing = |guard| L2Plan {
+        reserve_bytes: 0,
+        window_bytes: 0,
+        hit_ratio: 0.0,
+        guard,
+    };
     if matches!(arm.mode, L2Mode::Off | L2Mode::Null) {
         return Ok(nothing(None));
     }
     let name = arm.mode.name();
-    ensure!(pool_bytes > 0, "ENGINE_L2={name}: the state pool is empty (0 bytes); this model has no GDN state to pin");
+    ensure!(
+        pool_bytes > 0,
+        "ENGINE_L2={name}: the state pool is empty (0 bytes); this model has no GDN state to pin"
+    );
     ensure!(
         limits.persisting_max > 0,
         "ENGINE_L2={name}: the device reports persistingL2CacheMaxSize = 0 (no L2 persistence); use ENGINE_L2=off"
@@ -173,13 +201,23 @@ pub fn plan(arm: &L2Arm, limits: L2Limits, pool_bytes: usize) -> Result<L2Plan> 
     }
     let reserve_bytes = limits.persisting_max.min(pool_bytes);
     if arm.mode == L2Mode::ReserveOnly {
-        return Ok(L2Plan { reserve_bytes, window_bytes: 0, hit_ratio: 0.0, guard: None });
+        return Ok(L2Plan {
+            reserve_bytes,
+            window_bytes: 0,
+            hit_ratio: 0.0,
+            guard: None,
+        });
     }
     let hit_ratio = match arm.hit_ratio {
         HitRatio::Clamp => (reserve_bytes as f64 / pool_bytes as f64) as f32,
         HitRatio::Fixed(r) => r,
     };
-    Ok(L2Plan { reserve_bytes, window_bytes: pool_bytes, hit_ratio, guard: None })
+    Ok(L2Plan {
+        reserve_bytes,
+        window_bytes: pool_bytes,
+        hit_ratio,
+        guard: None,
+    })
 }
 
 /// `1234567` as `1,234,567`.
@@ -216,12 +254,16 @@ fn holders() -> MutexGuard<'static, BTreeMap<usize, Holders>> {
     static HOLDERS: OnceLock<Mutex<BTreeMap<usize, Holders>>> = OnceLock::new();
     // A panic elsewhere while holding the lock leaves the map consistent (it is only changed
     // after the driver call succeeded), so a poisoned lock is still usable.
-    HOLDERS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+    HOLDERS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// The persisting-L2 limit the device's context holds now (`cuCtxGetLimit`).
 pub fn persisting_limit(ctx: &CudaContext) -> Result<usize> {
-    ctx.bind_to_thread().context("binding the CUDA context to read the persisting L2 limit")?;
+    ctx.bind_to_thread()
+        .context("binding the CUDA context to read the persisting L2 limit")?;
     let mut value = 0usize;
     unsafe { sys::cuCtxGetLimit(&mut value, CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE) }
         .result()
@@ -230,10 +272,16 @@ pub fn persisting_limit(ctx: &CudaContext) -> Result<usize> {
 }
 
 fn set_persisting_limit(ctx: &CudaContext, bytes: usize) -> Result<()> {
-    ctx.bind_to_thread().context("binding the CUDA context to set the persisting L2 limit")?;
+    ctx.bind_to_thread()
+        .context("binding the CUDA context to set the persisting L2 limit")?;
     unsafe { sys::cuCtxSetLimit(CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE, bytes) }
         .result()
-        .with_context(|| format!("cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, {} B)", grouped(bytes)))
+        .with_context(|| {
+            format!(
+                "cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, {} B)",
+                grouped(bytes)
+            )
+        })
 }
 
 /// A held request for the device-wide persisting L2 reserve. While any handle on a device
@@ -259,11 +307,23 @@ impl L2Reserve {
         };
         if largest.is_none_or(|l| bytes > l) {
             set_persisting_limit(ctx, bytes).with_context(|| {
-                format!("taking a persisting L2 reserve of {} B on device {ordinal}", grouped(bytes))
+                format!(
+                    "taking a persisting L2 reserve of {} B on device {ordinal}",
+                    grouped(bytes)
+                )
             })?;
         }
-        all.entry(ordinal).or_insert(Holders { original, requests: Vec::new() }).requests.push(bytes);
-        Ok(L2Reserve { ctx: ctx.clone(), bytes })
+        all.entry(ordinal)
+            .or_insert(Holders {
+                original,
+                requests: Vec::new(),
+            })
+            .requests
+            .push(bytes);
+        Ok(L2Reserve {
+            ctx: ctx.clone(),
+            bytes,
+        })
     }
 
     /// The bytes this handle requested.
@@ -281,7 +341,9 @@ impl Drop for L2Reserve {
     fn drop(&mut self) {
         let mut all = holders();
         let ordinal = self.ctx.ordinal();
-        let Some(h) = all.get_mut(&ordinal) else { return };
+        let Some(h) = all.get_mut(&ordinal) else {
+            return;
+        };
         let before = h.largest();
         if let Some(i) = h.requests.iter().position(|&r| r == self.bytes) {
             h.requests.swap_remove(i);
@@ -293,12 +355,17 @@ impl Drop for L2Reserve {
                 let original = h.original;
                 all.remove(&ordinal);
                 set_persisting_limit(&self.ctx, original).and_then(|()| {
-                    unsafe { sys::cuCtxResetPersistingL2Cache() }.result().context("cuCtxResetPersistingL2Cache")
+                    unsafe { sys::cuCtxResetPersistingL2Cache() }
+                        .result()
+                        .context("cuCtxResetPersistingL2Cache")
                 })
             }
         };
         if let Err(e) = result {
-            eprintln!("l2: releasing the persisting L2 reserve of {} B on device {ordinal}: {e:#}", grouped(self.bytes));
+            eprintln!(
+                "l2: releasing the persisting L2 reserve of {} B on device {ordinal}: {e:#}",
+                grouped(self.bytes)
+            );
         }
     }
 }
@@ -330,7 +397,9 @@ impl Window {
 
 /// The window `gpu.stream` applies to launches now (`cuStreamGetAttribute`); 0 bytes: none.
 pub fn stream_window(gpu: &Gpu) -> Result<Window> {
-    gpu.ctx.bind_to_thread().context("binding the CUDA context to read the stream's window")?;
+    gpu.ctx
+        .bind_to_thread()
+        .context("binding the CUDA context to read the stream's window")?;
     let mut value: CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
     let id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
     unsafe { sys::cuStreamGetAttribute(gpu.stream.cu_stream(), id, &mut value) }
@@ -340,7 +409,9 @@ pub fn stream_window(gpu: &Gpu) -> Result<Window> {
 }
 
 fn set_stream_window(gpu: &Gpu, base: u64, bytes: usize, hit_ratio: f32) -> Result<()> {
-    gpu.ctx.bind_to_thread().context("binding the CUDA context to set the stream's window")?;
+    gpu.ctx
+        .bind_to_thread()
+        .context("binding the CUDA context to set the stream's window")?;
     let mut value: CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
     value.accessPolicyWindow = CUaccessPolicyWindow {
         base_ptr: base as *mut std::ffi::c_void,
@@ -392,16 +463,29 @@ impl L2Session {
         }
         let decoy = match arm.mode == L2Mode::StructuralZero && plan.window_bytes > 0 {
             true => Some(gpu.stream.alloc_zeros::<u8>(pool_bytes).with_context(|| {
-                format!("allocating the structural-zero decoy of {} B", grouped(pool_bytes))
+                format!(
+                    "allocating the structural-zero decoy of {} B",
+                    grouped(pool_bytes)
+                )
             })?),
             false => None,
         };
-        let window_base = decoy.as_ref().map_or(pool_ptr, |d| d.device_ptr(&gpu.stream).0);
+        let window_base = decoy
+            .as_ref()
+            .map_or(pool_ptr, |d| d.device_ptr(&gpu.stream).0);
         let reserve = match plan.reserve_bytes {
             0 => None,
             bytes => Some(L2Reserve::take(&gpu.ctx, bytes)?),
         };
-        Ok(L2Session { arm: *arm, plan, window_base, refusal: OnceLock::new(), ctx: gpu.ctx.clone(), _decoy: decoy, _reserve: reserve })
+        Ok(L2Session {
+            arm: *arm,
+            plan,
+            window_base,
+            refusal: OnceLock::new(),
+            ctx: gpu.ctx.clone(),
+            _decoy: decoy,
+            _reserve: reserve,
+        })
     }
 
     pub fn arm(&self) -> &L2Arm {
@@ -431,7 +515,12 @@ impl L2Session {
         if self.arm.mode == L2Mode::Off {
             return Ok(());
         }
-        let set = set_stream_window(gpu, self.window_base, self.plan.window_bytes, self.plan.hit_ratio);
+        let set = set_stream_window(
+            gpu,
+            self.window_base,
+            self.plan.window_bytes,
+            self.plan.hit_ratio,
+        );
         match set {
             Err(e) if !self.arm.guard => {
                 let message = format!("ENGINE_L2_GUARD=off: the driver refused the window: {e:#}");
@@ -452,7 +541,11 @@ impl L2Session {
         }
         set_stream_window(gpu, 0, 0, 0.0)?;
         let left = stream_window(gpu)?;
-        ensure!(left.bytes == 0, "the stream still carries a {} B window after clearing it", grouped(left.bytes));
+        ensure!(
+            left.bytes == 0,
+            "the stream still carries a {} B window after clearing it",
+            grouped(left.bytes)
+        );
         Ok(())
     }
 
@@ -493,11 +586,19 @@ pub struct GraphWindows {
 /// Reads the access-policy window of every kernel node of `graphs` (captured in `ctx`; stream capture gives
 /// flat graphs: no child-graph nodes to descend into). Fails when windowed nodes disagree.
 pub fn graph_windows(ctx: &CudaContext, graphs: &[&CudaGraph]) -> Result<GraphWindows> {
-    ctx.bind_to_thread().context("binding the CUDA context to read the graphs")?;
-    let mut out = GraphWindows { kernel_nodes: 0, windowed_nodes: 0, window: None };
+    ctx.bind_to_thread()
+        .context("binding the CUDA context to read the graphs")?;
+    let mut out = GraphWindows {
+        kernel_nodes: 0,
+        windowed_nodes: 0,
+        window: None,
+    };
     for (g, graph) in graphs.iter().enumerate() {
         for node in graph_nodes(graph.cu_graph()).with_context(|| format!("graph {g}"))? {
-            let Some(window) = kernel_node_window(node).with_context(|| format!("graph {g}"))? else { continue };
+            let Some(window) = kernel_node_window(node).with_context(|| format!("graph {g}"))?
+            else {
+                continue;
+            };
             out.kernel_nodes += 1;
             if window.bytes == 0 {
                 continue;
@@ -506,7 +607,9 @@ pub fn graph_windows(ctx: &CudaContext, graphs: &[&CudaGraph]) -> Result<GraphWi
             match out.window {
                 None => out.window = Some(window),
                 Some(first) if first == window => {}
-                Some(first) => bail!("graph {g}: kernel nodes carry different windows: {first:?} and {window:?}"),
+                Some(first) => bail!(
+                    "graph {g}: kernel nodes carry different windows: {first:?} and {window:?}"
+                ),
             }
         }
     }
@@ -515,9 +618,13 @@ pub fn graph_windows(ctx: &CudaContext, graphs: &[&CudaGraph]) -> Result<GraphWi
 
 fn graph_nodes(graph: CUgraph) -> Result<Vec<CUgraphNode>> {
     let mut count = 0usize;
-    unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }.result().context("cuGraphGetNodes (count)")?;
+    unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }
+        .result()
+        .context("cuGraphGetNodes (count)")?;
     let mut nodes = vec![std::ptr::null_mut(); count];
-    unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) }.result().context("cuGraphGetNodes")?;
+    unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) }
+        .result()
+        .context("cuGraphGetNodes")?;
     nodes.truncate(count);
     Ok(nodes)
 }
@@ -560,7 +667,14 @@ pub struct L2Audit {
 impl L2Audit {
     /// The reading where no GPU ran: no graph, no window, no reserve.
     pub fn no_device() -> L2Audit {
-        L2Audit { arm: L2Mode::Off.name(), window: None, reserve_bytes: 0, kernel_nodes: 0, windowed_nodes: 0, guard_fired: false }
+        L2Audit {
+            arm: L2Mode::Off.name(),
+            window: None,
+            reserve_bytes: 0,
+            kernel_nodes: 0,
+            windowed_nodes: 0,
+            guard_fired: false,
+        }
     }
 
     /// The CSV columns, in the order of [`L2Audit::values`].
@@ -594,21 +708,35 @@ mod tests {
     use super::*;
 
     /// The H200's limits (GPU.md); the arithmetic below does not depend on them being real.
-    const H200: L2Limits = L2Limits { persisting_max: 39_321_600, max_window: 134_217_728 };
+    const H200: L2Limits = L2Limits {
+        persisting_max: 39_321_600,
+        max_window: 134_217_728,
+    };
     const POOL_35B: usize = 128_778_240;
     const POOL_27B: usize = 307_888_128;
 
     fn env<'a>(vars: &'a [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     fn arm(mode: L2Mode, hit_ratio: HitRatio, guard: bool) -> L2Arm {
-        L2Arm { mode, hit_ratio, guard }
+        L2Arm {
+            mode,
+            hit_ratio,
+            guard,
+        }
     }
 
     #[test]
     fn arm_defaults_to_off_clamp_guarded() {
-        assert_eq!(L2Arm::from_lookup(|_| None).unwrap(), arm(L2Mode::Off, HitRatio::Clamp, true));
+        assert_eq!(
+            L2Arm::from_lookup(|_| None).unwrap(),
+            arm(L2Mode::Off, HitRatio::Clamp, true)
+        );
     }
 
     #[test]
@@ -618,9 +746,20 @@ mod tests {
             assert_eq!(a.mode, mode);
             assert_eq!(mode.name(), name);
         }
-        let a = L2Arm::from_lookup(env(&[("ENGINE_L2", "window"), ("ENGINE_L2_HIT_RATIO", "0.75"), ("ENGINE_L2_GUARD", "off")]));
-        assert_eq!(a.unwrap(), arm(L2Mode::Window, HitRatio::Fixed(0.75), false));
-        let a = L2Arm::from_lookup(env(&[("ENGINE_L2_HIT_RATIO", "1"), ("ENGINE_L2_GUARD", "on")])).unwrap();
+        let a = L2Arm::from_lookup(env(&[
+            ("ENGINE_L2", "window"),
+            ("ENGINE_L2_HIT_RATIO", "0.75"),
+            ("ENGINE_L2_GUARD", "off"),
+        ]));
+        assert_eq!(
+            a.unwrap(),
+            arm(L2Mode::Window, HitRatio::Fixed(0.75), false)
+        );
+        let a = L2Arm::from_lookup(env(&[
+            ("ENGINE_L2_HIT_RATIO", "1"),
+            ("ENGINE_L2_GUARD", "on"),
+        ]))
+        .unwrap();
         assert_eq!((a.hit_ratio, a.guard), (HitRatio::Fixed(1.0), true));
         let a = L2Arm::from_lookup(env(&[("ENGINE_L2_HIT_RATIO", "clamp")])).unwrap();
         assert_eq!(a.hit_ratio, HitRatio::Clamp);
@@ -628,38 +767,92 @@ mod tests {
 
     #[test]
     fn arm_rejects_unknown_values_naming_the_variable_and_the_choices() {
-        let e = L2Arm::from_lookup(env(&[("ENGINE_L2", "windows")])).unwrap_err().to_string();
-        assert!(e.contains("ENGINE_L2;") && e.contains("`windows`") && e.contains("reserve-only, structural-zero, null"), "{e}");
+        let e = L2Arm::from_lookup(env(&[("ENGINE_L2", "windows")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ENGINE_L2;")
+                && e.contains("`windows`")
+                && e.contains("reserve-only, structural-zero, null"),
+            "{e}"
+        );
         for bad in ["0", "1.5", "-0.5", "NaN", "abc", ""] {
-            let e = L2Arm::from_lookup(env(&[("ENGINE_L2_HIT_RATIO", bad)])).unwrap_err().to_string();
-            assert!(e.contains("ENGINE_L2_HIT_RATIO") && e.contains("clamp") && e.contains(&format!("`{bad}`")), "{e}");
+            let e = L2Arm::from_lookup(env(&[("ENGINE_L2_HIT_RATIO", bad)]))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("ENGINE_L2_HIT_RATIO")
+                    && e.contains("clamp")
+                    && e.contains(&format!("`{bad}`")),
+                "{e}"
+            );
         }
-        let e = L2Arm::from_lookup(env(&[("ENGINE_L2_GUARD", "no")])).unwrap_err().to_string();
-        assert!(e.contains("ENGINE_L2_GUARD") && e.contains("on, off"), "{e}");
+        let e = L2Arm::from_lookup(env(&[("ENGINE_L2_GUARD", "no")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ENGINE_L2_GUARD") && e.contains("on, off"),
+            "{e}"
+        );
     }
 
     #[test]
     fn clamp_gives_reserve_over_pool() {
         let p = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), H200, POOL_35B).unwrap();
-        assert_eq!((p.reserve_bytes, p.window_bytes, p.guard.as_deref()), (39_321_600, POOL_35B, None));
+        assert_eq!(
+            (p.reserve_bytes, p.window_bytes, p.guard.as_deref()),
+            (39_321_600, POOL_35B, None)
+        );
         assert_eq!(p.hit_ratio, (39_321_600f64 / POOL_35B as f64) as f32);
         assert!((p.hit_ratio - 0.305_343_5).abs() < 1e-6, "{}", p.hit_ratio);
         // A pool smaller than the largest reserve is reserved whole and hit fully.
-        let p = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), H200, 10_000_000).unwrap();
-        assert_eq!((p.reserve_bytes, p.window_bytes, p.hit_ratio), (10_000_000, 10_000_000, 1.0));
+        let p = plan(
+            &arm(L2Mode::Window, HitRatio::Clamp, true),
+            H200,
+            10_000_000,
+        )
+        .unwrap();
+        assert_eq!(
+            (p.reserve_bytes, p.window_bytes, p.hit_ratio),
+            (10_000_000, 10_000_000, 1.0)
+        );
     }
 
     #[test]
     fn fixed_ratio_is_kept_and_controls_share_the_window_geometry() {
-        let w = plan(&arm(L2Mode::Window, HitRatio::Fixed(0.75), true), H200, POOL_35B).unwrap();
+        let w = plan(
+            &arm(L2Mode::Window, HitRatio::Fixed(0.75), true),
+            H200,
+            POOL_35B,
+        )
+        .unwrap();
         assert_eq!(w.hit_ratio, 0.75);
-        let z = plan(&arm(L2Mode::StructuralZero, HitRatio::Fixed(0.75), true), H200, POOL_35B).unwrap();
+        let z = plan(
+            &arm(L2Mode::StructuralZero, HitRatio::Fixed(0.75), true),
+            H200,
+            POOL_35B,
+        )
+        .unwrap();
         assert_eq!(z, w);
-        let r = plan(&arm(L2Mode::ReserveOnly, HitRatio::Clamp, true), H200, POOL_35B).unwrap();
+        let r = plan(
+            &arm(L2Mode::ReserveOnly, HitRatio::Clamp, true),
+            H200,
+            POOL_35B,
+        )
+        .unwrap();
         assert_eq!((r.reserve_bytes, r.window_bytes), (39_321_600, 0));
         for mode in [L2Mode::Off, L2Mode::Null] {
             let n = plan(&arm(mode, HitRatio::Clamp, true), H200, POOL_27B).unwrap();
-            assert_eq!(n, L2Plan { reserve_bytes: 0, window_bytes: 0, hit_ratio: 0.0, guard: None }, "{mode:?}");
+            assert_eq!(
+                n,
+                L2Plan {
+                    reserve_bytes: 0,
+                    window_bytes: 0,
+                    hit_ratio: 0.0,
+                    guard: None
+                },
+                "{mode:?}"
+            );
         }
     }
 
@@ -669,42 +862,90 @@ mod tests {
             let p = plan(&arm(mode, HitRatio::Clamp, true), H200, POOL_27B).unwrap();
             assert_eq!((p.reserve_bytes, p.window_bytes), (0, 0), "{mode:?}");
             let m = p.guard.expect("guard fired");
-            assert!(m.contains("307,888,128 B") && m.contains("134,217,728 B") && m.contains("ENGINE_L2_GUARD=off"), "{m}");
+            assert!(
+                m.contains("307,888,128 B")
+                    && m.contains("134,217,728 B")
+                    && m.contains("ENGINE_L2_GUARD=off"),
+                "{m}"
+            );
         }
-        let edge = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), H200, H200.max_window).unwrap();
+        let edge = plan(
+            &arm(L2Mode::Window, HitRatio::Clamp, true),
+            H200,
+            H200.max_window,
+        )
+        .unwrap();
         assert_eq!((edge.window_bytes, edge.guard), (H200.max_window, None));
-        let wider = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), H200, H200.max_window + 1).unwrap();
+        let wider = plan(
+            &arm(L2Mode::Window, HitRatio::Clamp, true),
+            H200,
+            H200.max_window + 1,
+        )
+        .unwrap();
         assert!(wider.guard.is_some());
     }
 
     #[test]
     fn unguarded_plan_sends_the_wide_window() {
         let p = plan(&arm(L2Mode::Window, HitRatio::Clamp, false), H200, POOL_27B).unwrap();
-        assert_eq!((p.reserve_bytes, p.window_bytes, p.guard), (39_321_600, POOL_27B, None));
+        assert_eq!(
+            (p.reserve_bytes, p.window_bytes, p.guard),
+            (39_321_600, POOL_27B, None)
+        );
         assert_eq!(p.hit_ratio, (39_321_600f64 / POOL_27B as f64) as f32);
     }
 
     #[test]
     fn plan_rejects_an_empty_pool_and_a_device_without_persistence() {
-        let e = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), H200, 0).unwrap_err().to_string();
-        assert!(e.contains("ENGINE_L2=window") && e.contains("0 bytes"), "{e}");
-        let none = L2Limits { persisting_max: 0, max_window: 0 };
-        let e = plan(&arm(L2Mode::ReserveOnly, HitRatio::Clamp, true), none, POOL_35B).unwrap_err().to_string();
-        assert!(e.contains("persistingL2CacheMaxSize = 0") && e.contains("ENGINE_L2=off"), "{e}");
+        let e = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), H200, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ENGINE_L2=window") && e.contains("0 bytes"),
+            "{e}"
+        );
+        let none = L2Limits {
+            persisting_max: 0,
+            max_window: 0,
+        };
+        let e = plan(
+            &arm(L2Mode::ReserveOnly, HitRatio::Clamp, true),
+            none,
+            POOL_35B,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("persistingL2CacheMaxSize = 0") && e.contains("ENGINE_L2=off"),
+            "{e}"
+        );
     }
 
     #[test]
     fn audit_row_matches_its_columns() {
         let audit = L2Audit {
             arm: "window",
-            window: Some(Window { base: 0x1000, bytes: POOL_35B, hit_ratio: 0.5, persisting: true }),
+            window: Some(Window {
+                base: 0x1000,
+                bytes: POOL_35B,
+                hit_ratio: 0.5,
+                persisting: true,
+            }),
             reserve_bytes: 39_321_600,
             kernel_nodes: 61,
             windowed_nodes: 61,
             guard_fired: false,
         };
-        assert_eq!(audit.values(), ["window", "128778240", "39321600", "0.5", "61", "61", "0"]);
-        let off = L2Audit { arm: "off", window: None, guard_fired: true, ..audit };
+        assert_eq!(
+            audit.values(),
+            ["window", "128778240", "39321600", "0.5", "61", "61", "0"]
+        );
+        let off = L2Audit {
+            arm: "off",
+            window: None,
+            guard_fired: true,
+            ..audit
+        };
         assert_eq!(off.values()[1..4], ["0", "39321600", "0"]);
         assert_eq!(off.values()[6], "1");
         assert_eq!(L2Audit::COLUMNS.len(), off.values().len());
@@ -712,6 +953,14 @@ mod tests {
 
     #[test]
     fn sizes_are_grouped_by_thousands() {
-        assert_eq!([grouped(0), grouped(999), grouped(1000), grouped(307_888_128)], ["0", "999", "1,000", "307,888,128"]);
+        assert_eq!(
+            [
+                grouped(0),
+                grouped(999),
+                grouped(1000),
+                grouped(307_888_128)
+            ],
+            ["0", "999", "1,000", "307,888,128"]
+        );
     }
 }

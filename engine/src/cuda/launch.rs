@@ -61,7 +61,12 @@ impl Gpu {
 
     /// How many clusters of `cluster` blocks of kernel `name`, launched as `cfg`, the device
     /// runs at once.
-    pub(crate) fn max_active_clusters(&self, name: &str, cfg: LaunchConfig, cluster: [u32; 3]) -> anyhow::Result<usize> {
+    pub(crate) fn max_active_clusters(
+        &self,
+        name: &str,
+        cfg: LaunchConfig,
+        cluster: [u32; 3],
+    ) -> anyhow::Result<usize> {
         let f = self.function(name)?;
         self.ctx.bind_to_thread()?;
         let mut attrs = LaunchAttrs::new(false, Some(cluster));
@@ -101,9 +106,13 @@ struct LaunchAttrs {
 impl LaunchAttrs {
     fn new(pdl: bool, cluster: Option<[u32; 3]>) -> Self {
         // SAFETY: the attributes are plain C data, for which all zeros is a valid value.
-        let mut attrs = Self { list: unsafe { std::mem::zeroed() }, count: 0 };
+        let mut attrs = Self {
+            list: unsafe { std::mem::zeroed() },
+            count: 0,
+        };
         if pdl {
-            let a = attrs.push(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+            let a = attrs
+                .push(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
             a.value.programmaticStreamSerializationAllowed = 1;
         }
         if let Some([x, y, z]) = cluster {
@@ -131,7 +140,10 @@ mod tests {
     fn early_bits_are_the_kernels() {
         for (name, bit) in [("EARLY_L2", EARLY_L2), ("EARLY_REGS", EARLY_REGS)] {
             let define = format!("#define {name} {bit} ");
-            assert!(super::super::nvrtc::COMMON.contains(&define), "kernels/common.cuh lacks `{define}`");
+            assert!(
+                super::super::nvrtc::COMMON.contains(&define),
+                "kernels/common.cuh lacks `{define}`"
+            );
         }
     }
 }

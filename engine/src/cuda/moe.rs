@@ -57,12 +57,28 @@ struct DownLaunch {
 }
 
 fn down_launch(t: usize) -> DownLaunch {
-    if t == 1 { DownLaunch { kernel: "moe_down", rows: 1, warps: 1 } } else { DownLaunch { kernel: "moe_down_rows2", rows: 2, warps: MOE_WARPS } }
+    if t == 1 {
+        DownLaunch {
+            kernel: "moe_down",
+            rows: 1,
+            warps: 1,
+        }
+    } else {
+        DownLaunch {
+            kernel: "moe_down_rows2",
+            rows: 2,
+            warps: MOE_WARPS,
+        }
+    }
 }
 
 /// A grid of `blocks` x `t` blocks of `warps` warps.
 fn warps_config(blocks: usize, t: usize, warps: usize) -> LaunchConfig {
-    LaunchConfig { grid_dim: (blocks as u32, t as u32, 1), block_dim: (warps as u32 * 32, 1, 1), shared_mem_bytes: 0 }
+    LaunchConfig {
+        grid_dim: (blocks as u32, t as u32, 1),
+        block_dim: (warps as u32 * 32, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -78,10 +94,27 @@ pub struct MoeShape {
 
 impl MoeShape {
     fn check(&self) -> Result<()> {
-        ensure!(self.experts <= MAX_EXPERTS, "MoE with {} experts: the router kernel takes at most {MAX_EXPERTS}", self.experts);
-        ensure!((1..=MAX_TOP_K.min(self.experts)).contains(&self.top_k), "MoE top-k {} must be 1..={} and at most the {} experts", self.top_k, MAX_TOP_K, self.experts);
-        for (what, v) in [("hidden", self.hidden), ("expert", self.expert_dim), ("shared expert", self.shared_dim)] {
-            ensure!(v > 0 && v % 8 == 0, "MoE {what} size {v} must be a positive multiple of 8");
+        ensure!(
+            self.experts <= MAX_EXPERTS,
+            "MoE with {} experts: the router kernel takes at most {MAX_EXPERTS}",
+            self.experts
+        );
+        ensure!(
+            (1..=MAX_TOP_K.min(self.experts)).contains(&self.top_k),
+            "MoE top-k {} must be 1..={} and at most the {} experts",
+            self.top_k,
+            MAX_TOP_K,
+            self.experts
+        );
+        for (what, v) in [
+            ("hidden", self.hidden),
+            ("expert", self.expert_dim),
+            ("shared expert", self.shared_dim),
+        ] {
+            ensure!(
+                v > 0 && v % 8 == 0,
+                "MoE {what} size {v} must be a positive multiple of 8"
+            );
         }
         Ok(())
     }
@@ -140,7 +173,17 @@ impl Gpu {
     /// experts read `rmsnorm(x)` instead: the router folds the norm into its rows and
     /// writes the normalised rows for gate‖up (`scratch.normed`).
     #[allow(clippy::too_many_arguments)]
-    pub fn moe<W: DevicePtr<bf16>>(&self, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape, accumulate: bool, norm: Option<FoldedNorm>) -> Result<()> {
+    pub fn moe<W: DevicePtr<bf16>>(
+        &self,
+        x: &impl DevicePtr<f32>,
+        w: &MoeWeights<'_, W>,
+        scratch: &mut MoeScratch,
+        y: &mut impl DevicePtrMut<f32>,
+        t: usize,
+        s: MoeShape,
+        accumulate: bool,
+        norm: Option<FoldedNorm>,
+    ) -> Result<()> {
         let xp = input("moe input", x, t * s.hidden, &self.stream)?;
         let yp = output("moe output", y, t * s.hidden, &self.stream)?;
         self.moe_at(xp, w, scratch, yp, t, s, accumulate, norm)
@@ -150,14 +193,38 @@ impl Gpu {
     /// be the same rows: the residual stream, read (normalised) by the router and gate‖up,
     /// then added onto by the down projection, a launch later.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn moe_at<W: DevicePtr<bf16>>(&self, xp: u64, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: u64, t: usize, s: MoeShape, accumulate: bool, norm: Option<FoldedNorm>) -> Result<()> {
+    pub(crate) fn moe_at<W: DevicePtr<bf16>>(
+        &self,
+        xp: u64,
+        w: &MoeWeights<'_, W>,
+        scratch: &mut MoeScratch,
+        y: u64,
+        t: usize,
+        s: MoeShape,
+        accumulate: bool,
+        norm: Option<FoldedNorm>,
+    ) -> Result<()> {
         let args = MoeArgs::new(self, xp, w, scratch, y, t, s, accumulate, norm)?;
-        MoeStage::ALL.into_iter().try_for_each(|stage| args.launch(self, stage))
+        MoeStage::ALL
+            .into_iter()
+            .try_for_each(|stage| args.launch(self, stage))
     }
 
     /// [`Gpu::out_moe_at`] on buffers: x `[t][hidden]` the residual stream, a `[t][cols]`.
     #[allow(clippy::too_many_arguments)]
-    pub fn out_moe<W: DevicePtr<bf16>>(&self, x: &mut impl DevicePtrMut<f32>, a: &impl DevicePtr<f32>, out: &W, cols: usize, through: &RouterThroughOut, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, t: usize, s: MoeShape, norm: FoldedNorm) -> Result<()> {
+    pub fn out_moe<W: DevicePtr<bf16>>(
+        &self,
+        x: &mut impl DevicePtrMut<f32>,
+        a: &impl DevicePtr<f32>,
+        out: &W,
+        cols: usize,
+        through: &RouterThroughOut,
+        w: &MoeWeights<'_, W>,
+        scratch: &mut MoeScratch,
+        t: usize,
+        s: MoeShape,
+        norm: FoldedNorm,
+    ) -> Result<()> {
         positions(t)?;
         let xp = output("residual stream", x, t * s.hidden, &self.stream)?;
         let ap = input("mixer output", a, t * cols, &self.stream)?;
@@ -170,48 +237,136 @@ impl Gpu {
     /// `moe_out_logits`) and routed by a launch of one block. `x` `[t][hidden]` is the
     /// residual stream, `a` `[t][cols]`.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn out_moe_at<W: DevicePtr<bf16>>(&self, x: u64, a: u64, out: &W, cols: usize, through: &RouterThroughOut, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, t: usize, s: MoeShape, norm: FoldedNorm) -> Result<()> {
+    pub(crate) fn out_moe_at<W: DevicePtr<bf16>>(
+        &self,
+        x: u64,
+        a: u64,
+        out: &W,
+        cols: usize,
+        through: &RouterThroughOut,
+        w: &MoeWeights<'_, W>,
+        scratch: &mut MoeScratch,
+        t: usize,
+        s: MoeShape,
+        norm: FoldedNorm,
+    ) -> Result<()> {
         ensure!(through.rows == s.experts + 1 && through.cols == cols, "router through the output projection: made for {} rows of {} columns, the MoE has {} experts and the projection {cols} columns", through.rows, through.cols, s.experts);
-        ensure!(routes_after_projection(s), "the routing launch takes a hidden size of at most {ROUTE_HIDDEN}, the MoE has {}", s.hidden);
+        ensure!(
+            routes_after_projection(s),
+            "the routing launch takes a hidden size of at most {ROUTE_HIDDEN}, the MoE has {}",
+            s.hidden
+        );
         let st = &self.stream;
-        let hi = input("router through the output projection", &through.m, 2 * through.rows * cols, st)?;
+        let hi = input(
+            "router through the output projection",
+            &through.m,
+            2 * through.rows * cols,
+            st,
+        )?;
         let out_logits = OutLogits {
             out: input("output projection", out, s.hidden * cols, st)?,
             a,
             cols: dim("output projection cols", cols)?,
             hi,
             lo: hi + (through.rows * cols * std::mem::size_of::<bf16>()) as u64,
-            logits: output("router logits", &mut scratch.logits, t * (s.experts + 1), st)?,
+            logits: output(
+                "router logits",
+                &mut scratch.logits,
+                t * (s.experts + 1),
+                st,
+            )?,
         };
-        let stream = output("residual stream after the projection", &mut scratch.stream, t * s.hidden, st)?;
+        let stream = output(
+            "residual stream after the projection",
+            &mut scratch.stream,
+            t * s.hidden,
+            st,
+        )?;
         let mut args = MoeArgs::new(self, x, w, scratch, x, t, s, true, Some(norm))?;
         args.resid = stream;
         args.out_logits = Some(out_logits);
-        [MoeStage::OutLogits, MoeStage::Route, MoeStage::GateUp, MoeStage::Down].into_iter().try_for_each(|stage| args.launch(self, stage))
+        [
+            MoeStage::OutLogits,
+            MoeStage::Route,
+            MoeStage::GateUp,
+            MoeStage::Down,
+        ]
+        .into_iter()
+        .try_for_each(|stage| args.launch(self, stage))
     }
 
     /// `M = [router; shared expert gate]·diag(1 + norm)·out` for [`Gpu::out_moe_at`], made on
     /// the device in fp64 and kept as two bf16 terms: router `[E][H]`, shared expert gate `[H]`,
     /// norm (the post-attention norm) `[H]`, out `[H][cols]`.
     #[allow(clippy::too_many_arguments)]
-    pub fn router_through_out<W: DevicePtr<bf16>>(&self, router: &W, shared_expert_gate: &W, norm: &W, out: &W, experts: usize, hidden: usize, cols: usize) -> Result<RouterThroughOut> {
+    pub fn router_through_out<W: DevicePtr<bf16>>(
+        &self,
+        router: &W,
+        shared_expert_gate: &W,
+        norm: &W,
+        out: &W,
+        experts: usize,
+        hidden: usize,
+        cols: usize,
+    ) -> Result<RouterThroughOut> {
         ensure!(cols > 0 && cols.is_multiple_of(8), "output projection of {cols} columns: the router's rows through it take a positive multiple of 8");
         let st = &self.stream;
         let rows = experts + 1;
         let mut m = st.alloc_zeros::<bf16>(2 * rows * cols)?;
-        let (wr, sg) = (input("router", router, experts * hidden, st)?, input("shared expert gate", shared_expert_gate, hidden, st)?);
-        let (nw, wo) = (input("post-attention norm", norm, hidden, st)?, input("output projection", out, hidden * cols, st)?);
-        let hi = output("router through the output projection", &mut m, 2 * rows * cols, st)?;
+        let (wr, sg) = (
+            input("router", router, experts * hidden, st)?,
+            input("shared expert gate", shared_expert_gate, hidden, st)?,
+        );
+        let (nw, wo) = (
+            input("post-attention norm", norm, hidden, st)?,
+            input("output projection", out, hidden * cols, st)?,
+        );
+        let hi = output(
+            "router through the output projection",
+            &mut m,
+            2 * rows * cols,
+            st,
+        )?;
         let lo = hi + (rows * cols * std::mem::size_of::<bf16>()) as u64;
-        let cfg = LaunchConfig { grid_dim: (cols.div_ceil(256) as u32, rows.div_ceil(THROUGH_ROWS) as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "moe_router_through_out", cfg, &wr, &sg, &nw, &wo, &dim("experts", experts)?, &dim("hidden", hidden)?, &dim("cols", cols)?, &hi, &lo);
+        let cfg = LaunchConfig {
+            grid_dim: (
+                cols.div_ceil(256) as u32,
+                rows.div_ceil(THROUGH_ROWS) as u32,
+                1,
+            ),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        launch!(
+            self,
+            "moe_router_through_out",
+            cfg,
+            &wr,
+            &sg,
+            &nw,
+            &wo,
+            &dim("experts", experts)?,
+            &dim("hidden", hidden)?,
+            &dim("cols", cols)?,
+            &hi,
+            &lo
+        );
         Ok(RouterThroughOut { m, rows, cols })
     }
 
     /// One of [`Gpu::moe`]'s three launches alone, to time it: `GateUp` and `Down` read the
     /// routing and activations that `scratch` holds from an earlier call.
     #[allow(clippy::too_many_arguments)]
-    pub fn moe_stage<W: DevicePtr<bf16>>(&self, stage: MoeStage, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape) -> Result<()> {
+    pub fn moe_stage<W: DevicePtr<bf16>>(
+        &self,
+        stage: MoeStage,
+        x: &impl DevicePtr<f32>,
+        w: &MoeWeights<'_, W>,
+        scratch: &mut MoeScratch,
+        y: &mut impl DevicePtrMut<f32>,
+        t: usize,
+        s: MoeShape,
+    ) -> Result<()> {
         let xp = input("moe input", x, t * s.hidden, &self.stream)?;
         let yp = output("moe output", y, t * s.hidden, &self.stream)?;
         ensure!(!matches!(stage, MoeStage::OutLogits | MoeStage::Route), "the routing from an output projection's logits runs with its projection only (Gpu::out_moe_at)");
@@ -295,7 +450,17 @@ struct MoeArgs<'a> {
 
 impl<'a> MoeArgs<'a> {
     #[allow(clippy::too_many_arguments)]
-    fn new<W: DevicePtr<bf16>>(gpu: &Gpu, x: u64, w: &MoeWeights<'_, W>, scratch: &mut MoeScratch, y: u64, t: usize, s: MoeShape, accumulate: bool, norm: Option<FoldedNorm<'a>>) -> Result<Self> {
+    fn new<W: DevicePtr<bf16>>(
+        gpu: &Gpu,
+        x: u64,
+        w: &MoeWeights<'_, W>,
+        scratch: &mut MoeScratch,
+        y: u64,
+        t: usize,
+        s: MoeShape,
+        accumulate: bool,
+        norm: Option<FoldedNorm<'a>>,
+    ) -> Result<Self> {
         s.check()?;
         positions(t)?;
         let (e, k, h, i, is) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim);
@@ -304,7 +469,13 @@ impl<'a> MoeArgs<'a> {
         Ok(Self {
             t,
             s,
-            dims: [dim("experts", e)?, dim("top_k", k)?, dim("hidden", h)?, dim("expert", i)?, dim("shared expert", is)?],
+            dims: [
+                dim("experts", e)?,
+                dim("top_k", k)?,
+                dim("hidden", h)?,
+                dim("expert", i)?,
+                dim("shared expert", is)?,
+            ],
             x,
             y,
             resid: y,
@@ -334,27 +505,117 @@ impl<'a> MoeArgs<'a> {
         let early = gpu.early_arg();
         match stage {
             MoeStage::Router => {
-                let cfg = LaunchConfig { grid_dim: (ROUTER_BLOCKS, 1, 1), block_dim: (ROUTER_WARPS * 32, 1, 1), shared_mem_bytes: 0 };
+                let cfg = LaunchConfig {
+                    grid_dim: (ROUTER_BLOCKS, 1, 1),
+                    block_dim: (ROUTER_WARPS * 32, 1, 1),
+                    shared_mem_bytes: 0,
+                };
                 launch!(gpu, format!("{}_t{t}", FoldedNorm::kernel(self.norm, "moe_router")), cfg, cluster Some([ROUTER_BLOCKS, 1, 1]); &self.router, &self.x, &e, &k, &h, &self.shared_expert_gate, &self.idx, &self.wts, &self.nw, &self.eps, &self.normed, &early)
             }
             MoeStage::OutLogits => {
-                let o = self.out_logits.as_ref().context("the output projection's launch needs its projection (Gpu::out_moe_at)")?;
+                let o = self.out_logits.as_ref().context(
+                    "the output projection's launch needs its projection (Gpu::out_moe_at)",
+                )?;
                 let blocks = s.hidden.div_ceil(GEMV_ROWS).max(s.experts + 1);
-                let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-                launch!(gpu, format!("moe_out_logits_t{t}"), cfg, &o.out, &o.a, &self.x, &self.resid, &h, &o.cols, &o.hi, &o.lo, &self.router, &self.shared_expert_gate, &self.nw, &e, &o.logits, &early)
+                let cfg = LaunchConfig {
+                    grid_dim: (blocks as u32, 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                launch!(
+                    gpu,
+                    format!("moe_out_logits_t{t}"),
+                    cfg,
+                    &o.out,
+                    &o.a,
+                    &self.x,
+                    &self.resid,
+                    &h,
+                    &o.cols,
+                    &o.hi,
+                    &o.lo,
+                    &self.router,
+                    &self.shared_expert_gate,
+                    &self.nw,
+                    &e,
+                    &o.logits,
+                    &early
+                )
             }
             MoeStage::Route => {
-                let o = self.out_logits.as_ref().context("the routing from logits needs their projection (Gpu::out_moe_at)")?;
-                let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (ROUTE_WARPS * 32, 1, 1), shared_mem_bytes: 0 };
-                launch!(gpu, format!("moe_route_stream_t{t}"), cfg, &self.resid, &o.logits, &self.nw, &self.eps, &e, &k, &h, &self.normed, &self.idx, &self.wts)
+                let o = self
+                    .out_logits
+                    .as_ref()
+                    .context("the routing from logits needs their projection (Gpu::out_moe_at)")?;
+                let cfg = LaunchConfig {
+                    grid_dim: (1, 1, 1),
+                    block_dim: (ROUTE_WARPS * 32, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                launch!(
+                    gpu,
+                    format!("moe_route_stream_t{t}"),
+                    cfg,
+                    &self.resid,
+                    &o.logits,
+                    &self.nw,
+                    &self.eps,
+                    &e,
+                    &k,
+                    &h,
+                    &self.normed,
+                    &self.idx,
+                    &self.wts
+                )
             }
             MoeStage::GateUp => {
-                let x = if self.norm.is_some() { self.normed } else { self.x };
-                launch!(gpu, "moe_gate_up", warps_config(s.act_len().div_ceil(GATE_UP_WARPS * GATE_UP_ROWS), t, GATE_UP_WARPS), &self.gate, &self.up, &self.shared_gate, &self.shared_up, &self.idx, &x, &self.act, &k, &i, &is, &h, &early)
+                let x = if self.norm.is_some() {
+                    self.normed
+                } else {
+                    self.x
+                };
+                launch!(
+                    gpu,
+                    "moe_gate_up",
+                    warps_config(
+                        s.act_len().div_ceil(GATE_UP_WARPS * GATE_UP_ROWS),
+                        t,
+                        GATE_UP_WARPS
+                    ),
+                    &self.gate,
+                    &self.up,
+                    &self.shared_gate,
+                    &self.shared_up,
+                    &self.idx,
+                    &x,
+                    &self.act,
+                    &k,
+                    &i,
+                    &is,
+                    &h,
+                    &early
+                )
             }
             MoeStage::Down => {
                 let d = down_launch(t);
-                launch!(gpu, d.kernel, warps_config(s.hidden.div_ceil(d.warps * d.rows), t, d.warps), &self.down, &self.shared_down, &self.idx, &self.wts, &self.act, &self.resid, &self.y, &k, &i, &is, &h, &self.accumulate, &early)
+                launch!(
+                    gpu,
+                    d.kernel,
+                    warps_config(s.hidden.div_ceil(d.warps * d.rows), t, d.warps),
+                    &self.down,
+                    &self.shared_down,
+                    &self.idx,
+                    &self.wts,
+                    &self.act,
+                    &self.resid,
+                    &self.y,
+                    &k,
+                    &i,
+                    &is,
+                    &h,
+                    &self.accumulate,
+                    &early
+                )
             }
         }
         Ok(())
@@ -381,7 +642,13 @@ pub struct MoePrefillScratch {
 
 impl MoePrefillScratch {
     pub fn new(gpu: &Gpu, shape: MoeShape, rows: usize) -> Result<Self> {
-        let (e, k, h, i, is) = (shape.experts, shape.top_k, shape.hidden, shape.expert_dim, shape.shared_dim);
+        let (e, k, h, i, is) = (
+            shape.experts,
+            shape.top_k,
+            shape.hidden,
+            shape.expert_dim,
+            shape.shared_dim,
+        );
         let alloc_f = |n: usize| gpu.stream.alloc_zeros::<f32>(n.max(1));
         let alloc_i = |n: usize| gpu.stream.alloc_zeros::<i32>(n.max(1));
         Ok(Self {
@@ -404,9 +671,22 @@ impl Gpu {
     /// per chunk: router GEMM, routing, assignments grouped by expert, tiled gate‖up and down
     /// per expert, a weighted sum in slot order, and the shared expert as three GEMMs.
     #[allow(clippy::too_many_arguments)]
-    pub fn moe_prefill<W: DevicePtr<bf16>>(&self, x: &impl DevicePtr<f32>, w: &MoeWeights<'_, W>, scratch: &mut MoePrefillScratch, y: &mut impl DevicePtrMut<f32>, t: usize, s: MoeShape, accumulate: bool) -> Result<()> {
+    pub fn moe_prefill<W: DevicePtr<bf16>>(
+        &self,
+        x: &impl DevicePtr<f32>,
+        w: &MoeWeights<'_, W>,
+        scratch: &mut MoePrefillScratch,
+        y: &mut impl DevicePtrMut<f32>,
+        t: usize,
+        s: MoeShape,
+        accumulate: bool,
+    ) -> Result<()> {
         s.check()?;
-        ensure!(t >= 1 && t <= scratch.rows, "MoE prefill over {t} positions, its scratch holds {}", scratch.rows);
+        ensure!(
+            t >= 1 && t <= scratch.rows,
+            "MoE prefill over {t} positions, its scratch holds {}",
+            scratch.rows
+        );
         let (e, k, h, i, is) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim);
         self.gemm(x, w.router, &mut scratch.logits, e, h, t, false)?;
         let xp = input("moe input", x, t * h, &self.stream)?;
@@ -416,28 +696,122 @@ impl Gpu {
         let down = input("expert down", w.down, e * h * i, &self.stream)?;
         let logits = input("router logits", &scratch.logits, t * e, &self.stream)?;
         let idx = output("expert ids", &mut scratch.idx, t * k, &self.stream)?;
-        let wts = output("expert weights", &mut scratch.weights, t * (k + 1), &self.stream)?;
+        let wts = output(
+            "expert weights",
+            &mut scratch.weights,
+            t * (k + 1),
+            &self.stream,
+        )?;
         let offsets = output("expert offsets", &mut scratch.offsets, e + 1, &self.stream)?;
         let list = output("expert assignments", &mut scratch.list, t * k, &self.stream)?;
-        let act = output("expert activations", &mut scratch.act, t * k * i, &self.stream)?;
+        let act = output(
+            "expert activations",
+            &mut scratch.act,
+            t * k * i,
+            &self.stream,
+        )?;
         let out = output("expert outputs", &mut scratch.out, t * k * h, &self.stream)?;
-        let (ed, kd, hd, id, isd, nd) = (dim("experts", e)?, dim("top_k", k)?, dim("hidden", h)?, dim("expert", i)?, dim("shared expert", is)?, dim("assignments", t * k)?);
+        let (ed, kd, hd, id, isd, nd) = (
+            dim("experts", e)?,
+            dim("top_k", k)?,
+            dim("hidden", h)?,
+            dim("expert", i)?,
+            dim("shared expert", is)?,
+            dim("assignments", t * k)?,
+        );
 
         let per_block = 8;
-        let cfg = LaunchConfig { grid_dim: (t.div_ceil(per_block) as u32, 1, 1), block_dim: (per_block as u32 * 32, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "moe_route", cfg, &logits, &ed, &kd, &xp, &sg, &hd, &dim("positions", t)?, &idx, &wts);
-        let one_block = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "moe_group", one_block, &idx, &nd, &ed, &offsets, &list);
-        let tiles = |n: usize| LaunchConfig { grid_dim: (n.div_ceil(64) as u32, e as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "moe_gate_up_grouped", tiles(i), &gate, &up, &offsets, &list, &xp, &act, &kd, &id, &hd);
-        launch!(self, "moe_down_grouped", tiles(h), &down, &offsets, &list, &act, &out, &id, &hd);
+        let cfg = LaunchConfig {
+            grid_dim: (t.div_ceil(per_block) as u32, 1, 1),
+            block_dim: (per_block as u32 * 32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        launch!(
+            self,
+            "moe_route",
+            cfg,
+            &logits,
+            &ed,
+            &kd,
+            &xp,
+            &sg,
+            &hd,
+            &dim("positions", t)?,
+            &idx,
+            &wts
+        );
+        let one_block = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (1024, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        launch!(
+            self,
+            "moe_group",
+            one_block,
+            &idx,
+            &nd,
+            &ed,
+            &offsets,
+            &list
+        );
+        let tiles = |n: usize| LaunchConfig {
+            grid_dim: (n.div_ceil(64) as u32, e as u32, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        launch!(
+            self,
+            "moe_gate_up_grouped",
+            tiles(i),
+            &gate,
+            &up,
+            &offsets,
+            &list,
+            &xp,
+            &act,
+            &kd,
+            &id,
+            &hd
+        );
+        launch!(
+            self,
+            "moe_down_grouped",
+            tiles(h),
+            &down,
+            &offsets,
+            &list,
+            &act,
+            &out,
+            &id,
+            &hd
+        );
         let yp = output("moe output", y, t * h, &self.stream)?;
-        let rows = |n: usize| LaunchConfig { grid_dim: (n.div_ceil(256) as u32, t as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        launch!(self, "moe_combine", rows(h), &out, &wts, &yp, &kd, &hd, &i32::from(accumulate));
+        let rows = |n: usize| LaunchConfig {
+            grid_dim: (n.div_ceil(256) as u32, t as u32, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        launch!(
+            self,
+            "moe_combine",
+            rows(h),
+            &out,
+            &wts,
+            &yp,
+            &kd,
+            &hd,
+            &i32::from(accumulate)
+        );
 
         self.gemm(x, w.shared_gate, &mut scratch.shared_gate, is, h, t, false)?;
         self.gemm(x, w.shared_up, &mut scratch.shared_up, is, h, t, false)?;
-        let g = output("shared expert activations", &mut scratch.shared_gate, t * is, &self.stream)?;
+        let g = output(
+            "shared expert activations",
+            &mut scratch.shared_gate,
+            t * is,
+            &self.stream,
+        )?;
         let u = input("shared expert up", &scratch.shared_up, t * is, &self.stream)?;
         launch!(self, "moe_shared_act", rows(is), &g, &u, &wts, &kd, &isd);
         self.gemm(&scratch.shared_gate, w.shared_down, y, h, is, t, true)
@@ -447,10 +821,24 @@ impl Gpu {
 #[cfg(test)]
 mod tests {
     use super::super::nvrtc::assert_defines;
-    use super::{GATE_UP_ROWS, MOE_WARPS, ROUTER_BLOCKS, ROUTER_WARPS, ROUTE_PER_THREAD, ROUTE_WARPS, THROUGH_ROWS};
+    use super::{
+        GATE_UP_ROWS, MOE_WARPS, ROUTER_BLOCKS, ROUTER_WARPS, ROUTE_PER_THREAD, ROUTE_WARPS,
+        THROUGH_ROWS,
+    };
 
     #[test]
     fn launch_shapes_are_the_kernels() {
-        assert_defines("moe.cu", &[("ROUTER_BLOCKS", ROUTER_BLOCKS as usize), ("ROUTER_WARPS", ROUTER_WARPS as usize), ("MOE_WARPS", MOE_WARPS), ("GATE_UP_ROWS", GATE_UP_ROWS), ("THROUGH_ROWS", THROUGH_ROWS), ("ROUTE_WARPS", ROUTE_WARPS as usize), ("ROUTE_PER_THREAD", ROUTE_PER_THREAD)]);
+        assert_defines(
+            "moe.cu",
+            &[
+                ("ROUTER_BLOCKS", ROUTER_BLOCKS as usize),
+                ("ROUTER_WARPS", ROUTER_WARPS as usize),
+                ("MOE_WARPS", MOE_WARPS),
+                ("GATE_UP_ROWS", GATE_UP_ROWS),
+                ("THROUGH_ROWS", THROUGH_ROWS),
+                ("ROUTE_WARPS", ROUTE_WARPS as usize),
+                ("ROUTE_PER_THREAD", ROUTE_PER_THREAD),
+            ],
+        );
     }
 }

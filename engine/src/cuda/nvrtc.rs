@@ -27,7 +27,11 @@ pub(crate) const COMMON: &str = include_str!("../../../kernels/common.cuh");
 
 macro_rules! kernel_file {
     ($name:literal, $fast:expr) => {
-        KernelFile { name: $name, source: include_str!(concat!("../../../kernels/", $name)), fast_math: $fast }
+        KernelFile {
+            name: $name,
+            source: include_str!(concat!("../../../kernels/", $name)),
+            fast_math: $fast,
+        }
     };
 }
 
@@ -111,7 +115,11 @@ pub fn cuda_include_dir() -> Result<PathBuf> {
             format!(
                 "cuda_bf16.h not found in {}: set ABAB_CUDA_INCLUDE or CUDA_HOME to the CUDA \
                  toolkit (or run `source .ci/nvrtc.sh`)",
-                candidates.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+                candidates
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         })
 }
@@ -136,7 +144,12 @@ pub struct Compiler {
 impl Compiler {
     /// Finds NVRTC and the headers; `cache_dir` None compiles every time.
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self> {
-        Ok(Self { include_dir: cuda_include_dir()?, version: nvrtc_version()?, cache_dir, defines: Vec::new() })
+        Ok(Self {
+            include_dir: cuda_include_dir()?,
+            version: nvrtc_version()?,
+            cache_dir,
+            defines: Vec::new(),
+        })
     }
 
     /// Compiles the kernels with the decode timeline (`ENGINE_TIMELINE`, kernels/common.cuh):
@@ -157,22 +170,35 @@ impl Compiler {
             h.update(o.as_bytes());
         }
         h.update(format!("\0nvrtc {}.{}", self.version.0, self.version.1).as_bytes());
-        format!("{}-{}", file.name.trim_end_matches(".cu"), &h.finalize().to_hex()[..32])
+        format!(
+            "{}-{}",
+            file.name.trim_end_matches(".cu"),
+            &h.finalize().to_hex()[..32]
+        )
     }
 
     /// PTX for `file`, from the cache when present.
     pub fn ptx(&self, file: &KernelFile) -> Result<String> {
         let source = file.full_source();
         let options = file.options(&self.include_dir, &self.defines);
-        let cached = self.cache_dir.as_ref().map(|d| d.join(format!("{}.ptx", self.key(file, &source, &options))));
-        if let Some(ptx) = cached.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+        let cached = self
+            .cache_dir
+            .as_ref()
+            .map(|d| d.join(format!("{}.ptx", self.key(file, &source, &options))));
+        if let Some(ptx) = cached
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+        {
             return Ok(ptx);
         }
         let ptx = compile(file, &source, options)?;
         if let Some(path) = cached {
             // A cache that cannot be written only costs the next start a compile.
             if let Err(e) = write_atomic(&path, &ptx) {
-                eprintln!("warning: kernel cache {} not written: {e:#}", path.display());
+                eprintln!(
+                    "warning: kernel cache {} not written: {e:#}",
+                    path.display()
+                );
             }
         }
         Ok(ptx)
@@ -205,7 +231,8 @@ impl Compiler {
             options.push("--no-cache".to_string());
         }
         let (log, ptx) = compile_log(file, &file.full_source(), &options)?;
-        let entries = parse_ptxas_log(&log).with_context(|| format!("reading ptxas's report on kernels/{}", file.name))?;
+        let entries = parse_ptxas_log(&log)
+            .with_context(|| format!("reading ptxas's report on kernels/{}", file.name))?;
         let mut reported: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
         let mut in_ptx = entry_points(&ptx);
         reported.sort();
@@ -227,22 +254,37 @@ pub(crate) fn entry_points(ptx: &str) -> Vec<String> {
 fn compile_log(file: &KernelFile, source: &str, options: &[String]) -> Result<(String, String)> {
     use cudarc::nvrtc::result;
     let text = |log: Vec<std::ffi::c_char>| {
-        let bytes: Vec<u8> = log.into_iter().take_while(|&c| c != 0).map(|c| c as u8).collect();
+        let bytes: Vec<u8> = log
+            .into_iter()
+            .take_while(|&c| c != 0)
+            .map(|c| c as u8)
+            .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
     ensure_nvrtc()?;
     let source = std::ffi::CString::new(source).context("kernel source holds a NUL byte")?;
     let name = std::ffi::CString::new(file.name).context("kernel file name holds a NUL byte")?;
-    let prog = result::create_program(&source, Some(&name)).with_context(|| format!("NVRTC could not take kernels/{}", file.name))?;
+    let prog = result::create_program(&source, Some(&name))
+        .with_context(|| format!("NVRTC could not take kernels/{}", file.name))?;
     // SAFETY: `prog` was created above and is destroyed once, after its last use.
     let outcome = unsafe { result::compile_program(prog, options) };
     let log = unsafe { result::get_program_log(prog) }.map(text);
-    let ptx = outcome.is_ok().then(|| unsafe { result::get_ptx(prog) }.map(text));
+    let ptx = outcome
+        .is_ok()
+        .then(|| unsafe { result::get_ptx(prog) }.map(text));
     unsafe { result::destroy_program(prog) }.context("NVRTC could not release a program")?;
     let log = log.context("NVRTC gave no log")?;
     match outcome {
-        Ok(()) => Ok((log, ptx.expect("taken when the compile succeeded").context("NVRTC gave no PTX")?)),
-        Err(e) => bail!("NVRTC rejected kernels/{} ({e}; options {}):\n{log}", file.name, options.join(" ")),
+        Ok(()) => Ok((
+            log,
+            ptx.expect("taken when the compile succeeded")
+                .context("NVRTC gave no PTX")?,
+        )),
+        Err(e) => bail!(
+            "NVRTC rejected kernels/{} ({e}; options {}):\n{log}",
+            file.name,
+            options.join(" ")
+        ),
     }
 }
 
@@ -250,7 +292,10 @@ fn compile_log(file: &KernelFile, source: &str, options: &[String]) -> Result<(S
 /// `Compiling entry function 'NAME'`, then `N bytes stack frame, S bytes spill stores, L bytes
 /// spill loads`, then `Used R registers, ... [, M bytes smem]`.
 pub fn parse_ptxas_log(log: &str) -> Result<Vec<KernelResources>> {
-    log.split("Compiling entry function '").skip(1).map(parse_entry).collect()
+    log.split("Compiling entry function '")
+        .skip(1)
+        .map(parse_entry)
+        .collect()
 }
 
 fn parse_entry(report: &str) -> Result<KernelResources> {
@@ -258,11 +303,18 @@ fn parse_entry(report: &str) -> Result<KernelResources> {
     let line_with = |text: &str| report.lines().find(|l| l.contains(text));
     // The number just before `unit` on `line`.
     let number = |line: &str, unit: &str| -> Option<u32> {
-        line[..line.find(unit)?].split(|c: char| !c.is_ascii_digit()).rfind(|w| !w.is_empty())?.parse().ok()
+        line[..line.find(unit)?]
+            .split(|c: char| !c.is_ascii_digit())
+            .rfind(|w| !w.is_empty())?
+            .parse()
+            .ok()
     };
-    let frame = line_with("bytes spill stores").with_context(|| format!("no spill line for {name}"))?;
+    let frame =
+        line_with("bytes spill stores").with_context(|| format!("no spill line for {name}"))?;
     let usage = line_with(" registers").with_context(|| format!("no register count for {name}"))?;
-    let field = |line: &str, unit: &str| number(line, unit).with_context(|| format!("no `{unit}` for {name} in `{}`", line.trim()));
+    let field = |line: &str, unit: &str| {
+        number(line, unit).with_context(|| format!("no `{unit}` for {name} in `{}`", line.trim()))
+    };
     Ok(KernelResources {
         registers: field(usage, " registers")?,
         spill_store_bytes: field(frame, " bytes spill stores")?,
@@ -299,17 +351,30 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
 }
 
 /// Asserts that kernels/`file` has `#define NAME value` for each pair: the constants from which
 /// the host computes a kernel's launch shape mirror the kernel's own.
 #[cfg(test)]
 pub(crate) fn assert_defines(file: &str, defines: &[(&str, usize)]) {
-    let source = if file == "common.cuh" { COMMON } else { KERNEL_FILES.iter().find(|f| f.name == file).unwrap_or_else(|| panic!("kernels/{file} is not a kernel file")).source };
+    let source = if file == "common.cuh" {
+        COMMON
+    } else {
+        KERNEL_FILES
+            .iter()
+            .find(|f| f.name == file)
+            .unwrap_or_else(|| panic!("kernels/{file} is not a kernel file"))
+            .source
+    };
     for (name, value) in defines {
         let define = format!("#define {name} {value}\n");
-        assert!(source.contains(&define), "kernels/{file} lacks `{}`", define.trim_end());
+        assert!(
+            source.contains(&define),
+            "kernels/{file} lacks `{}`",
+            define.trim_end()
+        );
     }
 }
 
@@ -332,8 +397,22 @@ ptxas info    : Used 14 registers, used 0 barriers
     #[test]
     fn ptxas_report_gives_each_entry_its_resources() {
         let entries = parse_ptxas_log(LOG).unwrap();
-        let down = KernelResources { name: "moe_down".into(), registers: 108, spill_store_bytes: 12, spill_load_bytes: 20, stack_bytes: 8, shared_bytes: 272 };
-        let tiny = KernelResources { name: "tiny".into(), registers: 14, spill_store_bytes: 0, spill_load_bytes: 0, stack_bytes: 0, shared_bytes: 0 };
+        let down = KernelResources {
+            name: "moe_down".into(),
+            registers: 108,
+            spill_store_bytes: 12,
+            spill_load_bytes: 20,
+            stack_bytes: 8,
+            shared_bytes: 272,
+        };
+        let tiny = KernelResources {
+            name: "tiny".into(),
+            registers: 14,
+            spill_store_bytes: 0,
+            spill_load_bytes: 0,
+            stack_bytes: 0,
+            shared_bytes: 0,
+        };
         assert_eq!(entries, vec![down, tiny]);
     }
 

@@ -21,7 +21,8 @@
 use anyhow::{bail, Result};
 
 /// Help text for the variables (for `engine bench --help`).
-pub const OPTIONS_ENV_HELP: &str = "  ENGINE_PDL=on|off   [default: on; on: each kernel may start while the one before runs
+pub const OPTIONS_ENV_HELP: &str =
+    "  ENGINE_PDL=on|off   [default: on; on: each kernel may start while the one before runs
       (programmatic dependent launch) and waits for it inside; off: each starts when the one
       before ends]
   ENGINE_FOLD_NORM=auto|on|off   [default: auto; on: a layer's input RMSNorm (and a dense
@@ -57,7 +58,13 @@ pub struct GpuOptions {
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { pdl: true, fold_norms: FoldNorms::Auto, weight_prefetch: false, weight_preload: true, router_in_out: true }
+        GpuOptions {
+            pdl: true,
+            fold_norms: FoldNorms::Auto,
+            weight_prefetch: false,
+            weight_preload: true,
+            router_in_out: true,
+        }
     }
 }
 
@@ -112,7 +119,14 @@ impl GpuOptions {
     /// start-up line.
     pub fn describe(&self) -> String {
         let word = |b: bool| if b { "on" } else { "off" };
-        format!("pdl={} fold_norm={} weight_prefetch={} weight_preload={} router_in_out={}", word(self.pdl), self.fold_norms.word(), word(self.weight_prefetch), word(self.weight_preload), word(self.router_in_out))
+        format!(
+            "pdl={} fold_norm={} weight_prefetch={} weight_preload={} router_in_out={}",
+            word(self.pdl),
+            self.fold_norms.word(),
+            word(self.weight_prefetch),
+            word(self.weight_preload),
+            word(self.router_in_out)
+        )
     }
 }
 
@@ -130,7 +144,9 @@ fn on_off(var: &str, value: Option<&str>, default: bool) -> Result<bool> {
         None => Ok(default),
         Some("on") => Ok(true),
         Some("off") => Ok(false),
-        Some(other) => bail!("unknown value `{other}` for environment variable {var}; allowed: on, off"),
+        Some(other) => {
+            bail!("unknown value `{other}` for environment variable {var}; allowed: on, off")
+        }
     }
 }
 
@@ -139,27 +155,89 @@ mod tests {
     use super::*;
 
     fn read(vars: &[(&str, &str)]) -> Result<GpuOptions> {
-        GpuOptions::from_lookup(|v| vars.iter().find(|(k, _)| *k == v).map(|(_, x)| x.to_string()))
+        GpuOptions::from_lookup(|v| {
+            vars.iter()
+                .find(|(k, _)| *k == v)
+                .map(|(_, x)| x.to_string())
+        })
     }
 
     #[test]
     fn dependent_launch_and_preload_are_the_default_and_each_option_turns_alone() {
-        assert_eq!(read(&[]).unwrap(), GpuOptions { pdl: true, fold_norms: FoldNorms::Auto, weight_prefetch: false, weight_preload: true, router_in_out: true });
-        assert_eq!(read(&[("ENGINE_PDL", "off")]).unwrap(), GpuOptions { pdl: false, ..Default::default() });
-        assert_eq!(read(&[("ENGINE_FOLD_NORM", "on")]).unwrap(), GpuOptions { fold_norms: FoldNorms::On, ..Default::default() });
-        assert_eq!(read(&[("ENGINE_FOLD_NORM", "off")]).unwrap(), GpuOptions { fold_norms: FoldNorms::Off, ..Default::default() });
-        assert_eq!(read(&[("ENGINE_FOLD_NORM", "auto")]).unwrap(), GpuOptions::default());
-        assert_eq!(read(&[("ENGINE_WEIGHT_PREFETCH", "on"), ("ENGINE_PDL", "on")]).unwrap(), GpuOptions { weight_prefetch: true, ..Default::default() });
-        assert_eq!(read(&[("ENGINE_WEIGHT_PRELOAD", "off")]).unwrap(), GpuOptions { weight_preload: false, ..Default::default() });
-        assert_eq!(read(&[("ENGINE_ROUTER_IN_OUT", "off")]).unwrap(), GpuOptions { router_in_out: false, ..Default::default() });
+        assert_eq!(
+            read(&[]).unwrap(),
+            GpuOptions {
+                pdl: true,
+                fold_norms: FoldNorms::Auto,
+                weight_prefetch: false,
+                weight_preload: true,
+                router_in_out: true
+            }
+        );
+        assert_eq!(
+            read(&[("ENGINE_PDL", "off")]).unwrap(),
+            GpuOptions {
+                pdl: false,
+                ..Default::default()
+            }
+        );
+        assert_eq!(
+            read(&[("ENGINE_FOLD_NORM", "on")]).unwrap(),
+            GpuOptions {
+                fold_norms: FoldNorms::On,
+                ..Default::default()
+            }
+        );
+        assert_eq!(
+            read(&[("ENGINE_FOLD_NORM", "off")]).unwrap(),
+            GpuOptions {
+                fold_norms: FoldNorms::Off,
+                ..Default::default()
+            }
+        );
+        assert_eq!(
+            read(&[("ENGINE_FOLD_NORM", "auto")]).unwrap(),
+            GpuOptions::default()
+        );
+        assert_eq!(
+            read(&[("ENGINE_WEIGHT_PREFETCH", "on"), ("ENGINE_PDL", "on")]).unwrap(),
+            GpuOptions {
+                weight_prefetch: true,
+                ..Default::default()
+            }
+        );
+        assert_eq!(
+            read(&[("ENGINE_WEIGHT_PRELOAD", "off")]).unwrap(),
+            GpuOptions {
+                weight_preload: false,
+                ..Default::default()
+            }
+        );
+        assert_eq!(
+            read(&[("ENGINE_ROUTER_IN_OUT", "off")]).unwrap(),
+            GpuOptions {
+                router_in_out: false,
+                ..Default::default()
+            }
+        );
     }
 
     #[test]
     fn a_bad_value_names_the_variable_and_the_choices() {
         let err = read(&[("ENGINE_PDL", "yes")]).unwrap_err().to_string();
-        assert!(err.contains("ENGINE_PDL") && err.contains("`yes`") && err.contains("on, off"), "{err}");
-        let err = read(&[("ENGINE_FOLD_NORM", "yes")]).unwrap_err().to_string();
-        assert!(err.contains("ENGINE_FOLD_NORM") && err.contains("`yes`") && err.contains("auto, on, off"), "{err}");
+        assert!(
+            err.contains("ENGINE_PDL") && err.contains("`yes`") && err.contains("on, off"),
+            "{err}"
+        );
+        let err = read(&[("ENGINE_FOLD_NORM", "yes")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ENGINE_FOLD_NORM")
+                && err.contains("`yes`")
+                && err.contains("auto, on, off"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -58,11 +58,22 @@ struct LaunchLog {
 impl LaunchLog {
     fn launched(&mut self, kernel: &str, cfg: &LaunchConfig) {
         let (op, bytes, first_of_op) = match self.op.as_mut() {
-            Some((op, bytes, first)) => (op.clone(), std::mem::take(bytes), std::mem::replace(first, false)),
+            Some((op, bytes, first)) => (
+                op.clone(),
+                std::mem::take(bytes),
+                std::mem::replace(first, false),
+            ),
             None => (Arc::from(kernel), 0, true),
         };
         let (g, b) = (cfg.grid_dim, cfg.block_dim);
-        self.launches.push(Launch { kernel: Arc::from(kernel), op, first_of_op, bytes, blocks: g.0 * g.1 * g.2, threads: b.0 * b.1 * b.2 });
+        self.launches.push(Launch {
+            kernel: Arc::from(kernel),
+            op,
+            first_of_op,
+            bytes,
+            blocks: g.0 * g.1 * g.2,
+            threads: b.0 * b.1 * b.2,
+        });
     }
 
     fn captured(&mut self, graph: usize, from: usize) {
@@ -89,8 +100,12 @@ pub struct Timeline {
 impl Timeline {
     pub(crate) fn new(stream: &Arc<CudaStream>, capacity: usize) -> Result<Self> {
         Ok(Self {
-            marks: stream.alloc_zeros(2 * capacity).context("allocating the timeline's notes")?,
-            count: stream.alloc_zeros(1).context("allocating the timeline's count")?,
+            marks: stream
+                .alloc_zeros(2 * capacity)
+                .context("allocating the timeline's notes")?,
+            count: stream
+                .alloc_zeros(1)
+                .context("allocating the timeline's count")?,
             capacity,
             log: Mutex::default(),
         })
@@ -99,7 +114,11 @@ impl Timeline {
     /// The value of every module's `timeline_sink` (kernels/common.cuh): where the notes go,
     /// the counter, the capacity.
     pub(crate) fn sink(&self, stream: &Arc<CudaStream>) -> [u64; 3] {
-        [self.marks.device_ptr(stream).0, self.count.device_ptr(stream).0, self.capacity as u64]
+        [
+            self.marks.device_ptr(stream).0,
+            self.count.device_ptr(stream).0,
+            self.capacity as u64,
+        ]
     }
 
     fn log(&self) -> MutexGuard<'_, LaunchLog> {
@@ -139,7 +158,9 @@ impl Timeline {
     /// Forgets every note and logged launch (the graphs' lists stay): the timeline starts with
     /// the next launch.
     pub fn reset(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
-        stream.memset_zeros(&mut self.count).context("resetting the timeline's count")?;
+        stream
+            .memset_zeros(&mut self.count)
+            .context("resetting the timeline's count")?;
         self.log().launches.clear();
         Ok(())
     }
@@ -147,10 +168,21 @@ impl Timeline {
     /// Every launch since [`Timeline::reset`] but the last, with what it added to the chain.
     /// Waits for the queued work.
     pub fn read(&self, stream: &Arc<CudaStream>) -> Result<Vec<TimedLaunch>> {
-        let count = stream.clone_dtoh(&self.count).context("reading the timeline's count")?[0] as usize;
+        let count = stream
+            .clone_dtoh(&self.count)
+            .context("reading the timeline's count")?[0] as usize;
         ensure!(count <= self.capacity, "the timeline holds {} launches and {count} were noted: reset it closer to the launches to time, or give it more room", self.capacity);
-        let words = stream.clone_dtoh(&self.marks.slice(..2 * count)).context("reading the timeline's notes")?;
-        let marks: Vec<Mark> = words.chunks_exact(2).map(|w| Mark { ns: w[0], blocks: w[1] as u32, threads: (w[1] >> 32) as u32 }).collect();
+        let words = stream
+            .clone_dtoh(&self.marks.slice(..2 * count))
+            .context("reading the timeline's notes")?;
+        let marks: Vec<Mark> = words
+            .chunks_exact(2)
+            .map(|w| Mark {
+                ns: w[0],
+                blocks: w[1] as u32,
+                threads: (w[1] >> 32) as u32,
+            })
+            .collect();
         attribute(&marks, &self.log().launches)
     }
 }
@@ -179,19 +211,33 @@ pub fn attribute(marks: &[Mark], launches: &[Launch]) -> Result<Vec<TimedLaunch>
         .windows(2)
         .zip(launches)
         .map(|(w, l)| {
-            ensure!(w[1].ns >= w[0].ns, "launch {} noted before the launch before it", l.kernel);
-            Ok(TimedLaunch { launch: l.clone(), ns: w[1].ns - w[0].ns })
+            ensure!(
+                w[1].ns >= w[0].ns,
+                "launch {} noted before the launch before it",
+                l.kernel
+            );
+            Ok(TimedLaunch {
+                launch: l.clone(),
+                ns: w[1].ns - w[0].ns,
+            })
         })
         .collect()
 }
 
 /// One row per value of `key` (an operation, a kernel), longest first: `calls` counts the
 /// launches for which `counts` holds.
-fn rows(timed: &[TimedLaunch], key: impl Fn(&Launch) -> &str, counts: impl Fn(&Launch) -> bool) -> Vec<ProfileRow> {
+fn rows(
+    timed: &[TimedLaunch],
+    key: impl Fn(&Launch) -> &str,
+    counts: impl Fn(&Launch) -> bool,
+) -> Vec<ProfileRow> {
     let mut by_key: HashMap<&str, ProfileRow> = HashMap::new();
     for t in timed {
         let label = key(&t.launch);
-        let row = by_key.entry(label).or_insert_with(|| ProfileRow { label: label.to_string(), ..Default::default() });
+        let row = by_key.entry(label).or_insert_with(|| ProfileRow {
+            label: label.to_string(),
+            ..Default::default()
+        });
         row.calls += counts(&t.launch) as u64;
         row.ms += t.ns as f64 * 1e-6;
         row.bytes += t.launch.bytes;
@@ -218,39 +264,99 @@ mod tests {
     use super::*;
 
     fn launch(kernel: &str, op: &str, first_of_op: bool, bytes: u64, blocks: u32) -> Launch {
-        Launch { kernel: kernel.into(), op: op.into(), first_of_op, bytes, blocks, threads: 128 }
+        Launch {
+            kernel: kernel.into(),
+            op: op.into(),
+            first_of_op,
+            bytes,
+            blocks,
+            threads: 128,
+        }
     }
 
     fn marks(times: &[u64], launches: &[Launch]) -> Vec<Mark> {
-        times.iter().zip(launches).map(|(&ns, l)| Mark { ns, blocks: l.blocks, threads: l.threads }).collect()
+        times
+            .iter()
+            .zip(launches)
+            .map(|(&ns, l)| Mark {
+                ns,
+                blocks: l.blocks,
+                threads: l.threads,
+            })
+            .collect()
     }
 
     #[test]
     fn each_launch_gets_the_time_to_the_next_note() {
-        let l = [launch("gemv", "proj", true, 100, 64), launch("router", "moe", true, 50, 16), launch("down", "moe", false, 0, 32), launch("gemv", "proj", true, 100, 64)];
+        let l = [
+            launch("gemv", "proj", true, 100, 64),
+            launch("router", "moe", true, 50, 16),
+            launch("down", "moe", false, 0, 32),
+            launch("gemv", "proj", true, 100, 64),
+        ];
         let timed = attribute(&marks(&[1_000, 4_000, 4_500, 9_500], &l), &l).unwrap();
-        assert_eq!(timed.iter().map(|t| t.ns).collect::<Vec<_>>(), [3_000, 500, 5_000], "the last launch has no next note");
+        assert_eq!(
+            timed.iter().map(|t| t.ns).collect::<Vec<_>>(),
+            [3_000, 500, 5_000],
+            "the last launch has no next note"
+        );
         let ops = by_op(&timed);
-        assert_eq!((ops[0].label.as_str(), ops[0].calls, ops[0].bytes), ("moe", 1, 50), "two launches of one moe call");
+        assert_eq!(
+            (ops[0].label.as_str(), ops[0].calls, ops[0].bytes),
+            ("moe", 1, 50),
+            "two launches of one moe call"
+        );
         assert!((ops[0].ms - 0.0055).abs() < 1e-12);
-        assert_eq!((ops[1].label.as_str(), ops[1].calls, ops[1].bytes), ("proj", 1, 100));
+        assert_eq!(
+            (ops[1].label.as_str(), ops[1].calls, ops[1].bytes),
+            ("proj", 1, 100)
+        );
         let kernels = by_kernel(&timed);
-        assert_eq!(kernels.iter().map(|r| (r.label.as_str(), r.calls)).collect::<Vec<_>>(), [("down", 1), ("gemv", 1), ("router", 1)]);
+        assert_eq!(
+            kernels
+                .iter()
+                .map(|r| (r.label.as_str(), r.calls))
+                .collect::<Vec<_>>(),
+            [("down", 1), ("gemv", 1), ("router", 1)]
+        );
     }
 
     #[test]
     fn a_missing_or_foreign_note_is_an_error() {
         let l = [launch("a", "a", true, 0, 8), launch("b", "b", true, 0, 16)];
-        let missing = attribute(&marks(&[10], &l[..1]), &l).unwrap_err().to_string();
-        assert!(missing.contains("2 launches were enqueued and 1 noted"), "{missing}");
-        let swapped = [Mark { ns: 10, blocks: 16, threads: 128 }, Mark { ns: 20, blocks: 8, threads: 128 }];
+        let missing = attribute(&marks(&[10], &l[..1]), &l)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            missing.contains("2 launches were enqueued and 1 noted"),
+            "{missing}"
+        );
+        let swapped = [
+            Mark {
+                ns: 10,
+                blocks: 16,
+                threads: 128,
+            },
+            Mark {
+                ns: 20,
+                blocks: 8,
+                threads: 128,
+            },
+        ];
         let err = attribute(&swapped, &l).unwrap_err().to_string();
-        assert!(err.contains("note 0 came from a launch of 16 blocks") && err.contains("launch 0 is a"), "{err}");
+        assert!(
+            err.contains("note 0 came from a launch of 16 blocks") && err.contains("launch 0 is a"),
+            "{err}"
+        );
     }
 
     #[test]
     fn launches_take_their_operation_and_graphs_replay_theirs() {
-        let cfg = |blocks: u32| LaunchConfig { grid_dim: (blocks, 2, 1), block_dim: (64, 1, 1), shared_mem_bytes: 0 };
+        let cfg = |blocks: u32| LaunchConfig {
+            grid_dim: (blocks, 2, 1),
+            block_dim: (64, 1, 1),
+            shared_mem_bytes: 0,
+        };
         let mut log = LaunchLog::default();
         log.launched("embed", &cfg(1));
         log.op = Some(("moe".into(), 300, true));
@@ -261,7 +367,20 @@ mod tests {
         log.captured(0, from);
         log.replayed(0);
         log.replayed(7);
-        let seen: Vec<_> = log.launches.iter().map(|l| (&*l.kernel, &*l.op, l.first_of_op, l.bytes, l.blocks, l.threads)).collect();
+        let seen: Vec<_> = log
+            .launches
+            .iter()
+            .map(|l| {
+                (
+                    &*l.kernel,
+                    &*l.op,
+                    l.first_of_op,
+                    l.bytes,
+                    l.blocks,
+                    l.threads,
+                )
+            })
+            .collect();
         assert_eq!(
             seen,
             [

@@ -7,23 +7,36 @@ use engine::config::ModelConfig;
 use engine::cpu::{CpuBackend, CpuMat};
 use engine::cuda::Gpu;
 use engine::model::Model;
-use std::sync::{Mutex, MutexGuard, OnceLock};
 use engine::synthetic::{key, synthetic_value};
 use engine::weights::WeightSource;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Deterministic values in [-scale, scale] for test inputs.
 pub fn rand_vec(tag: &str, n: usize, scale: f32) -> Vec<f32> {
     let k = key(tag);
-    (0..n).map(|i| synthetic_value(99, k, i as u64, scale, 0.0)).collect()
+    (0..n)
+        .map(|i| synthetic_value(99, k, i as u64, scale, 0.0))
+        .collect()
 }
 
 pub fn mat(tag: &str, rows: usize, cols: usize) -> CpuMat {
-    CpuMat { rows, cols, data: rand_vec(tag, rows * cols, 1.0 / (cols as f32).sqrt()) }
+    CpuMat {
+        rows,
+        cols,
+        data: rand_vec(tag, rows * cols, 1.0 / (cols as f32).sqrt()),
+    }
 }
 
 pub fn tiny_model(seed: u64, arm: Arm, chunk: usize) -> Model<CpuBackend> {
     let cfg = ModelConfig::preset("tiny").unwrap();
-    Model::new(cfg, &WeightSource::Synthetic { seed }, arm, CpuBackend::new(), chunk).unwrap()
+    Model::new(
+        cfg,
+        &WeightSource::Synthetic { seed },
+        arm,
+        CpuBackend::new(),
+        chunk,
+    )
+    .unwrap()
 }
 
 pub fn prompt(seed: u64, len: usize) -> Vec<u32> {
@@ -33,7 +46,10 @@ pub fn prompt(seed: u64, len: usize) -> Vec<u32> {
 /// Says why a device test does not run. Straight to stderr: libtest captures println!, and
 /// a skip must be seen.
 pub fn skip(reason: &str) {
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("skipped: {reason}\n").as_bytes());
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("skipped: {reason}\n").as_bytes(),
+    );
 }
 
 /// The CUDA device shared by a test binary's tests, or None (after one skip line) without one.
@@ -51,7 +67,13 @@ pub fn gpu() -> Option<&'static Gpu> {
 }
 
 /// Prefill then plain or speculative greedy decode; returns all generated tokens.
-pub fn generate<B: Backend>(m: &mut Model<B>, prompt: &[u32], chunk: usize, n_gen: usize, k: Option<usize>) -> (Vec<u32>, engine::decode::SpecStats) {
+pub fn generate<B: Backend>(
+    m: &mut Model<B>,
+    prompt: &[u32],
+    chunk: usize,
+    n_gen: usize,
+    k: Option<usize>,
+) -> (Vec<u32>, engine::decode::SpecStats) {
     let first = m.prefill(prompt, chunk, k.is_some());
     let mut out = vec![first];
     let stats = match k {
@@ -61,14 +83,19 @@ pub fn generate<B: Backend>(m: &mut Model<B>, prompt: &[u32], chunk: usize, n_ge
             Default::default()
         }
     };
-    m.backend.take_error().expect("the backend reported an error");
+    m.backend
+        .take_error()
+        .expect("the backend reported an error");
     (out, stats)
 }
 
 pub fn close(a: &[f32], b: &[f64], tol: f64, what: &str) {
     assert_eq!(a.len(), b.len(), "{what}: length");
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((*x as f64 - y).abs() <= tol * (1.0 + y.abs()), "{what}[{i}]: engine {x} vs reference {y}");
+        assert!(
+            (*x as f64 - y).abs() <= tol * (1.0 + y.abs()),
+            "{what}[{i}]: engine {x} vs reference {y}"
+        );
     }
 }
 
@@ -84,11 +111,20 @@ pub fn silu(x: f64) -> f64 {
 pub fn rms_norm(x: &[f64], w: &[f32], eps: f64) -> Vec<f64> {
     let ms = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
     let k = 1.0 / (ms + eps).sqrt();
-    x.iter().zip(w).map(|(v, w)| v * k * (1.0 + *w as f64)).collect()
+    x.iter()
+        .zip(w)
+        .map(|(v, w)| v * k * (1.0 + *w as f64))
+        .collect()
 }
 
 pub fn matvec(m: &CpuMat, x: &[f64]) -> Vec<f64> {
-    (0..m.rows).map(|r| (0..m.cols).map(|c| m.data[r * m.cols + c] as f64 * x[c]).sum()).collect()
+    (0..m.rows)
+        .map(|r| {
+            (0..m.cols)
+                .map(|c| m.data[r * m.cols + c] as f64 * x[c])
+                .sum()
+        })
+        .collect()
 }
 
 pub fn f64s(x: &[f32]) -> Vec<f64> {

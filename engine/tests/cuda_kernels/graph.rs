@@ -3,11 +3,11 @@
 //! ids with no host round trip. Also the measurements of what a chain of stages costs.
 
 use super::{download, gpu, weights};
+use cudarc::driver::CudaSlice;
 use engine::chain::Stage;
 use engine::cuda::ceiling::{ChainEarly, ChainForm, CHAIN_BATCHES};
 use engine::cuda::gemv::ArgmaxScratch;
 use engine::cuda::{Gpu, MoeScratch, MoeShape, MoeWeights};
-use cudarc::driver::CudaSlice;
 
 struct Buffers {
     ids: CudaSlice<i32>,
@@ -24,7 +24,13 @@ fn captured_round_replays_like_eager_launches() {
     }
     // Its own stream: capture must not record the other tests' launches.
     let gpu = Gpu::new(0).unwrap();
-    let s = MoeShape { experts: 32, top_k: 4, hidden: 512, expert_dim: 128, shared_dim: 128 };
+    let s = MoeShape {
+        experts: 32,
+        top_k: 4,
+        hidden: 512,
+        expert_dim: 128,
+        shared_dim: 128,
+    };
     let (vocab, h, t) = (4096, s.hidden, 2);
     let (embed, _) = weights(&gpu, "g.embed", vocab * h, 0.0, 1.0);
     let (norm, _) = weights(&gpu, "g.norm", h, 0.0, 0.2);
@@ -37,7 +43,16 @@ fn captured_round_replays_like_eager_launches() {
     let (sd, _) = weights(&gpu, "g.sdown", h * s.shared_dim, 0.0, 0.1);
     let (seg, _) = weights(&gpu, "g.seg", h, 0.0, 0.1);
     let (head, _) = weights(&gpu, "g.lm_head", vocab * h, 0.0, 0.1);
-    let w = MoeWeights { router: &router, gate: &gate, up: &up, down: &down, shared_gate: &sg, shared_up: &su, shared_down: &sd, shared_expert_gate: &seg };
+    let w = MoeWeights {
+        router: &router,
+        gate: &gate,
+        up: &up,
+        down: &down,
+        shared_gate: &sg,
+        shared_up: &su,
+        shared_down: &sd,
+        shared_expert_gate: &seg,
+    };
     let mut b = Buffers {
         ids: gpu.stream.alloc_zeros::<i32>(t).unwrap(),
         x: gpu.stream.alloc_zeros::<f32>(t * h).unwrap(),
@@ -63,10 +78,18 @@ fn captured_round_replays_like_eager_launches() {
     gpu.stream.memcpy_htod(&start, &mut b.ids).unwrap();
     for (n, want) in eager.iter().enumerate() {
         graph.launch().unwrap();
-        assert_eq!(&download(&gpu, &b.ids), want, "graph replay {n} differs from the eager round");
+        assert_eq!(
+            &download(&gpu, &b.ids),
+            want,
+            "graph replay {n} differs from the eager round"
+        );
     }
     println!("graph rounds: {start:?} -> {eager:?}");
-    assert_ne!(eager[0], start.to_vec(), "the round did not change the token ids");
+    assert_ne!(
+        eager[0],
+        start.to_vec(),
+        "the round did not change the token ids"
+    );
 }
 
 /// The stage-sync measurement the kernel bench prints: its handoffs check that every launch
@@ -80,7 +103,12 @@ fn stage_sync_is_measured_with_waits_that_hold() {
     // Its own stream: the measurement captures a graph.
     let gpu = Gpu::new(0).unwrap();
     let s = gpu.measure_stage_sync_us().unwrap();
-    for (what, us) in [("a dependent launch", s.launch_us), ("a dependent launch with a handoff", s.launch_handoff_us), ("a grid barrier", s.barrier_us), ("a grid barrier with a handoff", s.barrier_handoff_us)] {
+    for (what, us) in [
+        ("a dependent launch", s.launch_us),
+        ("a dependent launch with a handoff", s.launch_handoff_us),
+        ("a grid barrier", s.barrier_us),
+        ("a grid barrier with a handoff", s.barrier_handoff_us),
+    ] {
         assert!((0.1..50.0).contains(&us), "{what} measured {us} µs");
     }
 }
@@ -96,15 +124,31 @@ fn the_chain_reads_every_stage_once_a_token() {
         return;
     }
     let gpu = Gpu::new(0).unwrap();
-    let stage = |bytes, early| Stage { name: "test", bytes, early };
-    let stages = [stage(1000, true), stage(0, true), stage(16 << 20, false), stage((40 << 20) + 24, true)];
+    let stage = |bytes, early| Stage {
+        name: "test",
+        bytes,
+        early,
+    };
+    let stages = [
+        stage(1000, true),
+        stage(0, true),
+        stage(16 << 20, false),
+        stage((40 << 20) + 24, true),
+    ];
     let chain = gpu.chain_data(&stages).unwrap();
     assert_eq!(chain.bytes(), 1008 + (16 << 20) + (40 << 20) + 32);
     for form in [ChainForm::Persistent, ChainForm::Launches] {
         for batch in CHAIN_BATCHES {
-            for early in [ChainEarly::Never, ChainEarly::Known, ChainEarly::KnownToL2, ChainEarly::Always] {
+            for early in [
+                ChainEarly::Never,
+                ChainEarly::Known,
+                ChainEarly::KnownToL2,
+                ChainEarly::Always,
+            ] {
                 let us = gpu.time_chain_us(&chain, form, 3, batch, early).unwrap();
-                println!("chain of 4 stages, {form:?}, batch {batch}, {early:?}: {us:.1} us a token");
+                println!(
+                    "chain of 4 stages, {form:?}, batch {batch}, {early:?}: {us:.1} us a token"
+                );
                 assert!((1.0..10_000.0).contains(&us), "{us} µs a token");
             }
         }

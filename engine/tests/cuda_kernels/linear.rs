@@ -8,7 +8,9 @@ fn matvec(w: &[f64], x: &[f32], rows: usize, cols: usize, t: usize) -> Vec<f64> 
     let mut y = vec![0.0; t * rows];
     for p in 0..t {
         for r in 0..rows {
-            y[p * rows + r] = (0..cols).map(|c| w[r * cols + c] * x[p * cols + c] as f64).sum();
+            y[p * rows + r] = (0..cols)
+                .map(|c| w[r * cols + c] * x[p * cols + c] as f64)
+                .sum();
         }
     }
     y
@@ -24,21 +26,50 @@ fn gemv_matches_host_for_each_position_count() {
         let x = rng.vec(t * cols, 1.0);
         let y0 = rng.vec(t * rows, 1.0);
         let mut y = upload(gpu, &y0);
-        gpu.gemv(&w, &upload(gpu, &x), &mut y, rows, cols, t, true).unwrap();
-        let want: Vec<f64> = matvec(&wh, &x, rows, cols, t).iter().zip(&y0).map(|(a, b)| a + *b as f64).collect();
-        assert_close(&format!("gemv f32 t={t} accumulate"), &download(gpu, &y), &want, 1e-5);
+        gpu.gemv(&w, &upload(gpu, &x), &mut y, rows, cols, t, true)
+            .unwrap();
+        let want: Vec<f64> = matvec(&wh, &x, rows, cols, t)
+            .iter()
+            .zip(&y0)
+            .map(|(a, b)| a + *b as f64)
+            .collect();
+        assert_close(
+            &format!("gemv f32 t={t} accumulate"),
+            &download(gpu, &y),
+            &want,
+            1e-5,
+        );
         // Each position alone gives the same bits as all t together (verify equals decode).
         let together = download(gpu, &y);
         for p in 0..t {
             let mut alone = upload(gpu, &y0[p * rows..][..rows]);
-            gpu.gemv(&w, &upload(gpu, &x[p * cols..][..cols]), &mut alone, rows, cols, 1, true).unwrap();
-            assert_eq!(download(gpu, &alone), together[p * rows..][..rows], "gemv position {p} alone differs from {t} positions together");
+            gpu.gemv(
+                &w,
+                &upload(gpu, &x[p * cols..][..cols]),
+                &mut alone,
+                rows,
+                cols,
+                1,
+                true,
+            )
+            .unwrap();
+            assert_eq!(
+                download(gpu, &alone),
+                together[p * rows..][..rows],
+                "gemv position {p} alone differs from {t} positions together"
+            );
         }
 
         let xb: Vec<bf16> = x.iter().map(|v| bf16::from_f32(*v)).collect();
         let xr: Vec<f32> = xb.iter().map(|v| v.to_f32()).collect();
-        gpu.gemv(&w, &upload(gpu, &xb), &mut y, rows, cols, t, false).unwrap();
-        assert_close(&format!("gemv bf16 t={t}"), &download(gpu, &y), &matvec(&wh, &xr, rows, cols, t), 1e-5);
+        gpu.gemv(&w, &upload(gpu, &xb), &mut y, rows, cols, t, false)
+            .unwrap();
+        assert_close(
+            &format!("gemv bf16 t={t}"),
+            &download(gpu, &y),
+            &matvec(&wh, &xr, rows, cols, t),
+            1e-5,
+        );
     }
 }
 
@@ -49,12 +80,19 @@ fn gemm_matches_host_on_ragged_tiles() {
     let (w, wh) = weights(gpu, "gemm.weight", rows * cols, 0.0, 0.05);
     let x = Rng::new(2).vec(t * cols, 1.0);
     let mut y = gpu.stream.alloc_zeros::<f32>(t * rows).unwrap();
-    gpu.project(&upload(gpu, &x), &w, &mut y, rows, cols, t, false).unwrap();
+    gpu.project(&upload(gpu, &x), &w, &mut y, rows, cols, t, false)
+        .unwrap();
     let want = matvec(&wh, &x, rows, cols, t);
     assert_close("gemm t=70", &download(gpu, &y), &want, 1e-5);
     // Accumulating onto Y adds exactly what the plain product wrote.
-    gpu.project(&upload(gpu, &x), &w, &mut y, rows, cols, t, true).unwrap();
-    assert_close("gemm t=70 accumulate", &download(gpu, &y), &want.iter().map(|v| 2.0 * v).collect::<Vec<_>>(), 1e-5);
+    gpu.project(&upload(gpu, &x), &w, &mut y, rows, cols, t, true)
+        .unwrap();
+    assert_close(
+        "gemm t=70 accumulate",
+        &download(gpu, &y),
+        &want.iter().map(|v| 2.0 * v).collect::<Vec<_>>(),
+        1e-5,
+    );
 }
 
 /// A GDN layer's projections (q‖k‖v, z, b, a) as one launch equal four GEMVs.
@@ -63,15 +101,33 @@ fn fused_projections_match_host() {
     let Some(gpu) = gpu() else { return };
     let cols = 264;
     let shapes = [512usize, 256, 4, 8];
-    let ws: Vec<_> = shapes.iter().enumerate().map(|(i, &r)| weights(gpu, &format!("fused.weight{i}"), r * cols, 0.0, 0.05)).collect();
+    let ws: Vec<_> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| weights(gpu, &format!("fused.weight{i}"), r * cols, 0.0, 0.05))
+        .collect();
     let mut rng = Rng::new(4);
     for t in [1, 5, 8] {
         let x = rng.vec(t * cols, 1.0);
-        let mut ys: Vec<_> = shapes.iter().map(|&r| upload(gpu, &rng.vec(t * r, 1.0))).collect();
-        let mut parts: Vec<_> = ws.iter().zip(&shapes).zip(ys.iter_mut()).map(|(((w, _), &r), y)| (w, r, y)).collect();
-        gpu.project_many(&upload(gpu, &x), cols, t, &mut parts, None).unwrap();
+        let mut ys: Vec<_> = shapes
+            .iter()
+            .map(|&r| upload(gpu, &rng.vec(t * r, 1.0)))
+            .collect();
+        let mut parts: Vec<_> = ws
+            .iter()
+            .zip(&shapes)
+            .zip(ys.iter_mut())
+            .map(|(((w, _), &r), y)| (w, r, y))
+            .collect();
+        gpu.project_many(&upload(gpu, &x), cols, t, &mut parts, None)
+            .unwrap();
         for (i, ((_, wh), &r)) in ws.iter().zip(&shapes).enumerate() {
-            assert_close(&format!("fused gemv part {i} t={t}"), &download(gpu, &ys[i]), &matvec(wh, &x, r, cols, t), 1e-5);
+            assert_close(
+                &format!("fused gemv part {i} t={t}"),
+                &download(gpu, &ys[i]),
+                &matvec(wh, &x, r, cols, t),
+                1e-5,
+            );
         }
     }
 }
@@ -83,29 +139,66 @@ fn fused_projections_with_folded_norm_match_host() {
     let Some(gpu) = gpu() else { return };
     let (cols, eps) = (2048, 1e-6);
     let shapes = [512usize, 256, 4, 8];
-    let ws: Vec<_> = shapes.iter().enumerate().map(|(i, &r)| weights(gpu, &format!("folded.weight{i}"), r * cols, 0.0, 0.05)).collect();
+    let ws: Vec<_> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| weights(gpu, &format!("folded.weight{i}"), r * cols, 0.0, 0.05))
+        .collect();
     let (nw, nwh) = weights(gpu, "folded.norm", cols, 0.0, 0.5);
-    let norm = Some(FoldedNorm { w: &nw, eps: eps as f32 });
+    let norm = Some(FoldedNorm {
+        w: &nw,
+        eps: eps as f32,
+    });
     let mut rng = Rng::new(5);
     for t in [1, 4, 8] {
         let x = rng.vec(t * cols, 6.0);
         let normed: Vec<f32> = (0..t)
             .flat_map(|p| {
                 let row = &x[p * cols..][..cols];
-                let inv = 1.0 / (row.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / cols as f64 + eps).sqrt();
-                row.iter().zip(&nwh).map(move |(v, w)| (*v as f64 * inv * (1.0 + w)) as f32).collect::<Vec<_>>()
+                let inv = 1.0
+                    / (row.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / cols as f64 + eps)
+                        .sqrt();
+                row.iter()
+                    .zip(&nwh)
+                    .map(move |(v, w)| (*v as f64 * inv * (1.0 + w)) as f32)
+                    .collect::<Vec<_>>()
             })
             .collect();
-        let mut ys: Vec<_> = shapes.iter().map(|&r| gpu.stream.alloc_zeros::<f32>(t * r).unwrap()).collect();
-        let mut parts: Vec<_> = ws.iter().zip(&shapes).zip(ys.iter_mut()).map(|(((w, _), &r), y)| (w, r, y)).collect();
-        gpu.project_many(&upload(gpu, &x), cols, t, &mut parts, norm).unwrap();
+        let mut ys: Vec<_> = shapes
+            .iter()
+            .map(|&r| gpu.stream.alloc_zeros::<f32>(t * r).unwrap())
+            .collect();
+        let mut parts: Vec<_> = ws
+            .iter()
+            .zip(&shapes)
+            .zip(ys.iter_mut())
+            .map(|(((w, _), &r), y)| (w, r, y))
+            .collect();
+        gpu.project_many(&upload(gpu, &x), cols, t, &mut parts, norm)
+            .unwrap();
         for (i, ((w, wh), &r)) in ws.iter().zip(&shapes).enumerate() {
             let together = download(gpu, &ys[i]);
-            assert_close(&format!("folded-norm gemv part {i} t={t}"), &together, &matvec(wh, &normed, r, cols, t), 1e-5);
+            assert_close(
+                &format!("folded-norm gemv part {i} t={t}"),
+                &together,
+                &matvec(wh, &normed, r, cols, t),
+                1e-5,
+            );
             for p in 0..t {
                 let mut alone = gpu.stream.alloc_zeros::<f32>(r).unwrap();
-                gpu.project_many(&upload(gpu, &x[p * cols..][..cols]), cols, 1, &mut [(w, r, &mut alone)], norm).unwrap();
-                assert_eq!(download(gpu, &alone), together[p * r..][..r], "folded-norm part {i} position {p} alone differs from {t} together");
+                gpu.project_many(
+                    &upload(gpu, &x[p * cols..][..cols]),
+                    cols,
+                    1,
+                    &mut [(w, r, &mut alone)],
+                    norm,
+                )
+                .unwrap();
+                assert_eq!(
+                    download(gpu, &alone),
+                    together[p * r..][..r],
+                    "folded-norm part {i} position {p} alone differs from {t} together"
+                );
             }
         }
     }
@@ -121,15 +214,49 @@ fn rmsnorm_both_kinds_match_host() {
         let x = rng.vec(rows * n, 2.0);
         let z = rng.vec(rows * n, 2.0);
         let (w, wh) = weights(gpu, &format!("norm.weight.{n}"), n, 0.0, 0.5);
-        let inv: Vec<f64> = (0..rows).map(|r| 1.0 / ((x[r * n..][..n].iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / n as f64) + eps).sqrt()).collect();
+        let inv: Vec<f64> = (0..rows)
+            .map(|r| {
+                1.0 / ((x[r * n..][..n]
+                    .iter()
+                    .map(|v| (*v as f64).powi(2))
+                    .sum::<f64>()
+                    / n as f64)
+                    + eps)
+                    .sqrt()
+            })
+            .collect();
         let mut y = gpu.stream.alloc_zeros::<f32>(rows * n).unwrap();
-        gpu.rmsnorm(&upload(gpu, &x), &w, &mut y, rows, n, eps as f32).unwrap();
-        let want: Vec<f64> = (0..rows * n).map(|i| x[i] as f64 * inv[i / n] * (1.0 + wh[i % n])).collect();
-        assert_close(&format!("rmsnorm (1+w) n={n}"), &download(gpu, &y), &want, 1e-5);
+        gpu.rmsnorm(&upload(gpu, &x), &w, &mut y, rows, n, eps as f32)
+            .unwrap();
+        let want: Vec<f64> = (0..rows * n)
+            .map(|i| x[i] as f64 * inv[i / n] * (1.0 + wh[i % n]))
+            .collect();
+        assert_close(
+            &format!("rmsnorm (1+w) n={n}"),
+            &download(gpu, &y),
+            &want,
+            1e-5,
+        );
 
-        gpu.rmsnorm_gated(&upload(gpu, &x), &upload(gpu, &z), &w, &mut y, rows, n, eps as f32).unwrap();
-        let want: Vec<f64> = (0..rows * n).map(|i| x[i] as f64 * inv[i / n] * wh[i % n] * silu(z[i] as f64)).collect();
-        assert_close(&format!("rmsnorm gated n={n}"), &download(gpu, &y), &want, 1e-5);
+        gpu.rmsnorm_gated(
+            &upload(gpu, &x),
+            &upload(gpu, &z),
+            &w,
+            &mut y,
+            rows,
+            n,
+            eps as f32,
+        )
+        .unwrap();
+        let want: Vec<f64> = (0..rows * n)
+            .map(|i| x[i] as f64 * inv[i / n] * wh[i % n] * silu(z[i] as f64))
+            .collect();
+        assert_close(
+            &format!("rmsnorm gated n={n}"),
+            &download(gpu, &y),
+            &want,
+            1e-5,
+        );
     }
 }
 
@@ -140,8 +267,19 @@ fn embedding_gathers_rows() {
     let (table, th) = weights(gpu, "embed.weight", vocab * hidden, 0.0, 1.0);
     let ids = [17i32, 999, 0, 17];
     let mut out = gpu.stream.alloc_zeros::<f32>(ids.len() * hidden).unwrap();
-    gpu.embed(&table, &upload(gpu, &ids), &mut out, ids.len(), vocab, hidden).unwrap();
-    let want: Vec<f64> = ids.iter().flat_map(|&i| th[i as usize * hidden..][..hidden].to_vec()).collect();
+    gpu.embed(
+        &table,
+        &upload(gpu, &ids),
+        &mut out,
+        ids.len(),
+        vocab,
+        hidden,
+    )
+    .unwrap();
+    let want: Vec<f64> = ids
+        .iter()
+        .flat_map(|&i| th[i as usize * hidden..][..hidden].to_vec())
+        .collect();
     assert_close("embedding", &download(gpu, &out), &want, 0.0);
 }
 
@@ -153,16 +291,32 @@ fn lm_head_argmax_picks_the_host_maximum() {
     let x = Rng::new(4).vec(t * hidden, 1.0);
     let mut scratch = ArgmaxScratch::new(gpu, vocab).unwrap();
     let mut ids = gpu.stream.alloc_zeros::<i32>(t).unwrap();
-    gpu.lm_head_argmax(&w, &upload(gpu, &x), &mut scratch, &mut ids, vocab, hidden, t).unwrap();
+    gpu.lm_head_argmax(
+        &w,
+        &upload(gpu, &x),
+        &mut scratch,
+        &mut ids,
+        vocab,
+        hidden,
+        t,
+    )
+    .unwrap();
     let got = download(gpu, &ids);
     let logits = matvec(&wh, &x, vocab, hidden, t);
     for p in 0..t {
         let row = &logits[p * vocab..][..vocab];
         let best = (0..vocab).fold(0, |b, i| if row[i] > row[b] { i } else { b });
         let picked = got[p] as usize;
-        println!("lm head position {p}: device {picked} ({:.6}), host {best} ({:.6})", row[picked.min(vocab - 1)], row[best]);
+        println!(
+            "lm head position {p}: device {picked} ({:.6}), host {best} ({:.6})",
+            row[picked.min(vocab - 1)],
+            row[best]
+        );
         assert!(picked < vocab, "token id {picked} out of range");
-        assert!(row[best] - row[picked] <= 1e-5 * row[best].abs(), "position {p}: device picked {picked}, host maximum is {best}");
+        assert!(
+            row[best] - row[picked] <= 1e-5 * row[best].abs(),
+            "position {p}: device picked {picked}, host maximum is {best}"
+        );
     }
 }
 

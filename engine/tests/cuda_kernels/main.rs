@@ -14,11 +14,9 @@ mod moe;
 mod resources;
 mod synthetic;
 
-
 use cudarc::driver::CudaSlice;
 use engine::cuda::{synthetic_key, Gpu};
 use half::bf16;
-
 
 /// Deterministic random numbers (SplitMix64) for inputs.
 pub struct Rng(u64);
@@ -40,7 +38,11 @@ impl Rng {
     /// Non-zero: magnitude in [0.1, 1) times `scale`, random sign.
     pub fn value(&mut self, scale: f32) -> f32 {
         let m = 0.1 + 0.9 * self.unit();
-        if self.next_u64() & 1 == 0 { m * scale } else { -m * scale }
+        if self.next_u64() & 1 == 0 {
+            m * scale
+        } else {
+            -m * scale
+        }
     }
     pub fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
         (0..n).map(|_| self.value(scale)).collect()
@@ -51,14 +53,24 @@ pub fn upload<T: cudarc::driver::DeviceRepr>(gpu: &Gpu, v: &[T]) -> CudaSlice<T>
     gpu.stream.clone_htod(v).expect("upload")
 }
 
-pub fn download<T: cudarc::driver::DeviceRepr + Default + Clone>(gpu: &Gpu, d: &CudaSlice<T>) -> Vec<T> {
+pub fn download<T: cudarc::driver::DeviceRepr + Default + Clone>(
+    gpu: &Gpu,
+    d: &CudaSlice<T>,
+) -> Vec<T> {
     gpu.stream.clone_dtoh(d).expect("download")
 }
 
 /// A bf16 weight tensor filled on the device, and its host copy widened to f64.
-pub fn weights(gpu: &Gpu, name: &str, n: usize, offset: f32, scale: f32) -> (CudaSlice<bf16>, Vec<f64>) {
+pub fn weights(
+    gpu: &Gpu,
+    name: &str,
+    n: usize,
+    offset: f32,
+    scale: f32,
+) -> (CudaSlice<bf16>, Vec<f64>) {
     let mut w = gpu.stream.alloc_zeros::<bf16>(n).unwrap();
-    gpu.fill_synthetic(&mut w, 7, synthetic_key(name), offset, scale).unwrap();
+    gpu.fill_synthetic(&mut w, 7, synthetic_key(name), offset, scale)
+        .unwrap();
     let host = download(gpu, &w).iter().map(|v| v.to_f64()).collect();
     (w, host)
 }
@@ -67,11 +79,17 @@ pub fn weights(gpu: &Gpu, name: &str, n: usize, offset: f32, scale: f32) -> (Cud
 pub fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let err = got.iter().zip(want).fold(0.0f64, |m, (g, w)| m.max((*g as f64 - w).abs()));
+    let err = got
+        .iter()
+        .zip(want)
+        .fold(0.0f64, |m, (g, w)| m.max((*g as f64 - w).abs()));
     let rel = err / scale.max(1e-30);
     println!("{what}: relative error {rel:.3e} (max |ref| {scale:.3e})");
     assert!(scale > 0.0, "{what}: reference is all zeros");
-    assert!(rel <= tol, "{what}: relative error {rel:.3e} above {tol:.1e}");
+    assert!(
+        rel <= tol,
+        "{what}: relative error {rel:.3e} above {tol:.1e}"
+    );
 }
 
 pub fn silu(x: f64) -> f64 {
