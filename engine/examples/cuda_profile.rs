@@ -10,11 +10,11 @@
 //! and the bandwidth that gives against the read ceiling; with `--timeline`, per kernel too.
 
 use anyhow::{Context, Result};
-use engine::arms::Arm;
 use engine::backend::Backend;
 use engine::config::ModelConfig;
 use engine::cuda::{timeline, CudaBackend, Gpu, ProfileRow};
 use engine::model::Model;
+use engine::options::Arm;
 use engine::weights::WeightSource;
 
 /// Launches a timeline holds: a 35B-A3B token takes about 300.

@@ -1,11 +1,11 @@
 //! CPU decode speed and peak memory of a preset:
 //! `cargo run --release -p engine --example decode_bench [-- PRESET [PROMPT GEN]]`.
 
-use engine::arms::Arm;
 use engine::bench::{self, BenchPlan};
 use engine::config::ModelConfig;
 use engine::cpu::CpuBackend;
 use engine::model::Model;
+use engine::options::Arm;
 use engine::weights::WeightSource;
 
 /// Peak resident memory of this process (VmHWM), as /proc reports it.

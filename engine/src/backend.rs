@@ -6,8 +6,8 @@
 //! allocation and no host round trip except `read_tokens` for the acceptance decision.
 #![allow(clippy::too_many_arguments)]
 
-use crate::arms::Prefetch;
 use crate::config::ModelConfig;
+use crate::options::Prefetch;
 use crate::synthetic::Init;
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, Weights};
 use anyhow::Result;

@@ -5,6 +5,7 @@ use crate::config::{Ffn, ModelConfig};
 use crate::cuda::l2::L2Audit;
 use crate::decode::SpecStats;
 use crate::model::Model;
+use crate::options::Named;
 use crate::synthetic::prompt_token;
 use crate::tensors::{tensor_specs, Traffic};
 use anyhow::{bail, Result};
@@ -45,8 +46,8 @@ pub struct BenchResult {
     pub spec: SpecStats,
     pub output_digest: String,
     pub state_pool_bytes: usize,
-    pub prefetch: &'static str,
-    pub pool_layout: &'static str,
+    pub prefetch: String,
+    pub pool_layout: String,
     pub prefetch_bytes_per_token: f64,
     pub prefetch_walked_bytes_per_token: f64,
     /// Bytes a decode round must move (see [`bytes_per_round`]).

@@ -229,10 +229,10 @@ impl<B: Backend> Model<B> {
 
 #[cfg(test)]
 mod tests {
-    use crate::arms::Arm;
     use crate::config::ModelConfig;
     use crate::cpu::CpuBackend;
     use crate::model::Model;
+    use crate::options::Arm;
     use crate::weights::WeightSource;
 
     /// Queued steps that feed each other equal steps fed one at a time from the host, and

@@ -4,7 +4,6 @@
 //! One model definition ([`model::Model`]) runs on a [`backend::Backend`]: the CPU backend
 //! here, the CUDA backend in [`cuda`].
 
-pub mod arms;
 pub mod backend;
 pub mod bench;
 pub mod chain;
@@ -14,6 +13,7 @@ pub mod cuda;
 pub mod decode;
 pub mod info;
 pub mod model;
+pub mod options;
 pub mod state;
 pub mod synthetic;
 pub mod tensors;

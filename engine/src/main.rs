@@ -1,15 +1,13 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use engine::arms::{Arm, ENV_HELP};
 use engine::backend::Backend;
 use engine::bench::{self, BenchPlan, BenchResult};
 use engine::config::{ModelConfig, MAX_DRAFT};
 use engine::cpu::CpuBackend;
-use engine::cuda::l2::{L2Arm, L2Mode, L2_ENV_HELP};
-use engine::cuda::options::{GpuOptions, OPTIONS_ENV_HELP};
 use engine::cuda::CudaBackend;
 use engine::info;
 use engine::model::Model;
+use engine::options::{self, Arm, BackendChoice, GpuOptions, L2Arm, L2Mode, Named};
 use engine::weights::WeightSource;
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,6 +30,8 @@ enum Command {
     Bench(BenchArgs),
     /// Print the backend, the device and the model's sizes.
     Info(ModelArgs),
+    /// List the ENGINE_* environment variables, their values and defaults.
+    Options,
 }
 
 #[derive(Args)]
@@ -95,13 +95,6 @@ enum Spec {
     Mtp,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum BackendChoice {
-    Cpu,
-    Cuda,
-    Auto,
-}
-
 fn parse_ceiling(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
@@ -139,12 +132,7 @@ impl ModelArgs {
     fn backend(&self, graphs: bool, l2_arm: L2Arm) -> Result<Opened> {
         let choice = match self.backend {
             Some(c) => c,
-            None => match std::env::var("ENGINE_BACKEND").ok().as_deref() {
-                None | Some("cpu") => BackendChoice::Cpu,
-                Some("cuda") => BackendChoice::Cuda,
-                Some("auto") => BackendChoice::Auto,
-                Some(other) => bail!("unknown value `{other}` for environment variable ENGINE_BACKEND; allowed: cpu, cuda, auto"),
-            },
+            None => options::BACKEND.read(&options::environment)?,
         };
         match choice {
             BackendChoice::Cpu => Ok(Opened::Cpu),
@@ -288,9 +276,10 @@ fn args() -> Vec<std::ffi::OsString> {
         .collect()
 }
 
-/// Both subcommands list the arms' variables: the CPU's and the GPU's (L2, launches).
+/// Both subcommands list the variables they read (all of them: the CPU's arm, the backend,
+/// the GPU's L2 and launches), as `engine options` does.
 fn parse() -> Cli {
-    let help = format!("{ENV_HELP}\n{L2_ENV_HELP}\n{OPTIONS_ENV_HELP}");
+    let help = options::help();
     let command = Cli::command()
         .mut_subcommand("bench", |c| c.after_help(help.clone()))
         .mut_subcommand("info", |c| c.after_help(help.clone()));
@@ -309,6 +298,10 @@ fn run() -> Result<()> {
                 Opened::Cuda(b) => ("cuda", info::gpu_description(&b.gpu.info)),
             };
             print!("{}", info::report(&cfg, name, &device));
+            Ok(())
+        }
+        Command::Options => {
+            print!("{}", options::help());
             Ok(())
         }
     }

@@ -1,9 +1,9 @@
 //! The model definition: buffers, state pool and the forward composition of the layers,
 //! generic over the backend.
 
-use crate::arms::Arm;
 use crate::backend::{Backend, KvCache, OutFfn, RoundKey, SlotPair};
 use crate::config::{ModelConfig, MAX_DRAFT};
+use crate::options::Arm;
 use crate::state::PoolMap;
 use crate::weights::{LayerWeights, Mixer, WeightSource, Weights};
 use anyhow::Result;

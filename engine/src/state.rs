@@ -2,8 +2,8 @@
 //! slots of conv state and two of recurrent state. One slot is live; a speculative round
 //! writes the other and the live index flips when the round commits.
 
-use crate::arms::PoolLayout;
 use crate::config::ModelConfig;
+use crate::options::PoolLayout;
 
 /// Byte offsets of every (GDN layer, slot) region in the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

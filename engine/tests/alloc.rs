@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use engine::arms::{Arm, Prefetch};
+use engine::options::{Arm, Prefetch};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

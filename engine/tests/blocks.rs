@@ -3,10 +3,10 @@
 mod common;
 
 use common::*;
-use engine::arms::Arm;
 use engine::backend::{Backend, KvCache, SlotPair};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::CpuBackend;
+use engine::options::Arm;
 use engine::state::PoolMap;
 use engine::weights::{AttnWeights, FfnWeights, GdnWeights, SwiGlu};
 

@@ -3,10 +3,10 @@
 mod common;
 
 use common::*;
-use engine::arms::Arm;
 use engine::config::ModelConfig;
 use engine::cpu::CpuBackend;
 use engine::model::Model;
+use engine::options::Arm;
 use engine::tensors::tensor_specs;
 use engine::weights::WeightSource;
 use safetensors::{serialize, Dtype, View};

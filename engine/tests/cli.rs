@@ -145,6 +145,16 @@ fn bad_input_is_named_with_the_allowed_values() {
         &["ENGINE_POOL_LAYOUT", "by-slot"],
     );
     fails(
+        &["info"],
+        &[("ENGINE_BACKEND", "gpu")],
+        &["ENGINE_BACKEND", "cpu, cuda, auto"],
+    );
+    fails(
+        TINY,
+        &[("ENGINE_L2", "window")],
+        &["ENGINE_L2=window", "CUDA backend"],
+    );
+    fails(
         &["bench", "--preset", "tiny", "-pg", "250,10"],
         &[],
         &["-pg 250,10", "max_context"],
@@ -187,6 +197,32 @@ fn bad_input_is_named_with_the_allowed_values() {
         &[],
         &["junk.safetensors", "safetensors"],
     );
+}
+
+#[test]
+fn options_lists_every_variable_and_bench_help_too() {
+    let o = engine(&["options"], &[]);
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(o.status.success());
+    let help = String::from_utf8(engine(&["bench", "--help"], &[]).stdout).unwrap();
+    for var in [
+        "ENGINE_PREFETCH=",
+        "ENGINE_POOL_LAYOUT=",
+        "ENGINE_BACKEND=",
+        "ENGINE_L2=",
+        "ENGINE_L2_HIT_RATIO=",
+        "ENGINE_L2_GUARD=",
+        "ENGINE_PDL=",
+        "ENGINE_FOLD_NORM=",
+        "ENGINE_WEIGHT_PREFETCH=",
+        "ENGINE_WEIGHT_PRELOAD=",
+        "ENGINE_ROUTER_IN_OUT=",
+    ] {
+        assert!(
+            out.contains(var) && help.contains(var),
+            "{var} missing: {out}"
+        );
+    }
 }
 
 #[test]

@@ -3,8 +3,8 @@
 mod common;
 
 use common::*;
-use engine::arms::{Arm, PoolLayout, Prefetch};
 use engine::backend::Backend;
+use engine::options::{Arm, PoolLayout, Prefetch};
 
 #[test]
 fn chunked_prefill_equals_token_by_token() {

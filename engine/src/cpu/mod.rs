@@ -3,9 +3,9 @@
 mod kernels;
 mod prefetch;
 
-use crate::arms::Prefetch;
 use crate::backend::{Backend, KvCache, PrefetchCounts, SlotPair};
 use crate::config::{ModelConfig, MAX_GDN_DIM};
+use crate::options::Prefetch;
 use crate::synthetic::{round_bf16, synthetic_value, Init};
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, SwiGlu};
 use anyhow::Result;

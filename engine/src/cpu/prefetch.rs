@@ -5,8 +5,8 @@
 //! whatever is left when the FFN block ends is issued in one burst, so the volume per arm
 //! is exact and counted.
 
-use crate::arms::Prefetch;
 use crate::backend::PrefetchCounts;
+use crate::options::Prefetch;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 pub const LINE: usize = 64;

@@ -19,17 +19,16 @@ use super::args::{dim, MAX_T};
 use super::attention::{AttnScratch, AttnShape};
 use super::gdn::{conv_taps, ConvIn, GatedOut, GdnShape, HEAD_DIM};
 use super::gemv::{ArgmaxScratch, FoldedNorm};
-use super::l2::{L2Arm, L2Audit, L2Session};
+use super::l2::{L2Audit, L2Session};
 use super::moe::{
     routes_after_projection, MoePrefillScratch, MoeScratch, MoeShape, MoeWeights, RouterThroughOut,
 };
-use super::options::FoldNorms;
 use super::Gpu;
-use crate::arms::Prefetch;
 use crate::backend::{
     out_then_norm_ffn, Backend, KvCache, OutFfn, PrefetchCounts, RoundKey, SlotPair,
 };
 use crate::config::{Ffn, ModelConfig};
+use crate::options::{FoldNorms, L2Arm, Prefetch};
 use crate::synthetic::Init;
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, LayerWeights, Mixer, Weights};
 

@@ -1,4 +1,4 @@
-//! L2 persistence for the decode graph: the `ENGINE_L2` arms, the guard against pools wider
+//! L2 persistence for the decode graph: the `ENGINE_L2` arms ([`crate::options::L2Arm`]), the guard against pools wider
 //! than one access-policy window, the counted persisting-L2 reserve, and the audit read back
 //! from the captured graphs and the device.
 //!
@@ -29,117 +29,7 @@ use cudarc::driver::sys::{
 use cudarc::driver::{CudaContext, CudaGraph, CudaSlice, DevicePtr};
 
 use super::{DeviceInfo, Gpu};
-
-/// Help text for the variables (for `engine bench --help`).
-pub const L2_ENV_HELP: &str =
-    "  ENGINE_L2=off|window|reserve-only|structural-zero|null   [default: off]
-      window:          access-policy window over the whole GDN state pool (hitProp persisting,
-                       missProp normal) on every kernel node of the decode graph, plus the
-                       persisting reserve min(persistingL2CacheMaxSize, pool)
-      reserve-only:    the same reserve, nothing pinned
-      structural-zero: the same reserve and a window of the same geometry over a decoy buffer
-                       of the pool's size that nothing reads
-      null:            the same code path, installing no window and no reserve
-  ENGINE_L2_HIT_RATIO=clamp|NUMBER   [default: clamp = reserve / pool; NUMBER in (0, 1]]
-  ENGINE_L2_GUARD=on|off   [default: on; on: a pool wider than accessPolicyMaxWindowSize
-      installs nothing (said once on stderr); off: the request goes to the driver]";
-
-/// What `ENGINE_L2` asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum L2Mode {
-    Off,
-    Window,
-    ReserveOnly,
-    StructuralZero,
-    Null,
-}
-
-const MODES: [(&str, L2Mode); 5] = [
-    ("off", L2Mode::Off),
-    ("window", L2Mode::Window),
-    ("reserve-only", L2Mode::ReserveOnly),
-    ("structural-zero", L2Mode::StructuralZero),
-    ("null", L2Mode::Null),
-];
-
-impl L2Mode {
-    pub fn name(self) -> &'static str {
-        MODES
-            .iter()
-            .find(|(_, m)| *m == self)
-            .map_or("off", |(n, _)| n)
-    }
-}
-
-/// The window's hit ratio: `Clamp` = reserve / pool (a larger ratio over a window wider than
-/// the reserve makes the persisting lines evict each other), or a fixed number in (0, 1].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum HitRatio {
-    Clamp,
-    Fixed(f32),
-}
-
-/// The L2 arm a process runs under.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct L2Arm {
-    pub mode: L2Mode,
-    pub hit_ratio: HitRatio,
-    /// Install nothing when the pool is wider than one access-policy window.
-    pub guard: bool,
-}
-
-impl Default for L2Arm {
-    fn default() -> Self {
-        L2Arm {
-            mode: L2Mode::Off,
-            hit_ratio: HitRatio::Clamp,
-            guard: true,
-        }
-    }
-}
-
-impl L2Arm {
-    /// Reads `ENGINE_L2`, `ENGINE_L2_HIT_RATIO` and `ENGINE_L2_GUARD` from the environment.
-    pub fn from_env() -> Result<L2Arm> {
-        Self::from_lookup(|k| std::env::var(k).ok())
-    }
-
-    /// Reads the arm from `lookup` (a variable's value, or None when unset).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<L2Arm> {
-        let mode = match lookup("ENGINE_L2") {
-            None => L2Mode::Off,
-            Some(v) => match MODES.iter().find(|(n, _)| *n == v) {
-                Some((_, m)) => *m,
-                None => {
-                    let allowed: Vec<_> = MODES.iter().map(|(n, _)| *n).collect();
-                    bail!(
-                        "unknown value `{v}` for environment variable ENGINE_L2; allowed: {}",
-                        allowed.join(", ")
-                    )
-                }
-            },
-        };
-        let hit_ratio = match lookup("ENGINE_L2_HIT_RATIO").as_deref() {
-            None | Some("clamp") => HitRatio::Clamp,
-            Some(v) => match v.parse::<f32>() {
-                Ok(r) if r > 0.0 && r <= 1.0 => HitRatio::Fixed(r),
-                _ => bail!("invalid value `{v}` for environment variable ENGINE_L2_HIT_RATIO; allowed: clamp, or a number in (0, 1] such as 0.75"),
-            },
-        };
-        let guard = match lookup("ENGINE_L2_GUARD").as_deref() {
-            None | Some("on") => true,
-            Some("off") => false,
-            Some(v) => bail!(
-                "unknown value `{v}` for environment variable ENGINE_L2_GUARD; allowed: on, off"
-            ),
-        };
-        Ok(L2Arm {
-            mode,
-            hit_ratio,
-            guard,
-        })
-    }
-}
+use crate::options::{HitRatio, L2Arm, L2Mode, Named};
 
 /// The device's L2 persistence limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -565,7 +455,7 @@ impl L2Session {
     pub fn audit(&self, graphs: &[&CudaGraph]) -> Result<L2Audit> {
         let nodes = graph_windows(&self.ctx, graphs)?;
         Ok(L2Audit {
-            arm: self.arm.mode.name(),
+            arm: self.arm.mode,
             window: nodes.window,
             reserve_bytes: persisting_limit(&self.ctx)?,
             kernel_nodes: nodes.kernel_nodes,
@@ -654,7 +544,7 @@ fn kernel_node_window(node: CUgraphNode) -> Result<Option<Window>> {
 /// What the decode graphs and the device hold under an arm, read back, not requested.
 #[derive(Clone, Debug, PartialEq)]
 pub struct L2Audit {
-    pub arm: &'static str,
+    pub arm: L2Mode,
     /// The window the windowed nodes share (None when no node is windowed).
     pub window: Option<Window>,
     /// The persisting limit the device holds (its own default under `off` and `null`).
@@ -668,7 +558,7 @@ impl L2Audit {
     /// The reading where no GPU ran: no graph, no window, no reserve.
     pub fn no_device() -> L2Audit {
         L2Audit {
-            arm: L2Mode::Off.name(),
+            arm: L2Mode::Off,
             window: None,
             reserve_bytes: 0,
             kernel_nodes: 0,
@@ -692,7 +582,7 @@ impl L2Audit {
     pub fn values(&self) -> [String; 7] {
         let (bytes, ratio) = self.window.map_or((0, 0.0), |w| (w.bytes, w.hit_ratio));
         [
-            self.arm.to_string(),
+            self.arm.name(),
             bytes.to_string(),
             self.reserve_bytes.to_string(),
             ratio.to_string(),
@@ -715,85 +605,12 @@ mod tests {
     const POOL_35B: usize = 128_778_240;
     const POOL_27B: usize = 307_888_128;
 
-    fn env<'a>(vars: &'a [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| {
-            vars.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }
-    }
-
     fn arm(mode: L2Mode, hit_ratio: HitRatio, guard: bool) -> L2Arm {
         L2Arm {
             mode,
             hit_ratio,
             guard,
         }
-    }
-
-    #[test]
-    fn arm_defaults_to_off_clamp_guarded() {
-        assert_eq!(
-            L2Arm::from_lookup(|_| None).unwrap(),
-            arm(L2Mode::Off, HitRatio::Clamp, true)
-        );
-    }
-
-    #[test]
-    fn arm_parses_every_mode_ratio_and_guard() {
-        for (name, mode) in MODES {
-            let a = L2Arm::from_lookup(env(&[("ENGINE_L2", name)])).unwrap();
-            assert_eq!(a.mode, mode);
-            assert_eq!(mode.name(), name);
-        }
-        let a = L2Arm::from_lookup(env(&[
-            ("ENGINE_L2", "window"),
-            ("ENGINE_L2_HIT_RATIO", "0.75"),
-            ("ENGINE_L2_GUARD", "off"),
-        ]));
-        assert_eq!(
-            a.unwrap(),
-            arm(L2Mode::Window, HitRatio::Fixed(0.75), false)
-        );
-        let a = L2Arm::from_lookup(env(&[
-            ("ENGINE_L2_HIT_RATIO", "1"),
-            ("ENGINE_L2_GUARD", "on"),
-        ]))
-        .unwrap();
-        assert_eq!((a.hit_ratio, a.guard), (HitRatio::Fixed(1.0), true));
-        let a = L2Arm::from_lookup(env(&[("ENGINE_L2_HIT_RATIO", "clamp")])).unwrap();
-        assert_eq!(a.hit_ratio, HitRatio::Clamp);
-    }
-
-    #[test]
-    fn arm_rejects_unknown_values_naming_the_variable_and_the_choices() {
-        let e = L2Arm::from_lookup(env(&[("ENGINE_L2", "windows")]))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("ENGINE_L2;")
-                && e.contains("`windows`")
-                && e.contains("reserve-only, structural-zero, null"),
-            "{e}"
-        );
-        for bad in ["0", "1.5", "-0.5", "NaN", "abc", ""] {
-            let e = L2Arm::from_lookup(env(&[("ENGINE_L2_HIT_RATIO", bad)]))
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains("ENGINE_L2_HIT_RATIO")
-                    && e.contains("clamp")
-                    && e.contains(&format!("`{bad}`")),
-                "{e}"
-            );
-        }
-        let e = L2Arm::from_lookup(env(&[("ENGINE_L2_GUARD", "no")]))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("ENGINE_L2_GUARD") && e.contains("on, off"),
-            "{e}"
-        );
     }
 
     #[test]
@@ -924,7 +741,7 @@ mod tests {
     #[test]
     fn audit_row_matches_its_columns() {
         let audit = L2Audit {
-            arm: "window",
+            arm: L2Mode::Window,
             window: Some(Window {
                 base: 0x1000,
                 bytes: POOL_35B,
@@ -941,7 +758,7 @@ mod tests {
             ["window", "128778240", "39321600", "0.5", "61", "61", "0"]
         );
         let off = L2Audit {
-            arm: "off",
+            arm: L2Mode::Off,
             window: None,
             guard_fired: true,
             ..audit

@@ -39,11 +39,11 @@ pub mod l2;
 pub mod launch;
 pub mod moe;
 pub mod nvrtc;
-pub mod options;
 pub mod rmsnorm;
 pub mod synthetic;
 pub mod timeline;
 
+pub use crate::options::{FoldNorms, GpuOptions};
 pub use attention::{AttnPlan, AttnScratch, AttnShape};
 pub use backend::{CudaBackend, CudaBuf, CudaMat, ProfileRow};
 pub use ceiling::StageSync;
@@ -51,5 +51,4 @@ pub use device::{driver_present, DeviceInfo, Gpu};
 pub use gdn::GdnShape;
 pub use gemv::GemvInput;
 pub use moe::{MoePrefillScratch, MoeScratch, MoeShape, MoeStage, MoeWeights, RouterThroughOut};
-pub use options::{FoldNorms, GpuOptions};
 pub use synthetic::synthetic_key;

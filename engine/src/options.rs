@@ -1,0 +1,724 @@
+//! The `ENGINE_*` environment variables: every choice the engine reads from its environment,
+//! as clap value enums, with one reader and one help text (`engine options`).
+//!
+//! The variables are environment variables, not flags, so that the runner's arms can set them
+//! around an unchanged command line. Three groups are read where they are needed: the CPU arm
+//! ([`Arm`]: state pool layout and prefetch), the L2 arm ([`L2Arm`]) and the GPU launch
+//! options ([`GpuOptions`]); `ENGINE_BACKEND` only when `--backend` is not given. Every
+//! variable, its values and its default are listed once, in [`VARIABLES`], which the readers
+//! and the help text share.
+
+use anyhow::{anyhow, Result};
+use clap::ValueEnum;
+
+/// A variable's value from the environment (`None` when unset); tests pass a table instead.
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment, as a [`Lookup`].
+pub fn environment(var: &str) -> Option<String> {
+    std::env::var(var).ok()
+}
+
+/// The word a value is spelled with in its variable (`next-layer`, `on`, ...).
+pub trait Named: ValueEnum {
+    fn name(&self) -> String {
+        self.to_possible_value()
+            .expect("every value has a name")
+            .get_name()
+            .to_string()
+    }
+}
+
+impl<T: ValueEnum> Named for T {}
+
+/// One variable: its name, its value when unset, and what it changes.
+pub struct Variable<T: 'static> {
+    pub name: &'static str,
+    pub default: T,
+    pub about: &'static str,
+}
+
+impl<T: ValueEnum + Clone> Variable<T> {
+    /// The variable's value, its default when unset; an unknown value is an error that names
+    /// the variable and the allowed values.
+    pub fn read(&self, lookup: Lookup) -> Result<T> {
+        let Some(value) = lookup(self.name) else {
+            return Ok(self.default.clone());
+        };
+        T::from_str(&value, false).map_err(|_| {
+            anyhow!(
+                "unknown value `{value}` for environment variable {}; allowed: {}",
+                self.name,
+                names::<T>().join(", ")
+            )
+        })
+    }
+
+    fn help(&self) -> String {
+        let values = T::value_variants().iter().map(|v| {
+            let p = v.to_possible_value().expect("every value has a name");
+            (
+                p.get_name().to_string(),
+                p.get_help().map(|h| h.to_string()),
+            )
+        });
+        entry(
+            self.name,
+            &names::<T>().join("|"),
+            &self.default.name(),
+            self.about,
+            values.collect(),
+        )
+    }
+}
+
+fn names<T: ValueEnum>() -> Vec<String> {
+    T::value_variants().iter().map(Named::name).collect()
+}
+
+/// Formats one variable for the help text: `NAME=a|b   [default: a]`, what it changes, and
+/// one line for each value that has a help of its own, wrapped to 100 columns.
+fn entry(
+    name: &str,
+    values: &str,
+    default: &str,
+    about: &str,
+    lines: Vec<(String, Option<String>)>,
+) -> String {
+    let mut s = format!("  {name}={values}   [default: {default}]\n");
+    if !about.is_empty() {
+        s += &wrap("      ", about, 6);
+    }
+    let width = lines
+        .iter()
+        .filter(|(_, h)| h.is_some())
+        .map(|(v, _)| v.len())
+        .max()
+        .unwrap_or(0);
+    for (value, help) in lines {
+        if let Some(help) = help {
+            s += &wrap(&format!("      {value:width$}  "), &help, 8 + width);
+        }
+    }
+    s
+}
+
+/// `lead` then `text`, broken at spaces into lines of at most 100 columns, the later lines
+/// indented by `indent`.
+fn wrap(lead: &str, text: &str, indent: usize) -> String {
+    let (mut out, mut line) = (String::new(), lead.to_string());
+    let mut fresh = true;
+    for word in text.split_whitespace() {
+        if !fresh && line.chars().count() + 1 + word.chars().count() > 100 {
+            out += &format!("{}\n", line.trim_end());
+            (line, fresh) = (" ".repeat(indent), true);
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line += word;
+        fresh = false;
+    }
+    out + line.trim_end() + "\n"
+}
+
+/// Turns a behaviour on or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
+}
+
+impl Switch {
+    fn is_on(self) -> bool {
+        self == Switch::On
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The CPU arm: how the state pool is laid out and fetched, never what is computed.
+
+/// What the CPU prefetches of the next GDN layer's state while a layer's weights stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Prefetch {
+    /// No prefetch.
+    #[default]
+    Off,
+    /// While a layer's FFN weights stream, prefetch the next GDN layer's live state slot
+    /// (conv + recurrent) into the cache.
+    NextLayer,
+    /// The same code path runs, prefetching nothing.
+    Null,
+    /// The same prefetch volume from a decoy buffer of the same size that nothing reads.
+    StructuralZero,
+}
+
+/// The order of the GDN state slots in the pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum PoolLayout {
+    /// Per layer [conv s0][conv s1][rec s0][rec s1].
+    #[default]
+    ByLayer,
+    /// [all layers' s0][all layers' s1], each layer's slot [conv][rec].
+    BySlot,
+}
+
+pub const PREFETCH: Variable<Prefetch> = Variable {
+    name: "ENGINE_PREFETCH",
+    default: Prefetch::Off,
+    about: "",
+};
+pub const POOL_LAYOUT: Variable<PoolLayout> = Variable {
+    name: "ENGINE_POOL_LAYOUT",
+    default: PoolLayout::ByLayer,
+    about: "",
+};
+
+/// The CPU arm a process runs under (every arm computes the same tokens).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Arm {
+    pub prefetch: Prefetch,
+    pub layout: PoolLayout,
+}
+
+impl Arm {
+    /// Reads `ENGINE_PREFETCH` and `ENGINE_POOL_LAYOUT`.
+    pub fn from_lookup(lookup: Lookup) -> Result<Arm> {
+        Ok(Arm {
+            prefetch: PREFETCH.read(lookup)?,
+            layout: POOL_LAYOUT.read(lookup)?,
+        })
+    }
+
+    pub fn from_env() -> Result<Arm> {
+        Self::from_lookup(&environment)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The backend.
+
+/// Where the model runs (`--backend`, else `ENGINE_BACKEND`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendChoice {
+    Cpu,
+    Cuda,
+    /// cuda when a device is available, else cpu.
+    Auto,
+}
+
+pub const BACKEND: Variable<BackendChoice> = Variable {
+    name: "ENGINE_BACKEND",
+    default: BackendChoice::Cpu,
+    about: "used when --backend is not given",
+};
+
+// ---------------------------------------------------------------------------------------
+// The L2 arm: persistence of the GDN state pool in the GPU's L2 (crate::cuda::l2).
+
+/// What `ENGINE_L2` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum L2Mode {
+    /// No window, no reserve.
+    Off,
+    /// Access-policy window over the whole GDN state pool (hitProp persisting, missProp
+    /// normal) on every kernel node of the decode graph, plus the persisting reserve
+    /// min(persistingL2CacheMaxSize, pool).
+    Window,
+    /// The same reserve, nothing pinned.
+    ReserveOnly,
+    /// The same reserve and a window of the same geometry over a decoy buffer of the pool's
+    /// size that nothing reads.
+    StructuralZero,
+    /// The same code path, installing no window and no reserve.
+    Null,
+}
+
+/// The window's hit ratio: `Clamp` = reserve / pool (a larger ratio over a window wider than
+/// the reserve makes the persisting lines evict each other), or a fixed number in (0, 1].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HitRatio {
+    Clamp,
+    Fixed(f32),
+}
+
+pub const L2: Variable<L2Mode> = Variable {
+    name: "ENGINE_L2",
+    default: L2Mode::Off,
+    about: "",
+};
+pub const L2_GUARD: Variable<Switch> = Variable {
+    name: "ENGINE_L2_GUARD",
+    default: Switch::On,
+    about: "on: a pool wider than accessPolicyMaxWindowSize installs nothing (said once on \
+            stderr); off: the request goes to the driver",
+};
+const L2_HIT_RATIO: &str = "ENGINE_L2_HIT_RATIO";
+
+/// The L2 arm a process runs under.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct L2Arm {
+    pub mode: L2Mode,
+    pub hit_ratio: HitRatio,
+    /// Install nothing when the pool is wider than one access-policy window.
+    pub guard: bool,
+}
+
+impl Default for L2Arm {
+    fn default() -> Self {
+        L2Arm {
+            mode: L2.default,
+            hit_ratio: HitRatio::Clamp,
+            guard: L2_GUARD.default.is_on(),
+        }
+    }
+}
+
+impl L2Arm {
+    /// Reads `ENGINE_L2`, `ENGINE_L2_HIT_RATIO` and `ENGINE_L2_GUARD`.
+    pub fn from_lookup(lookup: Lookup) -> Result<L2Arm> {
+        Ok(L2Arm {
+            mode: L2.read(lookup)?,
+            hit_ratio: hit_ratio(lookup)?,
+            guard: L2_GUARD.read(lookup)?.is_on(),
+        })
+    }
+
+    pub fn from_env() -> Result<L2Arm> {
+        Self::from_lookup(&environment)
+    }
+}
+
+/// The one variable that is not a choice among words: `clamp` or a number in (0, 1].
+fn hit_ratio(lookup: Lookup) -> Result<HitRatio> {
+    match lookup(L2_HIT_RATIO).as_deref() {
+        None | Some("clamp") => Ok(HitRatio::Clamp),
+        Some(v) => match v.parse::<f32>() {
+            Ok(r) if r > 0.0 && r <= 1.0 => Ok(HitRatio::Fixed(r)),
+            _ => Err(anyhow!(
+                "invalid value `{v}` for environment variable {L2_HIT_RATIO}; allowed: clamp, or a number in (0, 1] such as 0.75"
+            )),
+        },
+    }
+}
+
+fn hit_ratio_help() -> String {
+    entry(
+        L2_HIT_RATIO,
+        "clamp|NUMBER",
+        "clamp",
+        "clamp: reserve / pool; NUMBER: a fixed ratio in (0, 1]",
+        vec![],
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// The GPU launch options: how the decode kernels are launched and fused. Dependent launch and
+// the weight prefetch and preload never change what is computed; folding the norms, and where
+// the router's logits are summed, change the fp32 rounding, so greedy tokens may differ. The
+// defaults are the ones the ladders chose (docs/journal.md lists them).
+
+/// Which RMSNorms the decode kernels fold into the projections that read them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FoldNorms {
+    /// On for the input norm of MoE models, off for dense ones.
+    Auto,
+    /// A layer's input RMSNorm (and a dense FFN's post-attention norm) is computed inside the
+    /// projections that read it.
+    On,
+    /// A kernel each.
+    Off,
+}
+
+impl FoldNorms {
+    /// Whether a layer's input norm is folded, in a model whose FFN is an MoE or dense.
+    pub fn input_norm(self, moe: bool) -> bool {
+        match self {
+            FoldNorms::Auto => moe,
+            FoldNorms::On => true,
+            FoldNorms::Off => false,
+        }
+    }
+}
+
+pub const PDL: Variable<Switch> = Variable {
+    name: "ENGINE_PDL",
+    default: Switch::On,
+    about: "on: each kernel may start while the one before runs (programmatic dependent launch) \
+            and waits for it inside; off: each starts when the one before ends",
+};
+pub const FOLD_NORM: Variable<FoldNorms> = Variable {
+    name: "ENGINE_FOLD_NORM",
+    default: FoldNorms::Auto,
+    about: "a decode MoE's post-attention norm is always computed by its router",
+};
+pub const WEIGHT_PREFETCH: Variable<Switch> = Variable {
+    name: "ENGINE_WEIGHT_PREFETCH",
+    default: Switch::Off,
+    about: "on: the projection, router and state kernels prefetch their weights (state) into \
+            the L2 before waiting for the kernel before them",
+};
+pub const WEIGHT_PRELOAD: Variable<Switch> = Variable {
+    name: "ENGINE_WEIGHT_PRELOAD",
+    default: Switch::On,
+    about: "on: the projection, router and MoE kernels load their first weights into registers \
+            before that wait (gate‖up: the shared expert's rows; down: every row, from the \
+            routing the router wrote), the GDN step its state and conv window, the attention \
+            its position and the cached keys of earlier rounds",
+};
+pub const ROUTER_IN_OUT: Variable<Switch> = Variable {
+    name: "ENGINE_ROUTER_IN_OUT",
+    default: Switch::On,
+    about: "on: a decode MoE's router logits are computed in the launch of the output \
+            projection before it (through the projection's weights, made once at start-up) \
+            and its last block routes, so the MoE takes two launches after it; off: the \
+            router has a launch of its own",
+};
+
+/// How the CUDA backend runs a decode round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuOptions {
+    /// Programmatic dependent launch (`ENGINE_PDL`).
+    pub pdl: bool,
+    /// Norms folded into the kernels that read them (`ENGINE_FOLD_NORM`).
+    pub fold_norms: FoldNorms,
+    /// L2 prefetch of weights before the dependency wait (`ENGINE_WEIGHT_PREFETCH`).
+    pub weight_prefetch: bool,
+    /// First weights into registers before the dependency wait (`ENGINE_WEIGHT_PRELOAD`).
+    pub weight_preload: bool,
+    /// The MoE router computed in the output projection's launch (`ENGINE_ROUTER_IN_OUT`).
+    pub router_in_out: bool,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        GpuOptions {
+            pdl: PDL.default.is_on(),
+            fold_norms: FOLD_NORM.default,
+            weight_prefetch: WEIGHT_PREFETCH.default.is_on(),
+            weight_preload: WEIGHT_PRELOAD.default.is_on(),
+            router_in_out: ROUTER_IN_OUT.default.is_on(),
+        }
+    }
+}
+
+impl GpuOptions {
+    /// Reads the five launch variables.
+    pub fn from_lookup(lookup: Lookup) -> Result<Self> {
+        Ok(GpuOptions {
+            pdl: PDL.read(lookup)?.is_on(),
+            fold_norms: FOLD_NORM.read(lookup)?,
+            weight_prefetch: WEIGHT_PREFETCH.read(lookup)?.is_on(),
+            weight_preload: WEIGHT_PRELOAD.read(lookup)?.is_on(),
+            router_in_out: ROUTER_IN_OUT.read(lookup)?.is_on(),
+        })
+    }
+
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(&environment)
+    }
+
+    /// `pdl=on fold_norm=auto weight_prefetch=off weight_preload=on router_in_out=on`, for the
+    /// start-up line.
+    pub fn describe(&self) -> String {
+        let word = |b: bool| if b { "on" } else { "off" };
+        format!(
+            "pdl={} fold_norm={} weight_prefetch={} weight_preload={} router_in_out={}",
+            word(self.pdl),
+            self.fold_norms.name(),
+            word(self.weight_prefetch),
+            word(self.weight_preload),
+            word(self.router_in_out)
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// The help text: every variable, its values and its default (`engine options`, and after
+/// the help of `engine bench` and `engine info`).
+pub fn help() -> String {
+    let groups = [
+        (
+            "CPU arms (every arm computes the same tokens)",
+            vec![PREFETCH.help(), POOL_LAYOUT.help()],
+        ),
+        ("Backend", vec![BACKEND.help()]),
+        (
+            "L2 persistence of the GDN state pool (CUDA)",
+            vec![L2.help(), hit_ratio_help(), L2_GUARD.help()],
+        ),
+        (
+            "Decode launches (CUDA)",
+            vec![
+                PDL.help(),
+                FOLD_NORM.help(),
+                WEIGHT_PREFETCH.help(),
+                WEIGHT_PRELOAD.help(),
+                ROUTER_IN_OUT.help(),
+            ],
+        ),
+    ];
+    let mut s = String::from("Environment variables:\n");
+    for (title, entries) in groups {
+        s += &format!("\n {title}:\n");
+        entries.iter().for_each(|e| s += e);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn cpu_arm_parses_and_rejects() {
+        let a = Arm::from_lookup(&table(&[
+            ("ENGINE_PREFETCH", "structural-zero"),
+            ("ENGINE_POOL_LAYOUT", "by-slot"),
+        ]));
+        assert_eq!(
+            a.unwrap(),
+            Arm {
+                prefetch: Prefetch::StructuralZero,
+                layout: PoolLayout::BySlot
+            }
+        );
+        assert_eq!(
+            Arm::from_lookup(&table(&[])).unwrap(),
+            Arm {
+                prefetch: Prefetch::Off,
+                layout: PoolLayout::ByLayer
+            }
+        );
+        let e = Arm::from_lookup(&table(&[("ENGINE_PREFETCH", "nextlayer")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ENGINE_PREFETCH")
+                && e.contains("`nextlayer`")
+                && e.contains("off, next-layer, null, structural-zero"),
+            "{e}"
+        );
+        let e = Arm::from_lookup(&table(&[("ENGINE_POOL_LAYOUT", "slot")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ENGINE_POOL_LAYOUT") && e.contains("by-layer, by-slot"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn dependent_launch_and_preload_are_the_default_and_each_option_turns_alone() {
+        let read = |vars: &[(&str, &str)]| GpuOptions::from_lookup(&table(vars)).unwrap();
+        let d = GpuOptions::default();
+        let want = GpuOptions {
+            pdl: true,
+            fold_norms: FoldNorms::Auto,
+            weight_prefetch: false,
+            weight_preload: true,
+            router_in_out: true,
+        };
+        assert_eq!((read(&[]), d), (want, want));
+        assert_eq!(
+            read(&[("ENGINE_PDL", "off")]),
+            GpuOptions { pdl: false, ..d }
+        );
+        assert_eq!(
+            read(&[("ENGINE_FOLD_NORM", "on")]),
+            GpuOptions {
+                fold_norms: FoldNorms::On,
+                ..d
+            }
+        );
+        assert_eq!(
+            read(&[("ENGINE_FOLD_NORM", "off")]),
+            GpuOptions {
+                fold_norms: FoldNorms::Off,
+                ..d
+            }
+        );
+        assert_eq!(read(&[("ENGINE_FOLD_NORM", "auto")]), d);
+        assert_eq!(
+            read(&[("ENGINE_WEIGHT_PREFETCH", "on"), ("ENGINE_PDL", "on")]),
+            GpuOptions {
+                weight_prefetch: true,
+                ..d
+            }
+        );
+        assert_eq!(
+            read(&[("ENGINE_WEIGHT_PRELOAD", "off")]),
+            GpuOptions {
+                weight_preload: false,
+                ..d
+            }
+        );
+        assert_eq!(
+            read(&[("ENGINE_ROUTER_IN_OUT", "off")]),
+            GpuOptions {
+                router_in_out: false,
+                ..d
+            }
+        );
+        assert_eq!(
+            d.describe(),
+            "pdl=on fold_norm=auto weight_prefetch=off weight_preload=on router_in_out=on"
+        );
+    }
+
+    #[test]
+    fn a_bad_launch_value_names_the_variable_and_the_choices() {
+        let err = GpuOptions::from_lookup(&table(&[("ENGINE_PDL", "yes")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ENGINE_PDL") && err.contains("`yes`") && err.contains("on, off"),
+            "{err}"
+        );
+        let err = GpuOptions::from_lookup(&table(&[("ENGINE_FOLD_NORM", "yes")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ENGINE_FOLD_NORM")
+                && err.contains("`yes`")
+                && err.contains("auto, on, off"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn auto_folds_the_input_norm_of_moe_models_only() {
+        assert!(FoldNorms::Auto.input_norm(true) && !FoldNorms::Auto.input_norm(false));
+        assert!(FoldNorms::On.input_norm(false) && !FoldNorms::Off.input_norm(true));
+    }
+
+    #[test]
+    fn l2_arm_defaults_to_off_clamp_guarded() {
+        let want = L2Arm {
+            mode: L2Mode::Off,
+            hit_ratio: HitRatio::Clamp,
+            guard: true,
+        };
+        assert_eq!(
+            (L2Arm::from_lookup(&table(&[])).unwrap(), L2Arm::default()),
+            (want, want)
+        );
+    }
+
+    #[test]
+    fn l2_arm_parses_every_mode_ratio_and_guard() {
+        let modes = [
+            ("off", L2Mode::Off),
+            ("window", L2Mode::Window),
+            ("reserve-only", L2Mode::ReserveOnly),
+            ("structural-zero", L2Mode::StructuralZero),
+            ("null", L2Mode::Null),
+        ];
+        for (name, mode) in modes {
+            assert_eq!(
+                L2Arm::from_lookup(&table(&[("ENGINE_L2", name)]))
+                    .unwrap()
+                    .mode,
+                mode
+            );
+            assert_eq!(mode.name(), name);
+        }
+        let a = L2Arm::from_lookup(&table(&[
+            ("ENGINE_L2", "window"),
+            ("ENGINE_L2_HIT_RATIO", "0.75"),
+            ("ENGINE_L2_GUARD", "off"),
+        ]));
+        assert_eq!(
+            a.unwrap(),
+            L2Arm {
+                mode: L2Mode::Window,
+                hit_ratio: HitRatio::Fixed(0.75),
+                guard: false
+            }
+        );
+        let a = L2Arm::from_lookup(&table(&[
+            ("ENGINE_L2_HIT_RATIO", "1"),
+            ("ENGINE_L2_GUARD", "on"),
+        ]))
+        .unwrap();
+        assert_eq!((a.hit_ratio, a.guard), (HitRatio::Fixed(1.0), true));
+        let a = L2Arm::from_lookup(&table(&[("ENGINE_L2_HIT_RATIO", "clamp")])).unwrap();
+        assert_eq!(a.hit_ratio, HitRatio::Clamp);
+    }
+
+    #[test]
+    fn l2_arm_rejects_unknown_values_naming_the_variable_and_the_choices() {
+        let e = L2Arm::from_lookup(&table(&[("ENGINE_L2", "windows")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ENGINE_L2;")
+                && e.contains("`windows`")
+                && e.contains("reserve-only, structural-zero, null"),
+            "{e}"
+        );
+        for bad in ["0", "1.5", "-0.5", "NaN", "abc", ""] {
+            let e = L2Arm::from_lookup(&table(&[("ENGINE_L2_HIT_RATIO", bad)]))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("ENGINE_L2_HIT_RATIO")
+                    && e.contains("clamp")
+                    && e.contains(&format!("`{bad}`")),
+                "{e}"
+            );
+        }
+        let e = L2Arm::from_lookup(&table(&[("ENGINE_L2_GUARD", "no")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ENGINE_L2_GUARD") && e.contains("on, off"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn values_are_matched_exactly() {
+        // Clap's parser would accept `ON` with ignore_case; the variables never did.
+        assert!(PDL.read(&table(&[("ENGINE_PDL", "ON")])).is_err());
+        assert_eq!(
+            BACKEND.read(&table(&[("ENGINE_BACKEND", "auto")])).unwrap(),
+            BackendChoice::Auto
+        );
+        assert_eq!(BACKEND.read(&table(&[])).unwrap(), BackendChoice::Cpu);
+    }
+
+    #[test]
+    fn the_help_lists_every_variable_with_its_values_and_default() {
+        let h = help();
+        for line in [
+            "ENGINE_PREFETCH=off|next-layer|null|structural-zero   [default: off]",
+            "ENGINE_POOL_LAYOUT=by-layer|by-slot   [default: by-layer]",
+            "ENGINE_BACKEND=cpu|cuda|auto   [default: cpu]",
+            "ENGINE_L2=off|window|reserve-only|structural-zero|null   [default: off]",
+            "ENGINE_L2_HIT_RATIO=clamp|NUMBER   [default: clamp]",
+            "ENGINE_L2_GUARD=on|off   [default: on]",
+            "ENGINE_PDL=on|off   [default: on]",
+            "ENGINE_FOLD_NORM=auto|on|off   [default: auto]",
+            "ENGINE_WEIGHT_PREFETCH=on|off   [default: off]",
+            "ENGINE_WEIGHT_PRELOAD=on|off   [default: on]",
+            "ENGINE_ROUTER_IN_OUT=on|off   [default: on]",
+        ] {
+            assert!(h.contains(line), "`{line}` missing from:\n{h}");
+        }
+        assert!(
+            h.contains("next-layer       While a layer's FFN weights stream"),
+            "{h}"
+        );
+        assert!(h.lines().all(|l| l.chars().count() <= 100), "{h}");
+    }
+}
