@@ -1,16 +1,16 @@
 //! The CUDA backend against the CPU backend on the same synthetic weights (per block and end
 //! to end, several seeds), speculative = plain greedy on the GPU, graph replay = eager.
-//! Without a CUDA device every test prints one `skipped:` line.
+//! Every test needs a CUDA device: they are ignored unless run with `--ignored` (`.ci/gpu-tests`).
 
 mod common;
 
-use common::{generate, one_at_a_time, rand_vec, skip};
-use engine::arms::Arm;
+use common::{generate, one_at_a_time, rand_vec};
 use engine::backend::{Backend, KvCache, OutFfn, SlotPair};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::CpuBackend;
 use engine::cuda::{timeline, CudaBackend, FoldNorms, Gpu};
 use engine::model::{rope_table, Model};
+use engine::options::Arm;
 use engine::weights::{Mixer, WeightSource, Weights};
 
 /// A small model in the shapes the CUDA kernels take (128-wide GDN heads).
@@ -37,14 +37,10 @@ fn cfg() -> ModelConfig {
     c
 }
 
-fn cuda(graphs: bool) -> Option<CudaBackend> {
-    match CudaBackend::new(0, graphs, Default::default()) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            skip(&format!("{e:#}"));
-            None
-        }
-    }
+/// A backend on the device; the tests that call it are `#[ignore = "needs a CUDA device"]`.
+fn cuda(graphs: bool) -> CudaBackend {
+    CudaBackend::new(0, graphs, Default::default())
+        .unwrap_or_else(|e| panic!("this test needs a CUDA device: {e:#}"))
 }
 
 /// max |a − b| / max |b|, printed and returned.
@@ -111,10 +107,11 @@ fn input(
 }
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn every_block_matches_the_cpu_backend() {
     let _device = one_at_a_time();
     for seed in [0, 1, 2] {
-        let Some(gpu) = cuda(false) else { return };
+        let gpu = cuda(false);
         let mut p = Pair::new(seed, gpu);
         let c = p.c.clone();
         let (h, t) = (c.hidden, 3);
@@ -416,9 +413,10 @@ fn every_block_matches_the_cpu_backend() {
 
 /// The dense SwiGLU FFN (the 27B shape's), from normalised rows and with its norm folded in.
 #[test]
+#[ignore = "needs a CUDA device"]
 fn dense_ffn_matches_the_cpu_backend() {
     let _device = one_at_a_time();
-    let Some(gpu) = cuda(false) else { return };
+    let gpu = cuda(false);
     let mut c = cfg();
     c.ffn = Ffn::Dense { size: 512 };
     c.validate().unwrap();
@@ -464,10 +462,11 @@ fn dense_ffn_matches_the_cpu_backend() {
 }
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn end_to_end_hidden_states_and_tokens_match_the_cpu() {
     let _device = one_at_a_time();
     for seed in [0, 3] {
-        let Some(gpu) = cuda(true) else { return };
+        let gpu = cuda(true);
         let c = cfg();
         let src = WeightSource::Synthetic { seed };
         let mut mc = Model::new(c.clone(), &src, Arm::default(), CpuBackend::new(), 16).unwrap();
@@ -498,12 +497,11 @@ fn end_to_end_hidden_states_and_tokens_match_the_cpu() {
 }
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn speculative_equals_plain_and_graphs_equal_eager() {
     let _device = one_at_a_time();
     for seed in [0, 1] {
-        let (Some(graphs), Some(eager)) = (cuda(true), cuda(false)) else {
-            return;
-        };
+        let (graphs, eager) = (cuda(true), cuda(false));
         let src = WeightSource::Synthetic { seed };
         let mut mg = Model::new(cfg(), &src, Arm::default(), graphs, 16).unwrap();
         let mut me = Model::new(cfg(), &src, Arm::default(), eager, 16).unwrap();
@@ -537,9 +535,7 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
         // Dependent launch and the weight prefetch and preload change when kernels start,
         // never what they compute; folded norms round the normalised rows differently, so
         // only the tokens are compared there.
-        let Some(mut plain_launches) = cuda(true) else {
-            return;
-        };
+        let mut plain_launches = cuda(true);
         plain_launches.gpu.options.pdl = false;
         plain_launches.gpu.options.weight_prefetch = true;
         let mut mp = Model::new(cfg(), &src, Arm::default(), plain_launches, 16).unwrap();
@@ -548,9 +544,7 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
             plain,
             "seed {seed}: stream-ordered launches with prefetch differ from dependent launches"
         );
-        let Some(mut waiting) = cuda(true) else {
-            return;
-        };
+        let mut waiting = cuda(true);
         waiting.gpu.options.weight_preload = !waiting.gpu.options.weight_preload;
         let mut ml = Model::new(cfg(), &src, Arm::default(), waiting, 16).unwrap();
         assert_eq!(
@@ -570,9 +564,7 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
         );
         // The default folds this MoE model's input norm (`auto`); unfolded, the rows round
         // differently, so only a prefix of the greedy tokens must agree.
-        let Some(mut unfolded) = cuda(true) else {
-            return;
-        };
+        let mut unfolded = cuda(true);
         unfolded.gpu.options.fold_norms = FoldNorms::Off;
         let mut mu = Model::new(cfg(), &src, Arm::default(), unfolded, 16).unwrap();
         let (tokens, _) = generate(&mut mu, &prompt, 16, 48, None);
@@ -592,9 +584,7 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
         );
         // The router in a launch of its own instead of the output projection's sums its
         // logits in another order: a prefix of the tokens must agree, speculative = plain.
-        let Some(mut own_launch) = cuda(true) else {
-            return;
-        };
+        let mut own_launch = cuda(true);
         own_launch.gpu.options.router_in_out = false;
         let mut mr = Model::new(cfg(), &src, Arm::default(), own_launch, 16).unwrap();
         assert!(
@@ -628,9 +618,10 @@ fn speculative_equals_plain_and_graphs_equal_eager() {
 /// `read` fails), each of a step's operations is there once per layer, the chain they add up
 /// to fits in the decode's wall time, and the notes change no token.
 #[test]
+#[ignore = "needs a CUDA device"]
 fn the_timeline_notes_every_launch_of_a_decode_and_changes_no_token() {
     let _device = one_at_a_time();
-    let Some(plain) = cuda(true) else { return };
+    let plain = cuda(true);
     let gpu = Gpu::with_timeline(0, 1 << 16)
         .expect("a device without a timeline opened, with one failed");
     let src = WeightSource::Synthetic { seed: 3 };

@@ -2,7 +2,8 @@
 //! release order, a refused request, threads), and the arms around the capture of a graph of
 //! real GDN kernels over the Qwen3.6-35B-A3B-shaped state pool (window on every kernel node,
 //! the decoy of structural-zero, null, off, reserve-only, the guard and its unguarded
-//! contrast), read back from the graph and the device. Skips with one line without a device.
+//! contrast), read back from the graph and the device. Every test needs a CUDA device: they
+//! are ignored unless run with `--ignored` (`.ci/gpu-tests`).
 
 mod common;
 
@@ -11,10 +12,9 @@ use common::{gpu, one_at_a_time};
 use std::sync::Arc;
 
 use cudarc::driver::{CudaGraph, CudaSlice, DevicePtr};
-use engine::cuda::l2::{
-    graph_windows, persisting_limit, stream_window, HitRatio, L2Arm, L2Mode, L2Reserve, L2Session,
-};
+use engine::cuda::l2::{graph_windows, persisting_limit, stream_window, L2Reserve, L2Session};
 use engine::cuda::{GdnShape, Gpu};
+use engine::options::{HitRatio, L2Arm, L2Mode, Named};
 use half::bf16;
 
 /// The 35B-A3B shape: 30 GDN layers of `[conv s0][conv s1][rec s0][rec s1]`.
@@ -41,8 +41,9 @@ fn arm(mode: L2Mode) -> L2Arm {
 }
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn reserve_keeps_the_largest_live_request_and_restores_the_first_limit() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let _device = one_at_a_time();
     let (g, original) = (granule(gpu), limit(gpu));
     assert!(
@@ -95,8 +96,9 @@ fn reserve_keeps_the_largest_live_request_and_restores_the_first_limit() {
 }
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn refused_request_keeps_the_old_limit_and_joins_no_holder() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let _device = one_at_a_time();
     let (g, original) = (granule(gpu), limit(gpu));
     let above = gpu.info.persisting_l2_max_bytes + g;
@@ -129,8 +131,9 @@ fn refused_request_keeps_the_old_limit_and_joins_no_holder() {
 }
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn concurrent_holders_never_see_less_than_their_request() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let _device = one_at_a_time();
     let (g, original) = (granule(gpu), limit(gpu));
     let steps = gpu.info.persisting_l2_max_bytes / g;
@@ -241,8 +244,9 @@ impl Round {
 }
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn window_covers_every_kernel_node_and_leaves_the_stream() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let _device = one_at_a_time();
     let original = limit(gpu);
     let pool_bytes = LAYERS * SHAPE.layer_state_bytes();
@@ -314,8 +318,9 @@ fn window_covers_every_kernel_node_and_leaves_the_stream() {
 }
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn structural_zero_windows_a_decoy_of_the_same_geometry() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let _device = one_at_a_time();
     let pool_bytes = LAYERS * SHAPE.layer_state_bytes();
     let mut round = Round::new(gpu, pool_bytes);
@@ -347,8 +352,9 @@ fn structural_zero_windows_a_decoy_of_the_same_geometry() {
 }
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn null_off_and_reserve_only_window_nothing() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let _device = one_at_a_time();
     let original = limit(gpu);
     let pool_bytes = LAYERS * SHAPE.layer_state_bytes();
@@ -381,8 +387,9 @@ fn null_off_and_reserve_only_window_nothing() {
 }
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn guard_installs_nothing_for_a_pool_wider_than_the_window() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let _device = one_at_a_time();
     let original = limit(gpu);
     assert!(
@@ -410,8 +417,9 @@ fn guard_installs_nothing_for_a_pool_wider_than_the_window() {
 }
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn unguarded_wide_window_reaches_the_driver_and_is_reported() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let _device = one_at_a_time();
     let original = limit(gpu);
     let mut round = Round::new(gpu, POOL_27B);

@@ -1,5 +1,5 @@
-//! Every CUDA kernel against a plain f64 host reference on random non-zero inputs. Skips
-//! with one line when no CUDA device is present.
+//! Every CUDA kernel against a plain f64 host reference on random non-zero inputs. Every test
+//! needs a CUDA device: they are ignored unless run with `--ignored` (`.ci/gpu-tests`).
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -16,6 +16,7 @@ const SMALL: MoeShape = MoeShape {
 };
 
 #[test]
+#[ignore = "needs a CUDA device"]
 fn moe_matches_host() {
     check_moe(3, false, SMALL);
 }
@@ -23,6 +24,7 @@ fn moe_matches_host() {
 /// The post-attention norm folded into the router, which writes the normalised rows that
 /// gate‖up reads.
 #[test]
+#[ignore = "needs a CUDA device"]
 fn moe_with_folded_norm_matches_host() {
     check_moe(5, true, SMALL);
 }
@@ -30,6 +32,7 @@ fn moe_with_folded_norm_matches_host() {
 /// The router's cluster with every block holding rows (256 experts and the shared gate), and
 /// with rows past its warps, which take a second trip (300 experts).
 #[test]
+#[ignore = "needs a CUDA device"]
 fn moe_router_cluster_over_one_and_two_trips_matches_host() {
     for experts in [256, 300] {
         check_moe(
@@ -46,6 +49,7 @@ fn moe_router_cluster_over_one_and_two_trips_matches_host() {
 
 /// The prefill path: 300 positions, so that experts get more than one 64-row tile.
 #[test]
+#[ignore = "needs a CUDA device"]
 fn moe_prefill_grouped_by_expert_matches_host() {
     check_moe(300, false, SMALL);
 }
@@ -53,7 +57,7 @@ fn moe_prefill_grouped_by_expert_matches_host() {
 /// The decode kernels for t <= 8 (also checking the chosen experts), the grouped prefill
 /// kernels for larger t; with `folded`, the experts read rmsnorm(x) (decode kernels only).
 fn check_moe(t: usize, folded: bool, s: MoeShape) {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let m = MoeLayer::new(gpu, s);
     let h = s.hidden;
     let mut rng = Rng::new(31);
@@ -147,6 +151,7 @@ fn check_moe(t: usize, folded: bool, s: MoeShape) {
 /// normalised rows and the experts chosen against f64; each position alone bit for bit as
 /// several together.
 #[test]
+#[ignore = "needs a CUDA device"]
 fn output_projection_with_the_router_then_the_experts_match_host() {
     for (t, s, cols) in [
         (3, SMALL, 384),
@@ -174,7 +179,7 @@ fn output_projection_with_the_router_then_the_experts_match_host() {
 }
 
 fn check_out_moe(t: usize, s: MoeShape, cols: usize) {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let m = MoeLayer::new(gpu, s);
     let h = s.hidden;
     let (wo, woh) = weights(gpu, "out_proj", h * cols, 0.0, 0.1);
@@ -272,8 +277,9 @@ fn check_out_moe(t: usize, s: MoeShape, cols: usize) {
 /// the MoE input, so that they lead, at experts that share lanes of the routing warp (3, 35,
 /// 67, 99) and that do not; the eight lowest are chosen, in expert order.
 #[test]
+#[ignore = "needs a CUDA device"]
 fn routing_breaks_ties_to_the_lower_expert() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let s = MoeShape {
         experts: 256,
         top_k: 8,
