@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Remakes every ladder report under reports/<study>/ from its ladder files in raw/, with the
+# analysis of this checkout: reports/<study>/<name>.md, its .json and its .svg figures.
+# Studies without ladder files (hand-written comparison loops from before the runner compared
+# builds) have no report to remake. Run from anywhere after `cargo build --release`.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+analyze=target/release/analyze
+[ -x "$analyze" ] || { echo "regenerate.sh: $analyze missing; run cargo build --release first" >&2; exit 1; }
+
+# report STUDY NAME FILES...: reports/STUDY/NAME.md and .json from FILES.
+report() {
+    local study=$1 name=$2
+    shift 2
+    "$analyze" report "$@" -o "reports/$study/$name.md" --json "reports/$study/$name.json"
+}
+
+report engine-fold-h200 engine-fold-h200 raw/engine-fold-h200_h200-08645f8.csv raw/engine-fold-h200_h200-12b278e.csv
+report engine-fold-proj-h200 engine-fold-proj-h200 raw/engine-fold-proj-h200_h200-c079ddb.csv raw/engine-fold-proj-h200_h200-c079ddb-2.csv
+report engine-launch-h200 engine-launch-h200 raw/engine-launch-h200_h200-f8b66db.csv raw/engine-launch-h200_h200-f919172.csv
+report engine-options-h200 engine-options-h200 raw/engine-options-h200_h200-99b372f.csv
+report engine-pdl-h200 engine-pdl-h200 raw/engine-pdl-h200_h200-99b372f.csv
+report engine-preload-384-h200 engine-preload-384-h200 raw/engine-preload-384-h200_h200-e115630.csv raw/engine-preload-384-h200_h200-1039a2d.csv
+report engine-preload-h200 engine-preload-h200 raw/engine-preload-h200_h200-b9556e7.csv
+report l2-guard-h200 l2-guard-h200 raw/l2-guard-h200_h200-412a52e.csv raw/l2-guard-h200_h200-412a52e-b.csv raw/l2-guard-h200_h200-412a52e-c.csv
+report l2-hit-ratio-h200 l2-hit-ratio-h200 raw/l2-hit-ratio-h200_h200-412a52e.csv
+report l2-window-h200 l2-window-h200 raw/l2-window-h200_h200-412a52e.csv raw/l2-window-h200_h200-412a52e-b.csv
+report quickstart quickstart raw/quickstart_2core-47db777.csv raw/quickstart_2core-7a50708-b.csv
+report sort-locale sort-locale raw/sort-locale_2core-05b2cf2.csv
