@@ -155,7 +155,7 @@ __device__ __forceinline__ void pdl_wait_only() {
 // Activations, and the keys of the round's own positions (appended by attn_prep, the launch
 // before), are only read after the wait. (A first tile copied before the wait whatever keys it held, in a form
 // of the attention that appended them in the same launch, made the prefill nondeterministic
-// on the H200: README-cuda, tenth and sixteenth passes.)
+// on the H200: docs/journal.md, tenth and sixteenth passes.)
 #define EARLY_L2 1    // prefetch them into the L2 (ENGINE_WEIGHT_PREFETCH)
 #define EARLY_REGS 2  // load the first batch into registers (ENGINE_WEIGHT_PRELOAD)
 

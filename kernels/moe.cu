@@ -245,7 +245,7 @@ MOE_ROUTER_BOTH(5) MOE_ROUTER_BOTH(6) MOE_ROUTER_BOTH(7) MOE_ROUTER_BOTH(8)
 // Activation rows per warp of moe_gate_up. The launch alone is a little slower than with a
 // row a warp, but its 2,304 warps (35B-A3B) fit the device at once and leave room for
 // moe_down's blocks, which load their weights before their wait while gate||up still runs:
-// the whole MoE is faster (README-cuda, seventh pass).
+// the whole MoE is faster (docs/journal.md, seventh pass).
 #define GATE_UP_ROWS 2
 
 // The gate and up rows of activation row r of position t: routed rows 0..k*I-1, then the Is
@@ -417,7 +417,7 @@ MOE_DOWN(moe_down_rows2, 9, 2)
 // unscaled, beside the stream's rows, from x and a (both final when its wait returns), spread
 // over the whole device like the projection's rows; what is left of the router is the
 // routing: one small launch that normalises the new stream and routes (moe_route_stream),
-// instead of the router cluster's 257 row reads after its wait (README-cuda, twenty-first
+// instead of the router cluster's 257 row reads after its wait (docs/journal.md, twenty-first
 // pass). M is made once from the weights (moe_router_through_out) as two bf16 terms, hi +
 // lo, within 2^-17 of the fp64 product. The projection writes the new stream to xo, leaving
 // x as it was for the logit rows; moe_down adds the MoE onto xo and writes the stream.

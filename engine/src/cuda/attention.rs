@@ -101,7 +101,7 @@ impl AttnShape {
     /// The plan on a device of `sm_count` SMs that runs `clusters` clusters of the one-launch
     /// kernel at once: one position's attention takes one launch while its live groups of
     /// splits fill at most two thirds of them. Fuller, the clusters queue behind the kernels
-    /// around them and two launches are faster (README-cuda, seventeenth pass).
+    /// around them and two launches are faster (docs/journal.md, seventeenth pass).
     pub fn plan(&self, sm_count: u32, clusters: usize) -> AttnPlan {
         AttnPlan {
             splits: self.splits(sm_count),

@@ -30,7 +30,7 @@ const GEMV_BATCH: usize = 2;
 
 /// Threads of a block that splits `cols` columns in 16-byte chunks: as many warps as make
 /// each thread's chunks one batch of loads (one trip to memory), up to 8. Fewer threads with
-/// a full batch each beat more threads with half a batch (README-cuda, ninth pass).
+/// a full batch each beat more threads with half a batch (docs/journal.md, ninth pass).
 fn threads_for(cols: usize) -> u32 {
     (cols / 8).div_ceil(32 * GEMV_BATCH).clamp(1, 8) as u32 * 32
 }

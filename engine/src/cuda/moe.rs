@@ -42,7 +42,7 @@ pub fn routes_after_projection(s: MoeShape) -> bool {
 const GATE_UP_ROWS: usize = 2;
 /// Warps per block of `moe_gate_up`, measured for each form of it: two when a warp read its
 /// rows one after the other (ninth pass), four since it reads them in one pass (thirteenth
-/// pass; README-cuda).
+/// pass; docs/journal.md).
 const GATE_UP_WARPS: usize = MOE_WARPS;
 
 /// How `moe_down` runs for `t` positions (kernels/moe.cu `MOE_DOWN`).
