@@ -12,6 +12,8 @@ pub struct Progress {
     done: usize,
     started: Instant,
     current: String,
+    /// After a `[stop]` ladder's first look: the planned passes and what set them.
+    plan: String,
 }
 
 impl Progress {
@@ -24,11 +26,11 @@ impl Progress {
             );
             bar
         });
-        Progress { bar, total, done: 0, started: Instant::now(), current: String::new() }
+        Progress { bar, total, done: 0, started: Instant::now(), current: String::new(), plan: String::new() }
     }
 
     pub fn start_cell(&mut self, cell: Cell, arm: &str) {
-        self.current = format!("pass {} slot {} arm {arm}", cell.pass, cell.slot);
+        self.current = format!("pass {} slot {} arm {arm}{}", cell.pass, cell.slot, self.plan);
         if let Some(bar) = &self.bar {
             bar.set_message(self.current.clone());
         }
@@ -46,6 +48,19 @@ impl Progress {
                     self.done, self.total, self.current
                 );
             }
+        }
+    }
+
+    /// After a `[stop]` ladder's first look: the cells it now runs, and why.
+    pub fn replan(&mut self, total: usize, short: String, note: String) {
+        self.total = total;
+        self.plan = format!(" [{short}]");
+        match &self.bar {
+            Some(bar) => {
+                bar.set_length(total as u64);
+                bar.println(&note);
+            }
+            None => eprintln!("{note}"),
         }
     }
 
