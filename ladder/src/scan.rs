@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 impl ScanSpec {
     /// The arms the scan generates, in the order of its values; the first is the base.
     pub fn arms(&self) -> Vec<ArmSpec> {
-        let arm = |i: usize, name: String, env: BTreeMap<String, String>, args: Option<Vec<String>>| ArmSpec {
+        let arm = |i: usize,
+                   name: String,
+                   env: BTreeMap<String, String>,
+                   args: Option<Vec<String>>| ArmSpec {
             name,
             role: if i == 0 { Role::Base } else { Role::Arm },
             env,
@@ -19,12 +22,26 @@ impl ScanSpec {
             (Some(var), Some(values), _) => values
                 .iter()
                 .enumerate()
-                .map(|(i, v)| arm(i, arm_name(v), BTreeMap::from([(var.clone(), v.clone())]), None))
+                .map(|(i, v)| {
+                    arm(
+                        i,
+                        arm_name(v),
+                        BTreeMap::from([(var.clone(), v.clone())]),
+                        None,
+                    )
+                })
                 .collect(),
             (_, _, Some(tails)) => tails
                 .iter()
                 .enumerate()
-                .map(|(i, tail)| arm(i, arm_name(&tail.join(" ")), BTreeMap::new(), Some(tail.clone())))
+                .map(|(i, tail)| {
+                    arm(
+                        i,
+                        arm_name(&tail.join(" ")),
+                        BTreeMap::new(),
+                        Some(tail.clone()),
+                    )
+                })
                 .collect(),
             _ => Vec::new(),
         }
@@ -43,7 +60,11 @@ pub fn arm_name(value: &str) -> String {
         }
     }
     let name = name.trim_matches('_');
-    if name.is_empty() { "empty".to_string() } else { name.to_string() }
+    if name.is_empty() {
+        "empty".to_string()
+    } else {
+        name.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -60,7 +81,11 @@ mod tests {
 
     #[test]
     fn env_values_make_one_arm_each_the_first_the_base() {
-        let scan = ScanSpec { env: Some("LEVEL".into()), values: Some(vec!["1".into(), "9".into()]), args: None };
+        let scan = ScanSpec {
+            env: Some("LEVEL".into()),
+            values: Some(vec!["1".into(), "9".into()]),
+            args: None,
+        };
         let arms = scan.arms();
         assert_eq!(arms.len(), 2);
         assert_eq!((arms[0].name.as_str(), arms[0].role), ("1", Role::Base));
@@ -70,9 +95,16 @@ mod tests {
 
     #[test]
     fn argv_tails_become_args() {
-        let scan = ScanSpec { env: None, values: None, args: Some(vec![vec!["-1".into()], vec!["-9".into(), "-e".into()]]) };
+        let scan = ScanSpec {
+            env: None,
+            values: None,
+            args: Some(vec![vec!["-1".into()], vec!["-9".into(), "-e".into()]]),
+        };
         let arms = scan.arms();
         assert_eq!(arms[1].name, "-9_-e");
-        assert_eq!(arms[1].args.as_deref(), Some(&["-9".to_string(), "-e".to_string()][..]));
+        assert_eq!(
+            arms[1].args.as_deref(),
+            Some(&["-9".to_string(), "-e".to_string()][..])
+        );
     }
 }

@@ -15,7 +15,11 @@ fn var(name: &str) -> Option<String> {
 
 /// True when `TEST_<what>` names this cell as `pass:slot`.
 fn here(what: &str) -> bool {
-    let cell = format!("{}:{}", var("LADDER_PASS").unwrap_or_default(), var("LADDER_SLOT").unwrap_or_default());
+    let cell = format!(
+        "{}:{}",
+        var("LADDER_PASS").unwrap_or_default(),
+        var("LADDER_SLOT").unwrap_or_default()
+    );
     var(what).is_some_and(|v| v.split(',').any(|c| c == cell))
 }
 
@@ -25,7 +29,8 @@ fn replace_own_binary() {
     bytes.push(0);
     let fresh = me.with_extension("new");
     std::fs::write(&fresh, bytes).expect("write copy");
-    std::fs::set_permissions(&fresh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    std::fs::set_permissions(&fresh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
     std::fs::rename(&fresh, &me).expect("replace");
 }
 
@@ -34,13 +39,20 @@ static SPEED_MARK: &[u8; 16] = b"SPEED_MARK:00100";
 
 fn built_in_speed() -> f64 {
     let mark = std::hint::black_box(SPEED_MARK);
-    std::str::from_utf8(&mark[11..]).ok().and_then(|s| s.parse().ok()).unwrap_or(100.0)
+    std::str::from_utf8(&mark[11..])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100.0)
 }
 
 /// A pseudo-random number in [-1, 1), fixed by the cell: the same pass and arm always get
 /// the same noise, so a ladder's stopping look is reproducible.
 fn cell_noise() -> f64 {
-    let key = format!("{}:{}", var("LADDER_PASS").unwrap_or_default(), var("LADDER_ARM").unwrap_or_default());
+    let key = format!(
+        "{}:{}",
+        var("LADDER_PASS").unwrap_or_default(),
+        var("LADDER_ARM").unwrap_or_default()
+    );
     let mut h: u64 = 0xcbf29ce484222325;
     for b in key.bytes() {
         h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
@@ -57,8 +69,16 @@ fn step(name: &str) {
         std::thread::sleep(Duration::from_millis(ms));
     }
     let log = var("TEST_STEP_LOG").expect("TEST_STEP_LOG names the step log");
-    let line = format!("{name} {}:{}\n", var("LADDER_PASS").unwrap_or_default(), var("LADDER_SLOT").unwrap_or_default());
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("step log");
+    let line = format!(
+        "{name} {}:{}\n",
+        var("LADDER_PASS").unwrap_or_default(),
+        var("LADDER_SLOT").unwrap_or_default()
+    );
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("step log");
     std::io::Write::write_all(&mut file, line.as_bytes()).expect("step log write");
 }
 
@@ -72,12 +92,18 @@ fn last_step() -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if let Some(name) = args.get(1).filter(|a| ["prepare", "setup", "cleanup"].contains(&a.as_str())) {
+    if let Some(name) = args
+        .get(1)
+        .filter(|a| ["prepare", "setup", "cleanup"].contains(&a.as_str()))
+    {
         return step(name);
     }
-    let env_bytes: usize = std::env::vars_os().map(|(k, v)| k.len() + v.len() + 2).sum();
+    let env_bytes: usize = std::env::vars_os()
+        .map(|(k, v)| k.len() + v.len() + 2)
+        .sum();
     // What execve copies onto the stack: the file name (argv[0] here), argv, environment.
-    let start_bytes = env_bytes + args[0].len() + 1 + args.iter().map(|a| a.len() + 1).sum::<usize>();
+    let start_bytes =
+        env_bytes + args[0].len() + 1 + args.iter().map(|a| a.len() + 1).sum::<usize>();
     if let Some(ms) = var("TEST_SLEEP_MS").and_then(|v| v.parse().ok()) {
         std::thread::sleep(Duration::from_millis(ms));
     }
@@ -101,21 +127,34 @@ fn main() {
     if let Some(code) = var("TEST_EXIT").and_then(|v| v.parse().ok()) {
         std::process::exit(code);
     }
-    let noise = var("TEST_NOISE_PCT").and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
-    let speed: f64 = var("TEST_SPEED").and_then(|v| v.parse().ok()).unwrap_or_else(built_in_speed) * (1.0 + noise * cell_noise());
-    let pass: f64 = var("LADDER_PASS").and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    let noise = var("TEST_NOISE_PCT")
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 100.0;
+    let speed: f64 = var("TEST_SPEED")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(built_in_speed)
+        * (1.0 + noise * cell_noise());
+    let pass: f64 = var("LADDER_PASS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
     let rows: usize = var("TEST_ROWS").and_then(|v| v.parse().ok()).unwrap_or(1);
     for row in 0..rows {
         let mut fields = BTreeMap::new();
-        fields.insert("tok_s", format!("{:.4}", speed * (1.0 + 0.001 * pass) + row as f64));
+        fields.insert(
+            "tok_s",
+            format!("{:.4}", speed * (1.0 + 0.001 * pass) + row as f64),
+        );
         fields.insert("env_bytes", env_bytes.to_string());
         fields.insert("digest", "d1g3st".to_string());
         fields.insert("start_bytes", start_bytes.to_string());
         fields.insert("args", args[1..].join("+"));
         fields.insert("step", last_step());
         if var("TEST_JSON").is_some() {
-            let object: serde_json::Map<String, serde_json::Value> =
-                fields.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.clone()))).collect();
+            let object: serde_json::Map<String, serde_json::Value> = fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.clone())))
+                .collect();
             println!("{}", serde_json::Value::Object(object));
         } else {
             if row == 0 {

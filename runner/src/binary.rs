@@ -18,7 +18,10 @@ impl Binary {
             )
         })?;
         if !is_executable(&path) {
-            anyhow::bail!("the program {} is not executable; `chmod +x` it or fix the command", path.display());
+            anyhow::bail!(
+                "the program {} is not executable; `chmod +x` it or fix the command",
+                path.display()
+            );
         }
         let blake3 = hash(&path)?;
         Ok(Binary { path, blake3 })
@@ -42,7 +45,9 @@ impl Binary {
 fn find(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
         let path = Path::new(program);
-        return path.is_file().then(|| path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
+        return path
+            .is_file()
+            .then(|| path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
     }
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(program))
@@ -51,7 +56,8 @@ fn find(program: &str) -> Option<PathBuf> {
 
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    path.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+    path.metadata()
+        .is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
 }
 
 fn hash(path: &Path) -> anyhow::Result<String> {

@@ -17,12 +17,19 @@ pub struct Captured {
 impl Captured {
     /// Keeps at most `cap` bytes: the first half and the last half (`usize::MAX`: all).
     pub fn new(cap: usize) -> Captured {
-        Captured { cap, ..Default::default() }
+        Captured {
+            cap,
+            ..Default::default()
+        }
     }
 
     pub fn push(&mut self, bytes: &[u8]) {
         self.total += bytes.len() as u64;
-        let head_cap = if self.cap == usize::MAX { usize::MAX } else { self.cap.div_ceil(2) };
+        let head_cap = if self.cap == usize::MAX {
+            usize::MAX
+        } else {
+            self.cap.div_ceil(2)
+        };
         let into_head = bytes.len().min(head_cap - self.head.len().min(head_cap));
         self.head.extend_from_slice(&bytes[..into_head]);
         let rest = &bytes[into_head..];
@@ -52,7 +59,12 @@ impl Captured {
         log.write_all(&self.head)?;
         let kept = self.head.len() + self.tail.len();
         if (kept as u64) < self.total {
-            write!(log, "\n[... {} of {} bytes left out: output_cap_mib keeps the head and the tail ...]\n", self.total - kept as u64, self.total)?;
+            write!(
+                log,
+                "\n[... {} of {} bytes left out: output_cap_mib keeps the head and the tail ...]\n",
+                self.total - kept as u64,
+                self.total
+            )?;
             let (a, b) = self.tail.as_slices();
             log.write_all(a)?;
             log.write_all(b)?;
@@ -94,7 +106,10 @@ mod tests {
         let mut log = Vec::new();
         c.write_to(&mut log, "stdout").unwrap();
         let text = String::from_utf8(log).unwrap();
-        assert!(text.starts_with("--- stdout (10 bytes):\n012\n[... 4 of 10 bytes left out"), "{text}");
+        assert!(
+            text.starts_with("--- stdout (10 bytes):\n012\n[... 4 of 10 bytes left out"),
+            "{text}"
+        );
         assert!(text.ends_with("...]\n789\n"), "{text}");
     }
 

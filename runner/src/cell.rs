@@ -109,14 +109,21 @@ pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
         .env_clear()
         .envs(launch.env)
         .stdin(Stdio::null())
-        .stdout(if launch.stdout == StdoutTo::Null { Stdio::null() } else { Stdio::piped() })
+        .stdout(if launch.stdout == StdoutTo::Null {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
         .stderr(Stdio::piped())
         // Its own process group: a timeout or a signal ends the cell and all it started.
         .process_group(0);
     let started = Utc::now();
     let clock = Instant::now();
     let mut child = command.spawn().map_err(|e| {
-        std::io::Error::new(e.kind(), format!("cannot start {}: {e}", launch.program.display()))
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot start {}: {e}", launch.program.display()),
+        )
     })?;
     let cap = launch.cap;
     let stdout_reader = child.stdout.take().map(|pipe| {
@@ -130,7 +137,8 @@ pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
     // add up to one poll interval to every wall time.
     let (done, reaped) = mpsc::channel();
     std::thread::spawn(move || {
-        let _ = done.send(reap(pid).map(|(status, usage)| (Instant::now(), Utc::now(), status, usage)));
+        let _ =
+            done.send(reap(pid).map(|(status, usage)| (Instant::now(), Utc::now(), status, usage)));
     });
     let mut cut = None;
     let (end, ended, status, usage) = loop {
@@ -138,7 +146,9 @@ pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
             Ok(result) => break result?,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(std::io::Error::other("the thread waiting for the cell ended without its status"));
+                return Err(std::io::Error::other(
+                    "the thread waiting for the cell ended without its status",
+                ));
             }
         }
         if cut.is_some() {
@@ -155,9 +165,20 @@ pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
         }
     };
     let wall_s = end.duration_since(clock).as_secs_f64();
-    let stdout = stdout_reader.map(|r| r.join().unwrap_or_default()).unwrap_or_default();
+    let stdout = stdout_reader
+        .map(|r| r.join().unwrap_or_default())
+        .unwrap_or_default();
     let stderr = stderr_reader.join().unwrap_or_default();
-    Ok(CellRun { started, ended, wall_s, exit: Exit::of(ExitStatus::from_raw(status)), stdout, stderr, usage, cut })
+    Ok(CellRun {
+        started,
+        ended,
+        wall_s,
+        exit: Exit::of(ExitStatus::from_raw(status)),
+        stdout,
+        stderr,
+        usage,
+        cut,
+    })
 }
 
 fn drain(mut pipe: impl Read, cap: usize) -> Captured {
@@ -189,7 +210,14 @@ fn reap(pid: libc::pid_t) -> std::io::Result<(i32, Usage)> {
         }
     }
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Ok((status, Usage { user_s: seconds(usage.ru_utime), sys_s: seconds(usage.ru_stime), maxrss_kib: usage.ru_maxrss }))
+    Ok((
+        status,
+        Usage {
+            user_s: seconds(usage.ru_utime),
+            sys_s: seconds(usage.ru_stime),
+            maxrss_kib: usage.ru_maxrss,
+        },
+    ))
 }
 
 fn kill_group(pid: libc::pid_t) {

@@ -43,7 +43,13 @@ impl CellEnvs {
         argv_bytes: Vec<usize>,
         order: &Order,
     ) -> CellEnvs {
-        let mut envs = CellEnvs { parent, common, arms, argv_bytes, target: 0 };
+        let mut envs = CellEnvs {
+            parent,
+            common,
+            arms,
+            argv_bytes,
+            target: 0,
+        };
         envs.target = order
             .cells()
             .map(|c| envs.start_bytes(&envs.unpadded(order, c.pass, c.slot), c.arm))
@@ -73,7 +79,8 @@ impl CellEnvs {
     /// The full environment of the cell in `pass`, `slot`.
     pub fn cell(&self, order: &Order, pass: usize, slot: usize) -> BTreeMap<String, String> {
         let mut env = self.unpadded(order, pass, slot);
-        let pad = self.target - self.start_bytes(&env, order.arm_at(pass, slot)) - PAD_VAR.len() - 2;
+        let pad =
+            self.target - self.start_bytes(&env, order.arm_at(pass, slot)) - PAD_VAR.len() - 2;
         env.insert(PAD_VAR.into(), "x".repeat(pad));
         env
     }
@@ -85,20 +92,34 @@ mod tests {
     use ladder::order::Scheme;
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn every_cell_has_the_same_environment_size() {
-        let order = Order::new(Scheme::Rotate, vec!["off".into(), "a-much-longer-arm".into()], 12, None);
+        let order = Order::new(
+            Scheme::Rotate,
+            vec!["off".into(), "a-much-longer-arm".into()],
+            12,
+            None,
+        );
         let envs = CellEnvs::new(
             map(&[("HOME", "/root"), (PAD_VAR, "stale")]),
             map(&[("COMMON", "1")]),
-            vec![map(&[("MODE", "off")]), map(&[("MODE", "on"), ("EXTRA", "a long value here")])],
+            vec![
+                map(&[("MODE", "off")]),
+                map(&[("MODE", "on"), ("EXTRA", "a long value here")]),
+            ],
             vec![0, 0],
             &order,
         );
-        let sizes: Vec<usize> = order.cells().map(|c| env_bytes(&envs.cell(&order, c.pass, c.slot))).collect();
+        let sizes: Vec<usize> = order
+            .cells()
+            .map(|c| env_bytes(&envs.cell(&order, c.pass, c.slot)))
+            .collect();
         assert!(sizes.iter().all(|&s| s == sizes[0]), "{sizes:?}");
         let cell = envs.cell(&order, 11, 1);
         assert_eq!(cell["LADDER_PASS"], "11");
@@ -112,12 +133,25 @@ mod tests {
     fn the_filler_absorbs_argv_differences() {
         let order = Order::new(Scheme::Rotate, vec!["short".into(), "long".into()], 3, None);
         let argv = |program: &str, args: &[&str]| {
-            let args: Vec<String> = std::iter::once(program).chain(args.iter().copied()).map(str::to_string).collect();
+            let args: Vec<String> = std::iter::once(program)
+                .chain(args.iter().copied())
+                .map(str::to_string)
+                .collect();
             argv_bytes(program, &args)
         };
-        let bytes = vec![argv("/a/engine", &[]), argv("/a/much/longer/path/engine", &["--with", "flags"])];
-        let envs = CellEnvs::new(map(&[]), map(&[]), vec![map(&[]), map(&[])], bytes.clone(), &order);
-        let total = |c: ladder::order::Cell| env_bytes(&envs.cell(&order, c.pass, c.slot)) + bytes[c.arm];
+        let bytes = vec![
+            argv("/a/engine", &[]),
+            argv("/a/much/longer/path/engine", &["--with", "flags"]),
+        ];
+        let envs = CellEnvs::new(
+            map(&[]),
+            map(&[]),
+            vec![map(&[]), map(&[])],
+            bytes.clone(),
+            &order,
+        );
+        let total =
+            |c: ladder::order::Cell| env_bytes(&envs.cell(&order, c.pass, c.slot)) + bytes[c.arm];
         let sizes: Vec<usize> = order.cells().map(total).collect();
         assert!(sizes.iter().all(|&s| s == sizes[0]), "{sizes:?}");
         assert_eq!(argv("/a/engine", &["-x"]), 10 + 10 + 3);

@@ -88,23 +88,61 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Plan { spec } => match Spec::load(&spec) {
             Ok(loaded) => {
-                print!("{}", runner::plan::describe(&loaded.spec, &ladder_run::order_of(&loaded.spec)));
+                print!(
+                    "{}",
+                    runner::plan::describe(&loaded.spec, &ladder_run::order_of(&loaded.spec))
+                );
                 ExitCode::SUCCESS
             }
             Err(e) => fail(&e),
         },
-        Command::Ab { commands, name, env_a, env_b, passes, stop, output, metric, higher, out, tag, card } => {
+        Command::Ab {
+            commands,
+            name,
+            env_a,
+            env_b,
+            passes,
+            stop,
+            output,
+            metric,
+            higher,
+            out,
+            tag,
+            card,
+        } => {
             let output = match output {
                 Output::Time => OutputMode::Time,
                 Output::Csv => OutputMode::Csv,
                 Output::Json => OutputMode::Json,
             };
             let tag = tag.unwrap_or_else(ladder_run::default_tag);
-            let request = AbRequest { commands, names: name, env_a, env_b, passes, stop_halfwidth_pct: stop, output, metrics: metric, higher_is_better: higher, out, tag: tag.clone() };
+            let request = AbRequest {
+                commands,
+                names: name,
+                env_a,
+                env_b,
+                passes,
+                stop_halfwidth_pct: stop,
+                output,
+                metrics: metric,
+                higher_is_better: higher,
+                out,
+                tag: tag.clone(),
+            };
             run_ab(&request, card)
         }
-        Command::Run { spec, tag, out, card } => {
-            match ladder_run::run_ladder(&RunOptions { spec, tag, out_dir: out, card }) {
+        Command::Run {
+            spec,
+            tag,
+            out,
+            card,
+        } => {
+            match ladder_run::run_ladder(&RunOptions {
+                spec,
+                tag,
+                out_dir: out,
+                card,
+            }) {
                 Ok(outcome) => report(&outcome),
                 Err(e) => fail(&format!("{e:#}")),
             }
@@ -120,12 +158,21 @@ fn run_ab(request: &AbRequest, card: u32) -> ExitCode {
     };
     let written = std::fs::create_dir_all(&request.out).and_then(|_| {
         use std::io::Write;
-        std::fs::OpenOptions::new().write(true).create_new(true).open(&generated.path)?.write_all(generated.text.as_bytes())
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&generated.path)?
+            .write_all(generated.text.as_bytes())
     });
     if let Err(e) = written {
         return fail(&format!("cannot write {}: {e}", generated.path.display()));
     }
-    let options = RunOptions { spec: generated.path.clone(), tag: Some(request.tag.clone()), out_dir: request.out.clone(), card };
+    let options = RunOptions {
+        spec: generated.path.clone(),
+        tag: Some(request.tag.clone()),
+        out_dir: request.out.clone(),
+        card,
+    };
     let outcome = match ladder_run::run_ladder(&options) {
         Ok(outcome) => outcome,
         Err(e) => return fail(&format!("{e:#}")),
@@ -143,7 +190,11 @@ fn run_ab(request: &AbRequest, card: u32) -> ExitCode {
         }
     }
     println!("spec:      {}", generated.path.display());
-    println!("reproduce: runner run {} --out {}", generated.path.display(), request.out.display());
+    println!(
+        "reproduce: runner run {} --out {}",
+        generated.path.display(),
+        request.out.display()
+    );
     println!("re-read:   analyze report {}", outcome.path.display());
     finish(&outcome)
 }
@@ -155,12 +206,32 @@ fn fail(message: &dyn std::fmt::Display) -> ExitCode {
 
 /// The short summary table, then where the file is and how it ended.
 fn report(outcome: &Outcome) -> ExitCode {
-    println!("{:<20} {:>6} {:>12} {:>16}", "arm", "cells", "wall s/cell", format!("{} mean", outcome.metric));
+    println!(
+        "{:<20} {:>6} {:>12} {:>16}",
+        "arm",
+        "cells",
+        "wall s/cell",
+        format!("{} mean", outcome.metric)
+    );
     for arm in &outcome.summary {
-        let mean = |v: &[f64]| if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
-        println!("{:<20} {:>6} {:>12.3} {:>16.4}", arm.name, arm.walls.len(), mean(&arm.walls), mean(&arm.metric));
+        let mean = |v: &[f64]| {
+            if v.is_empty() {
+                f64::NAN
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        println!(
+            "{:<20} {:>6} {:>12.3} {:>16.4}",
+            arm.name,
+            arm.walls.len(),
+            mean(&arm.walls),
+            mean(&arm.metric)
+        );
     }
-    println!("(metric mean over the analysis passes; read the paired deltas with `analyze report`)");
+    println!(
+        "(metric mean over the analysis passes; read the paired deltas with `analyze report`)"
+    );
     if let Some(plan) = &outcome.plan {
         println!("{}", plan.describe(outcome.warmup));
     }
@@ -175,8 +246,14 @@ fn finish(outcome: &Outcome) -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(reason) => {
-            eprintln!("runner: ladder aborted after {} cells: {reason}", outcome.cells);
-            eprintln!("runner: {} keeps every cell written so far and an abort record", outcome.path.display());
+            eprintln!(
+                "runner: ladder aborted after {} cells: {reason}",
+                outcome.cells
+            );
+            eprintln!(
+                "runner: {} keeps every cell written so far and an abort record",
+                outcome.path.display()
+            );
             ExitCode::from(1)
         }
     }

@@ -13,10 +13,17 @@ pub fn describe(spec: &Spec, order: &Order) -> String {
         text.push_str(&format!("  {:<width$}", format!("slot {slot}")));
     }
     text.push('\n');
-    let looks = spec.stop.as_ref().map(|s| s.looks.clone()).unwrap_or_default();
+    let looks = spec
+        .stop
+        .as_ref()
+        .map(|s| s.looks.clone())
+        .unwrap_or_default();
     for pass in 0..order.passes {
         if looks.contains(&pass) {
-            text.push_str(&format!("{:>6}  -- look: may stop here ({pass} passes)\n", ""));
+            text.push_str(&format!(
+                "{:>6}  -- look: may stop here ({pass} passes)\n",
+                ""
+            ));
         }
         let warm = if pass < spec.warmup_passes { "w" } else { " " };
         text.push_str(&format!("{:>5}{warm}", pass));
@@ -44,7 +51,12 @@ pub fn describe(spec: &Spec, order: &Order) -> String {
         ));
     }
     for arm in &spec.arms {
-        text.push_str(&format!("arm {} ({}): {}\n", arm.name, arm.role, words::join(&spec.argv_of(arm))));
+        text.push_str(&format!(
+            "arm {} ({}): {}\n",
+            arm.name,
+            arm.role,
+            words::join(&spec.argv_of(arm))
+        ));
     }
     text
 }

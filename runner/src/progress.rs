@@ -19,18 +19,31 @@ pub struct Progress {
 impl Progress {
     pub fn new(total: usize) -> Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+            let bar =
+                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{bar:30} cell {pos}/{len} {msg}  elapsed {elapsed}  eta {eta}")
-                    .expect("the template is valid"),
+                ProgressStyle::with_template(
+                    "{bar:30} cell {pos}/{len} {msg}  elapsed {elapsed}  eta {eta}",
+                )
+                .expect("the template is valid"),
             );
             bar
         });
-        Progress { bar, total, done: 0, started: Instant::now(), current: String::new(), plan: String::new() }
+        Progress {
+            bar,
+            total,
+            done: 0,
+            started: Instant::now(),
+            current: String::new(),
+            plan: String::new(),
+        }
     }
 
     pub fn start_cell(&mut self, cell: Cell, arm: &str) {
-        self.current = format!("pass {} slot {} arm {arm}{}", cell.pass, cell.slot, self.plan);
+        self.current = format!(
+            "pass {} slot {} arm {arm}{}",
+            cell.pass, cell.slot, self.plan
+        );
         if let Some(bar) = &self.bar {
             bar.set_message(self.current.clone());
         }

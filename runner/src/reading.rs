@@ -12,13 +12,19 @@ pub fn describe(outcome: &Outcome) -> String {
     let mut text = String::new();
     let arms: Vec<&str> = outcome.summary.iter().map(|a| a.name.as_str()).collect();
     for metric in &outcome.values {
-        let _ = writeln!(text, "{} against {} (paired, geometric mean, 95 % t interval):", metric.metric, arms[outcome.base]);
+        let _ = writeln!(
+            text,
+            "{} against {} (paired, geometric mean, 95 % t interval):",
+            metric.metric, arms[outcome.base]
+        );
         for arm in (0..arms.len()).filter(|&a| a != outcome.base) {
             let ratios: Vec<f64> = metric
                 .values
                 .iter()
                 .skip(outcome.warmup)
-                .filter_map(|pass| Some((pass.get(arm).copied()??, pass.get(outcome.base).copied()??)))
+                .filter_map(|pass| {
+                    Some((pass.get(arm).copied()??, pass.get(outcome.base).copied()??))
+                })
                 .filter(|(x, b)| *x > 0.0 && *b > 0.0)
                 .map(|(x, b)| (x / b).ln())
                 .collect();
@@ -37,7 +43,12 @@ fn estimate(log_ratios: &[f64]) -> String {
     let mean = log_ratios.iter().sum::<f64>() / m as f64;
     let half = t975(m - 1) * sample_sd(log_ratios) / (m as f64).sqrt();
     let pct = |l: f64| 100.0 * (l.exp() - 1.0);
-    format!("{:+.2} % [{:+.2}, {:+.2}] over {m} passes", pct(mean), pct(mean - half), pct(mean + half))
+    format!(
+        "{:+.2} % [{:+.2}, {:+.2}] over {m} passes",
+        pct(mean),
+        pct(mean - half),
+        pct(mean + half)
+    )
 }
 
 #[cfg(test)]

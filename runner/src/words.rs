@@ -70,7 +70,9 @@ pub fn join(argv: &[String]) -> String {
 
 fn quote(word: &str) -> String {
     let plain = !word.is_empty()
-        && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
     if plain {
         word.to_string()
     } else {
@@ -94,9 +96,15 @@ mod tests {
 
     #[test]
     fn quotes_group_and_are_removed() {
-        assert_eq!(words(r#"grep 'a b' "c d" e'f'"g""#), ["grep", "a b", "c d", "efg"]);
+        assert_eq!(
+            words(r#"grep 'a b' "c d" e'f'"g""#),
+            ["grep", "a b", "c d", "efg"]
+        );
         assert_eq!(words("prog '' \"\""), ["prog", "", ""]);
-        assert_eq!(words(r#"echo "it's" 'say "hi"'"#), ["echo", "it's", "say \"hi\""]);
+        assert_eq!(
+            words(r#"echo "it's" 'say "hi"'"#),
+            ["echo", "it's", "say \"hi\""]
+        );
     }
 
     #[test]
@@ -108,22 +116,33 @@ mod tests {
 
     #[test]
     fn quoted_shell_characters_are_text() {
-        assert_eq!(words("awk '{print $1}' 'a|b' \"x;y\""), ["awk", "{print $1}", "a|b", "x;y"]);
+        assert_eq!(
+            words("awk '{print $1}' 'a|b' \"x;y\""),
+            ["awk", "{print $1}", "a|b", "x;y"]
+        );
     }
 
     #[test]
     fn errors_say_what_and_where() {
-        assert!(split("xz 'oops").unwrap_err().contains("single quote: the ' at character 4"));
+        assert!(split("xz 'oops")
+            .unwrap_err()
+            .contains("single quote: the ' at character 4"));
         assert!(split("xz \"oops").unwrap_err().contains("double quote"));
         assert!(split("xz \\").unwrap_err().contains("lone backslash"));
         let e = split("cat f | wc").unwrap_err();
-        assert!(e.contains("`|` at character 7") && e.contains("sh -c"), "{e}");
+        assert!(
+            e.contains("`|` at character 7") && e.contains("sh -c"),
+            "{e}"
+        );
         assert!(split("echo $HOME").unwrap_err().contains("`$`"));
     }
 
     #[test]
     fn join_round_trips() {
-        for argv in [vec!["xz", "-1", "-c", "my file"], vec!["a'b", "", "$x", "plain/path.txt"]] {
+        for argv in [
+            vec!["xz", "-1", "-c", "my file"],
+            vec!["a'b", "", "$x", "plain/path.txt"],
+        ] {
             let argv: Vec<String> = argv.into_iter().map(str::to_string).collect();
             assert_eq!(split(&join(&argv)).unwrap(), argv);
         }
