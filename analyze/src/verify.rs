@@ -39,7 +39,11 @@ fn binaries(ladder: &ladder::Ladder) -> Vec<ArmBinary> {
         .iter()
         .map(|arm| {
             let binary = arm.binary.as_ref().unwrap_or(&start.binary);
-            ArmBinary { arm: arm.name.clone(), path: binary.path.clone(), blake3: binary.blake3.clone() }
+            ArmBinary {
+                arm: arm.name.clone(),
+                path: binary.path.clone(),
+                blake3: binary.blake3.clone(),
+            }
         })
         .collect()
 }
@@ -50,20 +54,30 @@ pub fn verify_file(path: &Path) -> FileVerdict {
     let (verdict, binaries) = match std::fs::read(path) {
         Ok(bytes) => {
             let replayed = ladder::replay(&bytes);
-            (replayed.verdict, replayed.ladder.as_ref().map(binaries).unwrap_or_default())
+            (
+                replayed.verdict,
+                replayed.ladder.as_ref().map(binaries).unwrap_or_default(),
+            )
         }
-        Err(e) => (Verdict {
-            connected: false,
-            cells_expected: 0,
-            cells_found: 0,
-            defects: vec![ladder::Defect {
-                kind: ladder::DefectKind::MissingStart,
-                line: 0,
-                detail: format!("cannot read the file: {e}"),
-            }],
-        }, Vec::new()),
+        Err(e) => (
+            Verdict {
+                connected: false,
+                cells_expected: 0,
+                cells_found: 0,
+                defects: vec![ladder::Defect {
+                    kind: ladder::DefectKind::MissingStart,
+                    line: 0,
+                    detail: format!("cannot read the file: {e}"),
+                }],
+            },
+            Vec::new(),
+        ),
     };
-    FileVerdict { file: path.display().to_string(), verdict, binaries }
+    FileVerdict {
+        file: path.display().to_string(),
+        verdict,
+        binaries,
+    }
 }
 
 /// Replays many files in parallel; the verdicts come back in the order given.
@@ -80,7 +94,11 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<i32> {
             print!("{}", words(v));
         }
     }
-    Ok(if verdicts.iter().all(|v| v.verdict.connected) { 0 } else { 1 })
+    Ok(if verdicts.iter().all(|v| v.verdict.connected) {
+        0
+    } else {
+        1
+    })
 }
 
 /// The verdict in words, every defect on its own line, then the binary each arm ran.
@@ -90,7 +108,12 @@ pub fn words(v: &FileVerdict) -> String {
         text.push_str(&format!("  line {}: {}: {}\n", d.line, d.kind, d.detail));
     }
     for b in &v.binaries {
-        text.push_str(&format!("  arm {} ran {} (blake3 {})\n", b.arm, b.path, &b.blake3[..b.blake3.len().min(16)]));
+        text.push_str(&format!(
+            "  arm {} ran {} (blake3 {})\n",
+            b.arm,
+            b.path,
+            &b.blake3[..b.blake3.len().min(16)]
+        ));
     }
     text
 }
@@ -103,14 +126,33 @@ mod tests {
     fn words_name_the_binary_of_every_arm() {
         let v = FileVerdict {
             file: "raw/x_t.csv".into(),
-            verdict: Verdict { connected: true, cells_expected: 4, cells_found: 4, defects: Vec::new() },
+            verdict: Verdict {
+                connected: true,
+                cells_expected: 4,
+                cells_found: 4,
+                defects: Vec::new(),
+            },
             binaries: vec![
-                ArmBinary { arm: "before".into(), path: ".bin/before/engine".into(), blake3: "0123456789abcdef0123".into() },
-                ArmBinary { arm: "after".into(), path: ".bin/after/engine".into(), blake3: "fedcba9876543210fedc".into() },
+                ArmBinary {
+                    arm: "before".into(),
+                    path: ".bin/before/engine".into(),
+                    blake3: "0123456789abcdef0123".into(),
+                },
+                ArmBinary {
+                    arm: "after".into(),
+                    path: ".bin/after/engine".into(),
+                    blake3: "fedcba9876543210fedc".into(),
+                },
             ],
         };
         let text = words(&v);
-        assert!(text.contains("  arm before ran .bin/before/engine (blake3 0123456789abcdef)\n"), "{text}");
-        assert!(text.contains("  arm after ran .bin/after/engine (blake3 fedcba9876543210)\n"), "{text}");
+        assert!(
+            text.contains("  arm before ran .bin/before/engine (blake3 0123456789abcdef)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  arm after ran .bin/after/engine (blake3 fedcba9876543210)\n"),
+            "{text}"
+        );
     }
 }
