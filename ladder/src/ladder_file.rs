@@ -26,6 +26,8 @@ pub const HARNESS_COLUMNS: [&str; 6] =
     ["ladder_pass", "ladder_slot", "ladder_arm", "ladder_started", "ladder_ended", "ladder_exit"];
 pub const ROW_COLUMN: &str = "ladder_row";
 pub const WALL_COLUMN: &str = "ladder_wall_s";
+/// `ladder/2`: the child's resource usage, after the wall time.
+pub const USAGE_COLUMNS: [&str; 3] = ["ladder_user_s", "ladder_sys_s", "ladder_maxrss_kib"];
 pub const WITNESS_PREFIX: &str = "witness_";
 
 /// What an arm is for in the analysis.

@@ -5,6 +5,7 @@
 pub mod ladder_file;
 pub mod order;
 pub mod sample;
+pub mod scan;
 pub mod spec;
 pub mod stop;
 pub mod verify;

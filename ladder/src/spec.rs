@@ -185,6 +185,10 @@ const ARM_KEYS: &[&str] = &["name", "role", "env", "command", "args"];
 const METRIC_KEYS: &[&str] = &["column", "better", "row"];
 const SPLIT_KEYS: &[&str] = &["rounds", "time"];
 const IDENTITY_KEYS: &[&str] = &["column"];
+const STOP_KEYS: &[&str] = &["halfwidth_pct", "looks"];
+const SCAN_KEYS: &[&str] = &["env", "values", "args"];
+/// The side log keeps at most this much of a cell's stdout and of its stderr by default.
+pub const DEFAULT_OUTPUT_CAP_MIB: u64 = 1;
 
 /// A spec that cannot be run, with where and how to fix it.
 #[derive(Clone, Debug, PartialEq)]
@@ -248,7 +252,44 @@ impl Spec {
 
     /// Reads the spec from a start record's `spec` field.
     pub fn from_json(json: &serde_json::Value) -> Result<Spec, String> {
-        Spec::deserialize(json).map_err(|e| format!("the recorded spec is unusable: {e}"))
+        let mut spec = Spec::deserialize(json).map_err(|e| format!("the recorded spec is unusable: {e}"))?;
+        spec.expand_scan();
+        Ok(spec)
+    }
+
+    /// The full argv of `arm`: its own `command`, or the spec's command plus its `args`.
+    pub fn argv_of(&self, arm: &ArmSpec) -> Vec<String> {
+        match (&arm.command, &arm.args) {
+            (Some(command), _) => command.clone(),
+            (None, Some(args)) => self.command.iter().chain(args).cloned().collect(),
+            (None, None) => self.command.clone(),
+        }
+    }
+
+    /// Exit codes that count as a successful cell (`ok_exit`, default `[0]`).
+    pub fn ok_exit_codes(&self) -> Vec<i32> {
+        self.ok_exit.clone().unwrap_or_else(|| vec![0])
+    }
+
+    /// What the runner does with stdout: `time` mode never parses it, and by default no
+    /// mode copies it to the side log.
+    pub fn stdout_mode(&self) -> StdoutMode {
+        self.stdout.unwrap_or(StdoutMode::Discard)
+    }
+
+    /// The most bytes of one cell's stdout, and of its stderr, that the side log keeps.
+    pub fn output_cap_bytes(&self) -> usize {
+        (self.output_cap_mib.unwrap_or(DEFAULT_OUTPUT_CAP_MIB) as usize).saturating_mul(1 << 20)
+    }
+
+    /// Puts the arms a `[scan]` generates before the declared ones (the first is the base).
+    /// Both readers of a spec (the file and the start record) call it, so they agree.
+    fn expand_scan(&mut self) {
+        if let Some(scan) = &self.scan {
+            let mut arms = scan.arms();
+            arms.append(&mut self.arms);
+            self.arms = arms;
+        }
     }
 
     /// Reads and checks a spec file.
@@ -277,8 +318,13 @@ impl Spec {
         let at = Locator { path, source };
         let table: toml::Table = toml::from_str(source).map_err(|e| at.toml_error(&e))?;
         check_keys(&at, &table)?;
-        let spec: Spec = toml::from_str(source).map_err(|e| at.toml_error(&e))?;
+        let mut spec: Spec = toml::from_str(source).map_err(|e| at.toml_error(&e))?;
+        check_scan(&at, &spec)?;
+        spec.expand_scan();
         check(&at, &spec)?;
+        check_arm_argv(&at, &spec)?;
+        check_stop(&at, &spec)?;
+        check_cell_keys(&at, &spec)?;
         Ok(spec)
     }
 }
@@ -292,7 +338,7 @@ fn check_keys(at: &Locator, table: &toml::Table) -> Result<(), SpecError> {
             }
         }
     }
-    for (key, allowed) in [("split", SPLIT_KEYS), ("identity", IDENTITY_KEYS)] {
+    for (key, allowed) in [("split", SPLIT_KEYS), ("identity", IDENTITY_KEYS), ("stop", STOP_KEYS), ("scan", SCAN_KEYS)] {
         if let Some(toml::Value::Table(item)) = table.get(key) {
             at.unknown_keys(item, allowed, &format!("[{key}] "))?;
         }
@@ -373,6 +419,98 @@ fn check_arms(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     Ok(())
 }
 
+/// `[scan]`: exactly one of `env` with `values`, or `args`; at least two distinct names.
+fn check_scan(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
+    let Some(scan) = &spec.scan else { return Ok(()) };
+    let fix = "write [scan] env = \"VAR\", values = [\"1\", \"3\"], or [scan] args = [[\"-1\"], [\"-3\"]]";
+    let count = match (&scan.env, &scan.values, &scan.args) {
+        (Some(_), Some(values), None) => values.len(),
+        (None, None, Some(args)) => args.len(),
+        _ => return Err(at.error("scan", None, "[scan] needs either env and values, or args (not both)", fix).at_table(at, "scan")),
+    };
+    if count < 2 {
+        return Err(at.error("values", None, "[scan] needs at least two values", fix).at_table(at, "scan"));
+    }
+    if let Some(var) = &scan.env {
+        if spec.env.contains_key(var) {
+            let message = format!("[scan] varies {var}, which the common [env] also sets");
+            return Err(at.error(var, None, &message, &format!("remove {var} from [env]")));
+        }
+    }
+    if let Some(base) = spec.arms.iter().find(|a| a.role == Role::Base) {
+        let message = format!("arm {:?} has role = \"base\", but with [scan] the first value is the base", base.name);
+        return Err(at.error("role", Some("base"), &message, "drop role = \"base\" from the declared arms"));
+    }
+    let names: Vec<String> = scan.arms().into_iter().map(|a| a.name).collect();
+    if let Some((i, name)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
+        let message = format!("[scan] values {} and {} both make the arm name {name:?}", names.iter().position(|n| n == name).unwrap_or(0) + 1, i + 1);
+        return Err(at.error("scan", None, &message, "make the values differ in letters or digits").at_table(at, "scan"));
+    }
+    Ok(())
+}
+
+/// `ladder/2` arms: `command` or `args`, never both, and neither empty.
+fn check_arm_argv(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
+    for arm in &spec.arms {
+        let line = |key: &str| at.line_in_arm(&arm.name, key);
+        if arm.command.is_some() && arm.args.is_some() {
+            let message = format!("arm {:?} has both `command` and `args`", arm.name);
+            let fix = "keep `command` (this arm's whole argv) or `args` (appended to the spec's command), not both";
+            return Err(SpecError { file: at.path.into(), line: line("args"), message, fix: fix.into() });
+        }
+        if arm.command.as_ref().is_some_and(|c| c.is_empty() || c[0].is_empty()) {
+            let message = format!("arm {:?} has an empty `command`", arm.name);
+            let fix = "give the arm's argv, e.g. command = [\".bin/after/engine\", \"bench\"], or drop the key";
+            return Err(SpecError { file: at.path.into(), line: line("command"), message, fix: fix.into() });
+        }
+    }
+    Ok(())
+}
+
+/// `[stop]`: a positive half-width and increasing looks, each leaving at least three
+/// analysis passes, the last one equal to `passes` when that is given.
+fn check_stop(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
+    let Some(stop) = &spec.stop else { return Ok(()) };
+    let error = |key: &str, message: String, fix: String| at.error(key, None, &message, &fix).at_table(at, "stop");
+    if !(stop.halfwidth_pct.is_finite() && stop.halfwidth_pct > 0.0) {
+        return Err(error("halfwidth_pct", format!("halfwidth_pct = {} is not a positive number", stop.halfwidth_pct), "set the half-width you need, in percent, e.g. halfwidth_pct = 0.5".into()));
+    }
+    if stop.looks.is_empty() {
+        return Err(error("looks", "[stop] has no looks".into(), "list the passes at which the ladder may stop, e.g. looks = [8, 12, 16]".into()));
+    }
+    if let Some(w) = stop.looks.windows(2).find(|w| w[1] <= w[0]) {
+        return Err(error("looks", format!("looks are not increasing: {} then {}", w[0], w[1]), "list the looks in increasing order, e.g. looks = [8, 12, 16]".into()));
+    }
+    let floor = spec.warmup_passes + 2;
+    if let Some(look) = stop.looks.iter().find(|&&l| l <= floor) {
+        let message = format!("the look {look} is not above warmup_passes + 2 = {floor}: its first-look spread would rest on {} analysis passes", look.saturating_sub(spec.warmup_passes));
+        return Err(error("looks", message, format!("start the looks at {} or later", floor + 1)));
+    }
+    let last = *stop.looks.last().expect("checked non-empty");
+    if let Some(passes) = spec.declared_passes.filter(|&p| p != last) {
+        let message = format!("passes = {passes}, but the last look is {last}");
+        return Err(at.error("passes", None, &message, &format!("set passes = {last} or omit it (under [stop] it is the last look)")));
+    }
+    Ok(())
+}
+
+/// The cell keys of version 2: argvs that are not empty, a positive output cap.
+fn check_cell_keys(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
+    for (key, argv) in [("prepare", &spec.prepare), ("setup", &spec.setup), ("cleanup", &spec.cleanup)] {
+        if argv.as_ref().is_some_and(|a| a.is_empty() || a[0].is_empty()) {
+            let message = format!("{key} is an empty argv");
+            return Err(at.error(key, None, &message, &format!("give the program and its arguments, e.g. {key} = [\"sync\"], or drop the key")));
+        }
+    }
+    if spec.ok_exit.as_ref().is_some_and(Vec::is_empty) {
+        return Err(at.error("ok_exit", None, "ok_exit is empty: no cell could succeed", "list the exit codes that count as success, e.g. ok_exit = [0, 1]"));
+    }
+    if spec.output_cap_mib == Some(0) {
+        return Err(at.error("output_cap_mib", None, "output_cap_mib = 0 keeps nothing of a cell's output", "set it to 1 or more, or omit it (default 1)"));
+    }
+    Ok(())
+}
+
 /// Finds lines in the spec text, for errors that point at them.
 struct Locator<'a> {
     path: &'a Path,
@@ -397,6 +535,20 @@ impl Locator<'_> {
             })
             .map(|(i, _)| i + 1)
             .collect()
+    }
+
+    /// The line of `key` inside the `[[arm]]` named `arm` (the first after its name).
+    fn line_in_arm(&self, arm: &str, key: &str) -> Option<usize> {
+        let named = self.lines_of("name", Some(arm)).first().copied()?;
+        let table_start = self.source.lines().take(named).enumerate().filter(|(_, l)| l.trim_start().starts_with("[[arm]]")).map(|(i, _)| i + 1).last().unwrap_or(named);
+        let next_table = self.source.lines().enumerate().skip(named).find(|(_, l)| l.trim_start().starts_with('[')).map_or(usize::MAX, |(i, _)| i + 1);
+        self.lines_of(key, None).into_iter().find(|&l| l >= table_start && l < next_table).or(Some(named))
+    }
+
+    /// The first line of `[table]`.
+    fn table_line(&self, table: &str) -> Option<usize> {
+        let header = format!("[{table}]");
+        self.source.lines().position(|l| l.trim_start().starts_with(&header)).map(|i| i + 1)
     }
 
     fn error(&self, key: &str, value: Option<&str>, message: &str, fix: &str) -> SpecError {
@@ -439,6 +591,15 @@ impl Locator<'_> {
 }
 
 impl SpecError {
+    /// Points an error whose key has no line of its own at the `[table]` header; a key
+    /// written inline (`[scan] env = ...` or `stop = { ... }`) keeps the line found.
+    fn at_table(mut self, at: &Locator, table: &str) -> SpecError {
+        if self.line.is_none() {
+            self.line = at.table_line(table).or_else(|| at.lines_of(table, None).first().copied());
+        }
+        self
+    }
+
     /// Points the error at the `nth` (0-based) matching line instead of the first.
     fn nth_line(mut self, at: &Locator, key: &str, value: Option<&str>, nth: usize) -> SpecError {
         if let Some(line) = at.lines_of(key, value).get(nth) {
@@ -561,5 +722,124 @@ better = "higher"
         let table: toml::Table = toml::from_str(GOOD).unwrap();
         let json = serde_json::to_value(&table).unwrap();
         assert_eq!(Spec::from_json(&json).unwrap(), spec);
+    }
+
+    #[test]
+    fn an_arm_with_command_and_args_is_refused_at_its_args_line() {
+        let e = error_of(&GOOD.replace("env = { MODE = \"on\" }", "env = { MODE = \"on\" }\ncommand = [\"b\"]\nargs = [\"-x\"]"));
+        assert!(e.message.contains("both `command` and `args`"), "{e}");
+        assert_eq!(e.line, Some(19));
+    }
+
+    #[test]
+    fn an_empty_arm_command_is_refused() {
+        let e = error_of(&GOOD.replace("env = { MODE = \"on\" }", "env = { MODE = \"on\" }\ncommand = []"));
+        assert!(e.message.contains("empty `command`"), "{e}");
+        assert_eq!(e.line, Some(18));
+    }
+
+    #[test]
+    fn arms_have_their_own_argv() {
+        let spec = parse(&GOOD.replace("env = { MODE = \"on\" }", "args = [\"--fast\"]").replace("env = { MODE = \"off\" }", "command = [\"other\", \"x\"]")).unwrap();
+        assert_eq!(spec.argv_of(&spec.arms[0]), ["other", "x"]);
+        assert_eq!(spec.argv_of(&spec.arms[1]), ["engine", "bench", "--fast"]);
+    }
+
+    const STOP: &str = "\n[stop]\nhalfwidth_pct = 0.5\nlooks = [4, 6]\n";
+
+    #[test]
+    fn stop_looks_must_increase() {
+        let e = error_of(&format!("{}{}", GOOD.replace("passes = 4\n", ""), STOP.replace("[4, 6]", "[6, 4]")));
+        assert!(e.message.contains("not increasing: 6 then 4"), "{e}");
+        assert_eq!(e.line, Some(24));
+    }
+
+    #[test]
+    fn stop_looks_must_leave_three_analysis_passes() {
+        let e = error_of(&format!("{}{}", GOOD.replace("passes = 4\n", ""), STOP.replace("[4, 6]", "[3, 6]")));
+        assert!(e.message.contains("look 3 is not above warmup_passes + 2 = 3"), "{e}");
+        assert!(e.fix.contains("at 4"), "{e}");
+        assert_eq!(e.line, Some(24));
+    }
+
+    #[test]
+    fn stop_passes_if_given_is_the_last_look() {
+        let e = error_of(&format!("{GOOD}{STOP}"));
+        assert!(e.message.contains("passes = 4, but the last look is 6"), "{e}");
+        assert_eq!(e.line, Some(4));
+        let spec = parse(&format!("{}{}", GOOD.replace("passes = 4\n", ""), STOP)).unwrap();
+        assert_eq!(spec.passes(), 6);
+    }
+
+    #[test]
+    fn stop_needs_a_positive_halfwidth() {
+        let e = error_of(&format!("{}{}", GOOD.replace("passes = 4\n", ""), STOP.replace("0.5", "0")));
+        assert!(e.message.contains("halfwidth_pct = 0"), "{e}");
+        assert_eq!(e.line, Some(23));
+        let e = error_of(&format!("{}{}", GOOD.replace("passes = 4\n", ""), STOP.replace("looks", "loks")));
+        assert!(e.fix.contains("`looks`"), "{e}");
+    }
+
+    #[test]
+    fn noise_limit_is_optional() {
+        let spec = parse(&GOOD.replace("noise_limit_pct = 0.5\n", "")).unwrap();
+        assert_eq!(spec.noise_limit_pct, None);
+    }
+
+    #[test]
+    fn cell_keys_refuse_empty_values_with_their_line() {
+        for (line, key) in [("prepare = []", "prepare"), ("setup = [\"\"]", "setup"), ("cleanup = []", "cleanup"), ("ok_exit = []", "ok_exit"), ("output_cap_mib = 0", "output_cap_mib")] {
+            let e = error_of(&GOOD.replace("passes = 4", &format!("passes = 4\n{line}")));
+            assert!(e.message.contains(key), "{e}");
+            assert_eq!(e.line, Some(5), "{key}: {e}");
+        }
+        let spec = parse(&GOOD.replace("passes = 4", "passes = 4\nok_exit = [0, 1]")).unwrap();
+        assert_eq!(spec.ok_exit_codes(), [0, 1]);
+        assert_eq!(parse(GOOD).unwrap().ok_exit_codes(), [0]);
+    }
+
+    const SCAN: &str = r#"
+name = "sweep"
+command = ["zstd", "-c", "data"]
+passes = 4
+
+[scan]
+env = "ZSTD_CLEVEL"
+values = ["1", "3", "5"]
+
+[[arm]]
+name = "again"
+role = "reflexive"
+env = { ZSTD_CLEVEL = "1" }
+"#;
+
+    #[test]
+    fn a_scan_makes_one_arm_per_value_the_first_the_base() {
+        let text = SCAN.replace("passes = 4", "passes = 4\noutput = \"time\"");
+        let spec = parse(&text).unwrap();
+        let names: Vec<&str> = spec.arms.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["1", "3", "5", "again"]);
+        assert_eq!(spec.base().unwrap().name, "1");
+        assert_eq!(spec.arms[2].env["ZSTD_CLEVEL"], "5");
+        // The analysis reads the same arms from the recorded spec.
+        let json = serde_json::to_value(toml::from_str::<toml::Table>(&text).unwrap()).unwrap();
+        assert_eq!(Spec::from_json(&json).unwrap().arms, spec.arms);
+    }
+
+    #[test]
+    fn scan_refusals_name_their_line() {
+        let time = |t: &str| t.replace("passes = 4", "passes = 4\noutput = \"time\"");
+        let e = error_of(&time(&SCAN.replace("values = [\"1\", \"3\", \"5\"]", "args = [[\"-1\"]]")));
+        assert!(e.message.contains("either env and values, or args"), "{e}");
+        assert_eq!(e.line, Some(7));
+        let e = error_of(&time(&SCAN.replace("[\"1\", \"3\", \"5\"]", "[\"1\"]")));
+        assert!(e.message.contains("at least two values"), "{e}");
+        assert_eq!(e.line, Some(9));
+        let e = error_of(&time(&SCAN.replace("[\"1\", \"3\", \"5\"]", "[\"a b\", \"a/b\"]")));
+        assert!(e.message.contains("values 1 and 2 both make the arm name \"a_b\""), "{e}");
+        assert_eq!(e.line, Some(7));
+        let e = error_of(&time(&SCAN.replace("reflexive", "base")));
+        assert!(e.message.contains("the first value is the base"), "{e}");
+        assert_eq!(e.line, Some(13));
     }
 }

@@ -5,7 +5,8 @@
 //! runs to the first look with that many (or to the last). The runner decides with it and
 //! `verify` checks the file against it, so the rule lives here once.
 
-use crate::spec::StopSpec;
+use crate::spec::{Spec, StopSpec};
+use crate::verify::Ladder;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::sync::OnceLock;
@@ -72,7 +73,9 @@ impl StopSpec {
         self.looks
             .iter()
             .find(|&&look| need.is_finite() && look.saturating_sub(warmup) as f64 >= need)
-            .map_or((last, Stopped::MaxPasses), |&look| (look, Stopped::Precision))
+            .map_or((last, Stopped::MaxPasses), |&look| {
+                (look, Stopped::Precision)
+            })
     }
 
     pub fn first_look(&self) -> usize {
@@ -80,12 +83,145 @@ impl StopSpec {
     }
 }
 
+/// One metric's values at the first look: `values[pass][arm]`, `None` where a cell printed
+/// nothing usable.
+pub struct MetricValues {
+    pub metric: String,
+    pub values: Vec<Vec<Option<f64>>>,
+}
+
+/// The quantity whose spread asks for the most passes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Need {
+    /// Analysis passes needed (`m*`); NaN where a ratio could not be formed.
+    pub passes: f64,
+    pub metric: String,
+    pub arm: String,
+}
+
+/// Where a `[stop]` ladder ends, decided at its first look.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StopPlan {
+    pub look: usize,
+    pub stopped: Stopped,
+    pub need: Need,
+}
+
+impl StopPlan {
+    /// The plan in words, for the progress line and the summary.
+    pub fn describe(&self, warmup: usize) -> String {
+        let need = if self.need.passes.is_finite() {
+            format!("{:.1} analysis passes needed", self.need.passes)
+        } else {
+            "the need could not be computed (a missing or non-positive value)".to_string()
+        };
+        format!(
+            "planned {} passes ({} analysis, {}): {need}, set by {} of arm {}",
+            self.look,
+            self.look.saturating_sub(warmup),
+            self.stopped.as_str(),
+            self.need.metric,
+            self.need.arm
+        )
+    }
+}
+
+impl StopSpec {
+    /// The plan from the first look: for every metric and every non-base arm, the need of
+    /// its paired log ratios `ln(x_arm / x_base)` over the first look's analysis passes; the
+    /// largest need picks the look. `arms[base]` is the base.
+    pub fn plan(
+        &self,
+        warmup: usize,
+        base: usize,
+        arms: &[String],
+        metrics: &[MetricValues],
+    ) -> StopPlan {
+        let passes = warmup..self.first_look();
+        let mut largest: Option<Need> = None;
+        for metric in metrics {
+            for arm in (0..arms.len()).filter(|&a| a != base) {
+                let ratios: Option<Vec<f64>> = passes
+                    .clone()
+                    .map(|p| {
+                        let row = metric.values.get(p)?;
+                        let (x, b) = ((*row.get(arm)?)?, (*row.get(base)?)?);
+                        (x > 0.0 && b > 0.0).then(|| (x / b).ln())
+                    })
+                    .collect();
+                let need = ratios.map_or(f64::NAN, |l| self.passes_needed(&l));
+                let candidate = Need {
+                    passes: need,
+                    metric: metric.metric.clone(),
+                    arm: arms[arm].clone(),
+                };
+                // NaN beats every number: a need that cannot be computed runs to the last look.
+                let larger = largest
+                    .as_ref()
+                    .is_none_or(|l| !l.passes.is_nan() && (need.is_nan() || need > l.passes));
+                if larger {
+                    largest = Some(candidate);
+                }
+            }
+        }
+        let need = largest.unwrap_or(Need {
+            passes: f64::NAN,
+            metric: String::new(),
+            arm: String::new(),
+        });
+        let (look, stopped) = self.stopping_look(warmup, need.passes);
+        StopPlan {
+            look,
+            stopped,
+            need,
+        }
+    }
+}
+
+/// Recomputes a `[stop]` ladder's plan from its own file: the spec's metrics read from the
+/// rows of the first look. `None` for a ladder without `[stop]`.
+pub fn plan_of_ladder(ladder: &Ladder, spec: &Spec) -> Option<StopPlan> {
+    let stop = spec.stop.as_ref()?;
+    let first = stop.first_look();
+    let n = ladder.start.arms.len();
+    let metrics = spec
+        .effective_metrics()
+        .into_iter()
+        .map(|m| {
+            let mut values = vec![vec![None; n]; first];
+            if let Some(column) = ladder.column(&m.column) {
+                for row in ladder
+                    .rows
+                    .iter()
+                    .filter(|r| r.pass < first && r.row == m.row)
+                {
+                    values[row.pass][row.arm] = row.fields.get(column).and_then(|v| v.parse().ok());
+                }
+            }
+            MetricValues {
+                metric: m.column,
+                values,
+            }
+        })
+        .collect::<Vec<_>>();
+    let arms: Vec<String> = ladder.start.arms.iter().map(|a| a.name.clone()).collect();
+    Some(stop.plan(
+        ladder.start.warmup_passes,
+        ladder.start.base_index(),
+        &arms,
+        &metrics,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn stop(halfwidth_pct: f64, looks: &[usize]) -> StopSpec {
-        StopSpec { halfwidth_pct, looks: looks.to_vec() }
+        StopSpec {
+            halfwidth_pct,
+            looks: looks.to_vec(),
+        }
     }
 
     #[test]
@@ -107,6 +243,72 @@ mod tests {
         assert_eq!(s.stopping_look(1, 15.0), (16, Stopped::Precision));
         assert_eq!(s.stopping_look(1, 15.1), (16, Stopped::MaxPasses));
         assert_eq!(s.stopping_look(1, f64::NAN), (16, Stopped::MaxPasses));
+    }
+
+    fn values(metric: &str, rows: &[[f64; 3]]) -> MetricValues {
+        MetricValues {
+            metric: metric.into(),
+            values: rows
+                .iter()
+                .map(|r| r.iter().map(|&v| Some(v)).collect())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_plan_takes_the_largest_need_over_metrics_and_arms() {
+        let arms = ["base".to_string(), "a".into(), "b".into()];
+        // Pass 0 is warm-up; the first look (4) gives 3 analysis passes.
+        let quiet = values(
+            "quiet",
+            &[
+                [9.0, 1.0, 1.0],
+                [100.0, 101.0, 100.0],
+                [100.0, 101.0, 100.1],
+                [100.0, 101.0, 99.9],
+            ],
+        );
+        let noisy = values(
+            "noisy",
+            &[
+                [1.0, 1.0, 1.0],
+                [100.0, 100.0, 103.0],
+                [100.0, 100.0, 97.0],
+                [100.0, 100.0, 100.0],
+            ],
+        );
+        let s = stop(0.5, &[4, 8, 40]);
+        let plan = s.plan(1, 0, &arms, &[quiet, noisy]);
+        let l = [1.03f64.ln(), 0.97f64.ln(), 0.0];
+        assert!((plan.need.passes - s.passes_needed(&l)).abs() < 1e-9);
+        assert_eq!(
+            (plan.need.metric.as_str(), plan.need.arm.as_str()),
+            ("noisy", "b")
+        );
+        assert_eq!(plan.stopped, s.stopping_look(1, plan.need.passes).1);
+        assert!(
+            plan.describe(1).contains("set by noisy of arm b"),
+            "{}",
+            plan.describe(1)
+        );
+    }
+
+    #[test]
+    fn a_missing_value_runs_to_the_last_look() {
+        let arms = ["base".to_string(), "a".into()];
+        let mut v = values(
+            "m",
+            &[
+                [1.0, 1.0, 0.0],
+                [1.0, 1.0, 0.0],
+                [1.0, 1.0, 0.0],
+                [1.0, 1.0, 0.0],
+            ],
+        );
+        v.values[2][1] = None;
+        let plan = stop(0.5, &[4, 8]).plan(1, 0, &arms, &[v]);
+        assert_eq!((plan.look, plan.stopped), (8, Stopped::MaxPasses));
+        assert_eq!(plan.need.arm, "a");
     }
 
     #[test]

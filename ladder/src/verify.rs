@@ -9,6 +9,8 @@ use crate::ladder_file::{
     HARNESS_COLUMNS, ROW_COLUMN, START_TAG,
 };
 use crate::order::Order;
+use crate::spec::Spec;
+use crate::stop;
 use serde::Serialize;
 use std::collections::HashSet;
 use std::fmt;
@@ -197,6 +199,15 @@ fn parse_start(line: Result<&str, ()>) -> Result<StartRecord, String> {
     Ok(start)
 }
 
+/// The exit values that count as success, read from the recorded spec's `ok_exit` alone
+/// (a full spec parse per file would cost more than the replay).
+fn ok_exit_of(start: &StartRecord) -> Vec<String> {
+    match start.spec.get("ok_exit").and_then(|v| v.as_array()) {
+        Some(codes) => codes.iter().map(|c| c.to_string()).collect(),
+        None => vec!["0".to_string()],
+    }
+}
+
 /// Positions of the harness columns in the header, `ladder_row` last (if present).
 type HarnessIndex = [usize; 7];
 
@@ -240,6 +251,8 @@ struct Replayer<'o> {
     current_cell_rows: usize,
     current_cell_line: usize,
     end: Option<(EndRecord, usize, bool)>,
+    /// `ladder_exit` values that count as success: the spec's `ok_exit`, default `0`.
+    ok_exit: Vec<String>,
 }
 
 impl<'o> Replayer<'o> {
@@ -247,7 +260,6 @@ impl<'o> Replayer<'o> {
         Replayer {
             order,
             splitter,
-            start,
             columns,
             harness: [usize::MAX; 7],
             defects: Vec::new(),
@@ -259,6 +271,8 @@ impl<'o> Replayer<'o> {
             current_cell_rows: 0,
             current_cell_line: 0,
             end: None,
+            ok_exit: ok_exit_of(&start),
+            start,
         }
     }
 
@@ -354,7 +368,7 @@ impl<'o> Replayer<'o> {
             self.defect(DefectKind::WrongArm, number, detail);
         }
         self.check_time(&row);
-        if row.exit != "0" {
+        if !self.ok_exit.contains(&row.exit) {
             let detail = format!("exit {} in pass {} slot {}", row.exit, row.pass, row.slot);
             self.defect(DefectKind::FailedCell, number, detail);
         }
@@ -414,6 +428,38 @@ impl<'o> Replayer<'o> {
         }
     }
 
+    /// A `[stop]` ladder's expected cells from the look the stopping rule gives from its own
+    /// first look: `Ok(cells)` when the done record ran to that look, `Err((cells, why))`
+    /// otherwise. `None` without `[stop]`, or when the rows do not reach the first look
+    /// (the defects already found say why).
+    fn stopped_ladder(&self) -> Option<Result<usize, (usize, String)>> {
+        self.start.order.looks.as_ref()?;
+        let spec = match Spec::from_json(&self.start.spec) {
+            Ok(spec) => spec,
+            Err(e) => return Some(Err((self.order.n_cells(), format!("the order has looks but {e}")))),
+        };
+        let first = spec.stop.as_ref()?.first_look();
+        if self.seen.len() < first * self.order.n_arms() {
+            return None;
+        }
+        let ladder = Ladder { start: self.start.clone(), columns: self.columns.clone(), rows: self.rows.clone(), end: None };
+        let plan = stop::plan_of_ladder(&ladder, &spec)?;
+        let n = self.order.n_arms();
+        let cells = plan.look * n;
+        let (record, _, _) = self.end.as_ref()?;
+        if record.passes == Some(plan.look) && record.cells == cells {
+            return Some(Ok(cells));
+        }
+        let ran = record.passes.map_or("no passes".to_string(), |p| format!("{p} passes"));
+        Some(Err((
+            cells,
+            format!(
+                "the done record says {ran} and {} cells; the stopping rule gives look {} ({} cells) from the first look at pass {first}",
+                record.cells, plan.look, cells
+            ),
+        )))
+    }
+
     fn parse_row(&mut self, number: usize, text: &str) -> Result<Row, String> {
         let fields = self.splitter.split(text).ok_or("the row does not parse as CSV")?;
         if fields.len() != self.columns.len() {
@@ -454,8 +500,17 @@ impl<'o> Replayer<'o> {
 
     fn finish(mut self, last_line: usize) -> Replay {
         self.close_cell();
-        let expected = self.order.n_cells();
+        let mut expected = self.order.n_cells();
         let found = self.seen.len();
+        let stop_check = self.stopped_ladder();
+        if let Some(Ok(cells)) | Some(Err((cells, _))) = &stop_check {
+            expected = *cells;
+        }
+        let stop_mismatch = matches!(stop_check, Some(Err(_)));
+        if let (Some(Err((_, detail))), Some((_, line, false))) = (stop_check, &self.end) {
+            let line = *line;
+            self.defect(DefectKind::CountMismatch, line, detail);
+        }
         match &self.end {
             None => {
                 let detail = format!("no done record: the run was interrupted after {found} cells");
@@ -467,7 +522,7 @@ impl<'o> Replayer<'o> {
                 if cells != found {
                     let detail = format!("the end record says {cells} cells, the file holds {found}");
                     self.defect(DefectKind::CountMismatch, line, detail);
-                } else if !aborted && found != expected {
+                } else if !aborted && !stop_mismatch && found != expected {
                     let detail = format!("{found} cells, the order has {expected}");
                     self.defect(DefectKind::CountMismatch, line, detail);
                 }

@@ -9,13 +9,20 @@ pub struct Binary {
 }
 
 impl Binary {
-    /// Resolves `program` as the OS would (a path, or a name looked up in PATH) and hashes it.
+    /// Resolves `program` as the OS would (a path, or a name looked up in PATH), checks that
+    /// it may be executed, and hashes it.
     pub fn resolve(program: &str) -> anyhow::Result<Binary> {
         let path = find(program).ok_or_else(|| {
             anyhow::anyhow!(
-                "the command's program {program:?} was not found (as a path or in PATH); build it first (e.g. `cargo build --release`) or fix `command` in the spec"
+                "the program {program:?} was not found (as a path or in PATH); build it first (e.g. `cargo build --release`) or fix the command"
             )
         })?;
+        if !is_executable(&path) {
+            anyhow::bail!(
+                "the program {} is not executable; `chmod +x` it or fix the command",
+                path.display()
+            );
+        }
         let blake3 = hash(&path)?;
         Ok(Binary { path, blake3 })
     }
@@ -27,7 +34,7 @@ impl Binary {
             Ok(())
         } else {
             Err(format!(
-                "the binary {} changed (blake3 {} at the start, {now} now)",
+                "binary-changed: the binary {} changed (blake3 {} at the start, {now} now)",
                 self.path.display(),
                 self.blake3
             ))
@@ -38,11 +45,19 @@ impl Binary {
 fn find(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
         let path = Path::new(program);
-        return path.is_file().then(|| path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
+        return path
+            .is_file()
+            .then(|| path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
     }
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
+        .find(|candidate| candidate.is_file() && is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
 }
 
 fn hash(path: &Path) -> anyhow::Result<String> {

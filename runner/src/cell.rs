@@ -1,17 +1,18 @@
 //! Running one cell: a fresh process of the command, with its own environment, its stdout
-//! captured, its stderr sent to the side log, a timeout, and the runner's signals obeyed.
+//! captured or discarded, its stderr captured for the side log, a timeout, the runner's
+//! signals obeyed, and the child's resource usage read when it is reaped.
 
+use crate::capture::Captured;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::File;
 use std::io::Read;
-use std::path::Path;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use wait_timeout::ChildExt;
 
 /// How a cell's process ended, as `ladder_exit` writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,8 +30,9 @@ impl Exit {
         }
     }
 
-    pub fn success(self) -> bool {
-        self == Exit::Code(0)
+    /// Whether the exit counts as success: an exit code among `ok` (a signal never does).
+    pub fn is_ok(self, ok: &[i32]) -> bool {
+        matches!(self, Exit::Code(code) if ok.contains(&code))
     }
 }
 
@@ -51,77 +53,177 @@ pub enum Cut {
     Signal(usize),
 }
 
+/// What the child used, from `wait4`'s rusage.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub maxrss_kib: i64,
+}
+
+/// What happens to the cell's stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdoutTo {
+    /// `/dev/null`: nothing is read (time mode with `stdout = "discard"`).
+    Null,
+    /// Read whole, to be parsed.
+    Whole,
+    /// Read, keeping a head and a tail of at most the output cap.
+    Capped,
+}
+
+/// One cell's process: what to run and how.
+pub struct Launch<'a> {
+    pub program: &'a Path,
+    pub args: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+    pub stdout: StdoutTo,
+    /// The most bytes of stdout (when capped) and of stderr that are kept.
+    pub cap: usize,
+    pub timeout: Duration,
+    /// The number of a signal the runner received, 0 while none.
+    pub signal: &'a AtomicUsize,
+}
+
 /// One finished cell process.
 pub struct CellRun {
     pub started: DateTime<Utc>,
     pub ended: DateTime<Utc>,
     pub wall_s: f64,
     pub exit: Exit,
-    pub stdout: Vec<u8>,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    pub usage: Usage,
     pub cut: Option<Cut>,
 }
 
 /// How often a waiting runner looks at its signal flag.
 const POLL: Duration = Duration::from_millis(50);
 
-/// Runs `program` with `args` and exactly `env` (nothing inherited beyond it), never
-/// through a shell. `signal` holds the number of a signal the runner received, 0 while none.
-pub fn run(
-    program: &Path,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    stderr: File,
-    timeout: Duration,
-    signal: &AtomicUsize,
-) -> std::io::Result<CellRun> {
-    let mut command = Command::new(program);
+/// Runs the launch with exactly its environment (nothing inherited beyond it), never
+/// through a shell.
+pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
+    let mut command = Command::new(launch.program);
     command
-        .args(args)
+        .args(launch.args)
         .env_clear()
-        .envs(env)
+        .envs(launch.env)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(stderr))
+        .stdout(if launch.stdout == StdoutTo::Null {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
+        .stderr(Stdio::piped())
         // Its own process group: a timeout or a signal ends the cell and all it started.
         .process_group(0);
     let started = Utc::now();
     let clock = Instant::now();
     let mut child = command.spawn().map_err(|e| {
-        std::io::Error::new(e.kind(), format!("cannot start {}: {e}", program.display()))
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot start {}: {e}", launch.program.display()),
+        )
     })?;
-    let mut pipe = child.stdout.take().expect("stdout is piped");
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let _ = pipe.read_to_end(&mut out);
-        out
+    let cap = launch.cap;
+    let stdout_reader = child.stdout.take().map(|pipe| {
+        let whole = launch.stdout == StdoutTo::Whole;
+        std::thread::spawn(move || drain(pipe, if whole { usize::MAX } else { cap }))
+    });
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let stderr_reader = std::thread::spawn(move || drain(stderr, cap));
+    let pid = child.id() as libc::pid_t;
+    // A thread blocked in wait4 notes the end the moment the child exits; polling would
+    // add up to one poll interval to every wall time.
+    let (done, reaped) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ =
+            done.send(reap(pid).map(|(status, usage)| (Instant::now(), Utc::now(), status, usage)));
     });
     let mut cut = None;
-    let status = loop {
-        let left = timeout.saturating_sub(clock.elapsed());
-        if let Some(status) = child.wait_timeout(left.min(POLL))? {
-            break status;
+    let (end, ended, status, usage) = loop {
+        match reaped.recv_timeout(POLL) {
+            Ok(result) => break result?,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(std::io::Error::other(
+                    "the thread waiting for the cell ended without its status",
+                ));
+            }
         }
-        let received = signal.load(Ordering::SeqCst);
+        if cut.is_some() {
+            continue; // killed already; wait for the reap
+        }
+        let received = launch.signal.load(Ordering::SeqCst);
         if received != 0 {
             cut = Some(Cut::Signal(received));
-        } else if clock.elapsed() >= timeout {
+        } else if clock.elapsed() >= launch.timeout {
             cut = Some(Cut::TimedOut);
         }
         if cut.is_some() {
-            kill_group(child.id());
-            break child.wait()?;
+            kill_group(pid);
         }
     };
-    let wall_s = clock.elapsed().as_secs_f64();
-    let ended = Utc::now();
-    let stdout = reader.join().unwrap_or_default();
-    Ok(CellRun { started, ended, wall_s, exit: Exit::of(status), stdout, cut })
+    let wall_s = end.duration_since(clock).as_secs_f64();
+    let stdout = stdout_reader
+        .map(|r| r.join().unwrap_or_default())
+        .unwrap_or_default();
+    let stderr = stderr_reader.join().unwrap_or_default();
+    Ok(CellRun {
+        started,
+        ended,
+        wall_s,
+        exit: Exit::of(ExitStatus::from_raw(status)),
+        stdout,
+        stderr,
+        usage,
+        cut,
+    })
 }
 
-fn kill_group(pid: u32) {
+fn drain(mut pipe: impl Read, cap: usize) -> Captured {
+    let mut captured = Captured::new(cap);
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Ok(n) = pipe.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        captured.push(&buf[..n]);
+    }
+    captured
+}
+
+/// Waits for `pid` and returns its raw status and resource usage.
+fn reap(pid: libc::pid_t) -> std::io::Result<(i32, Usage)> {
+    let mut status = 0;
+    // SAFETY: rusage is plain old data; wait4 fills it and the status for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: as above; pid is our unreaped child.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok((
+        status,
+        Usage {
+            user_s: seconds(usage.ru_utime),
+            sys_s: seconds(usage.ru_stime),
+            maxrss_kib: usage.ru_maxrss,
+        },
+    ))
+}
+
+fn kill_group(pid: libc::pid_t) {
     // The group id is the child's pid (process_group(0)), so this reaches all it started.
     // SAFETY: killpg only sends a signal; the group is the still unreaped child's.
     unsafe {
-        libc::killpg(pid as libc::pid_t, libc::SIGKILL);
+        libc::killpg(pid, libc::SIGKILL);
     }
 }

@@ -2,7 +2,7 @@
 //! cell starts, and an abort record naming the reason when anything stops the run early.
 
 use crate::binary::Binary;
-use crate::cell::{self, Cut};
+use crate::cell::{self, Cut, Launch, StdoutTo};
 use crate::cell_env::CellEnvs;
 use crate::output::{self, CellOutput};
 use crate::progress::Progress;
@@ -11,10 +11,11 @@ use anyhow::Context;
 use chrono::Utc;
 use ladder::ladder_file::{
     timestamp, ArmRecord, BinaryRecord, EndRecord, HostRecord, LadderWriter, OrderRecord,
-    StartRecord, FORMAT, HARNESS_COLUMNS, ROW_COLUMN, WALL_COLUMN,
+    StartRecord, FORMAT, HARNESS_COLUMNS, ROW_COLUMN, USAGE_COLUMNS, WALL_COLUMN,
 };
 use ladder::order::{Cell, Order};
-use ladder::spec::{LoadedSpec, Spec};
+use ladder::spec::{LoadedSpec, OutputMode, Spec, StdoutMode};
+use ladder::stop::{MetricValues, StopPlan};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -40,6 +41,12 @@ pub struct Outcome {
     /// The spec's first metric, whose values the summary holds.
     pub metric: String,
     pub summary: Vec<ArmSummary>,
+    /// `[stop]`: where the first look put the end, and which quantity did.
+    pub plan: Option<StopPlan>,
+    /// Every metric's values by pass and arm, for a reading without `analyze`.
+    pub values: Vec<MetricValues>,
+    pub base: usize,
+    pub warmup: usize,
 }
 
 /// One arm's cells, for the summary table.
@@ -61,16 +68,35 @@ pub fn default_tag() -> String {
     Utc::now().format("%Y%m%dT%H%M%SZ").to_string()
 }
 
+/// Each arm's full argv and its resolved executable, in declared order.
+pub struct ArmArgv {
+    pub argv: Vec<String>,
+    pub binary: Binary,
+}
+
+/// Resolves and hashes every arm's executable; the error names the arm.
+pub fn arm_argvs(spec: &Spec) -> anyhow::Result<Vec<ArmArgv>> {
+    spec.arms
+        .iter()
+        .map(|arm| {
+            let argv = spec.argv_of(arm);
+            let binary = Binary::resolve(&argv[0]).with_context(|| format!("arm {:?}", arm.name))?;
+            Ok(ArmArgv { argv, binary })
+        })
+        .collect()
+}
+
 pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
     let loaded = Spec::load(&options.spec)?;
     let binary = Binary::resolve(&loaded.spec.command[0])?;
+    let arms = arm_argvs(&loaded.spec)?;
     let order = order_of(&loaded.spec);
     let witness = Witness::open(options.card);
     let tag = options.tag.clone().unwrap_or_else(default_tag);
     std::fs::create_dir_all(&options.out_dir)
         .with_context(|| format!("cannot create the output folder {}", options.out_dir.display()))?;
     let path = options.out_dir.join(format!("{}_{tag}.csv", loaded.spec.name));
-    let start = start_record(&loaded, &order, &binary, &witness, &tag);
+    let start = start_record(&loaded, &order, &binary, &arms, &witness, &tag);
     let writer = LadderWriter::create(&path, &start)?;
     let log_path = path.with_extension("stderr.log");
     let log = OpenOptions::new().create_new(true).append(true).open(&log_path).with_context(|| {
@@ -82,11 +108,18 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
     }
     let parent: BTreeMap<String, String> = std::env::vars().collect();
     let arm_envs = loaded.spec.arms.iter().map(|a| a.env.clone()).collect();
-    let envs = CellEnvs::new(parent, loaded.spec.env.clone(), arm_envs, &order);
+    let argv_bytes = arms.iter().map(|a| crate::cell_env::argv_bytes(&a.binary.path.to_string_lossy(), &a.argv)).collect();
+    let envs = CellEnvs::new(parent, loaded.spec.env.clone(), arm_envs, argv_bytes, &order);
+    let values = loaded
+        .spec
+        .effective_metrics()
+        .into_iter()
+        .map(|m| MetricValues { metric: m.column, values: vec![vec![None; order.n_arms()]; order.passes] })
+        .collect();
     let mut run = Run {
         loaded: &loaded,
         order: &order,
-        binary: &binary,
+        arms: &arms,
         witness: &witness,
         envs,
         writer: Some(writer),
@@ -97,21 +130,29 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         cells: 0,
         summary: order.arms.iter().map(|name| ArmSummary { name: name.clone(), ..Default::default() }).collect(),
         progress: Progress::new(order.n_cells()),
+        values,
+        plan: None,
     };
-    let aborted = run.all_cells().err();
+    let mut aborted = run.setup().err();
+    if aborted.is_none() {
+        aborted = run.all_cells().err();
+    }
     run.progress.finish();
+    run.cleanup();
     let passes_run = run.cells / order.n_arms();
-    let end = EndRecord { ended: timestamp(Utc::now()), cells: run.cells, reason: aborted.clone(), passes: Some(passes_run), stopped: None };
+    let stopped = run.plan.as_ref().filter(|_| aborted.is_none()).map(|p| p.stopped.as_str().to_string());
+    let end = EndRecord { ended: timestamp(Utc::now()), cells: run.cells, reason: aborted.clone(), passes: Some(passes_run), stopped };
     let writer = run.writer.take().expect("the writer is held until the end");
     match &aborted {
         None => writer.finish_done(&end)?,
         Some(_) => writer.finish_abort(&end)?,
     }
     let metric = loaded.spec.effective_metrics().first().map(|m| m.column.clone()).unwrap_or_default();
-    Ok(Outcome { path, cells: run.cells, aborted, metric, summary: run.summary })
+    let base = loaded.spec.arms.iter().position(|a| a.role == ladder::Role::Base).unwrap_or(0);
+    Ok(Outcome { path, cells: run.cells, aborted, metric, summary: run.summary, plan: run.plan, values: run.values, base, warmup: loaded.spec.warmup_passes })
 }
 
-fn start_record(loaded: &LoadedSpec, order: &Order, binary: &Binary, witness: &Witness, tag: &str) -> StartRecord {
+fn start_record(loaded: &LoadedSpec, order: &Order, binary: &Binary, arms: &[ArmArgv], witness: &Witness, tag: &str) -> StartRecord {
     let spec = &loaded.spec;
     StartRecord {
         format: FORMAT.into(),
@@ -120,7 +161,18 @@ fn start_record(loaded: &LoadedSpec, order: &Order, binary: &Binary, witness: &W
         started: timestamp(Utc::now()),
         order: OrderRecord { scheme: spec.order, arms: order.arms.clone(), passes: spec.passes(), seed: spec.seed, looks: spec.stop.as_ref().map(|s| s.looks.clone()) },
         warmup_passes: spec.warmup_passes,
-        arms: spec.arms.iter().map(|a| ArmRecord { name: a.name.clone(), role: a.role, env: a.env.clone(), argv: None, binary: None }).collect(),
+        arms: spec
+            .arms
+            .iter()
+            .zip(arms)
+            .map(|(a, argv)| ArmRecord {
+                name: a.name.clone(),
+                role: a.role,
+                env: a.env.clone(),
+                argv: Some(argv.argv.clone()),
+                binary: Some(BinaryRecord { path: argv.binary.path.display().to_string(), blake3: argv.binary.blake3.clone() }),
+            })
+            .collect(),
         spec: loaded.json.clone(),
         spec_blake3: loaded.blake3.clone(),
         command: spec.command.clone(),
@@ -150,7 +202,7 @@ fn host_record() -> HostRecord {
 struct Run<'a> {
     loaded: &'a LoadedSpec,
     order: &'a Order,
-    binary: &'a Binary,
+    arms: &'a [ArmArgv],
     witness: &'a Witness,
     envs: CellEnvs,
     writer: Option<LadderWriter>,
@@ -162,15 +214,94 @@ struct Run<'a> {
     cells: usize,
     summary: Vec<ArmSummary>,
     progress: Progress,
+    /// `values[metric].values[pass][arm]`, filled as cells finish.
+    values: Vec<MetricValues>,
+    plan: Option<StopPlan>,
 }
 
 impl Run<'_> {
     /// Runs every cell; `Err` is the abort reason.
     fn all_cells(&mut self) -> Result<(), String> {
+        let first_look = self.loaded.spec.stop.as_ref().map(|s| s.first_look());
+        let last_slot = self.order.n_arms() - 1;
         for cell in self.order.cells().collect::<Vec<_>>() {
+            if self.plan.as_ref().is_some_and(|p| cell.pass >= p.look) {
+                break;
+            }
             self.one_cell(cell)?;
+            if cell.slot == last_slot && Some(cell.pass + 1) == first_look {
+                self.plan_from_first_look();
+            }
         }
         Ok(())
+    }
+
+    /// `[stop]`: fixes the ladder's length from the first look (METHOD.md, Stein's rule).
+    fn plan_from_first_look(&mut self) {
+        let Some(stop) = &self.loaded.spec.stop else { return };
+        let base = self.loaded.spec.arms.iter().position(|a| a.role == ladder::Role::Base).unwrap_or(0);
+        let plan = stop.plan(self.loaded.spec.warmup_passes, base, &self.order.arms, &self.values);
+        let short = format!("{} passes planned, set by {} of {}", plan.look, plan.need.metric, plan.need.arm);
+        self.progress.replan(plan.look * self.order.n_arms(), short, plan.describe(self.loaded.spec.warmup_passes));
+        self.plan = Some(plan);
+    }
+
+    /// Runs `setup` once before the first cell; its failure aborts the ladder.
+    fn setup(&mut self) -> Result<(), String> {
+        match self.loaded.spec.setup.clone() {
+            Some(argv) => self.auxiliary("setup", &argv, &self.ladder_env()),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `cleanup` once after the last cell, also after an abort; a failure is reported
+    /// but changes nothing in the ladder file, whose cells are complete.
+    fn cleanup(&mut self) {
+        if let Some(argv) = self.loaded.spec.cleanup.clone() {
+            if let Err(e) = self.auxiliary("cleanup", &argv, &self.ladder_env()) {
+                eprintln!("runner: warning: {e}");
+            }
+        }
+    }
+
+    /// The environment of `setup` and `cleanup`: the runner's own plus the common `[env]`.
+    fn ladder_env(&self) -> BTreeMap<String, String> {
+        let mut env: BTreeMap<String, String> = std::env::vars().collect();
+        env.extend(self.loaded.spec.env.clone());
+        env
+    }
+
+    /// Runs an argv that is not a cell (setup, prepare, cleanup): untimed, output to the
+    /// side log, and `Err` unless it exits 0.
+    fn auxiliary(&mut self, what: &str, argv: &[String], env: &BTreeMap<String, String>) -> Result<(), String> {
+        let line = format!("=== {} {what}: {}\n", timestamp(Utc::now()), argv.join(" "));
+        let _ = self.log.write_all(line.as_bytes());
+        let launch = Launch {
+            program: std::path::Path::new(&argv[0]),
+            args: &argv[1..],
+            env,
+            stdout: StdoutTo::Capped,
+            cap: self.loaded.spec.output_cap_bytes(),
+            timeout: Duration::from_secs_f64(self.loaded.spec.timeout_s),
+            signal: &self.signal,
+        };
+        let result = cell::run(&launch).map_err(|e| format!("{what} ({}): {e}", argv.join(" ")))?;
+        let _ = result.stderr.write_to(&mut self.log, "stderr");
+        let _ = result.stdout.write_to(&mut self.log, "stdout");
+        if result.exit.is_ok(&[0]) && result.cut.is_none() {
+            Ok(())
+        } else {
+            Err(format!("{what} ({}) ended with {}; its output is in {}", argv.join(" "), result.exit, self.log_path.display()))
+        }
+    }
+
+    /// Where a cell's stdout goes: `time` mode reads it only to keep it.
+    fn stdout_to(&self) -> StdoutTo {
+        match (self.loaded.spec.output, self.loaded.spec.stdout_mode()) {
+            (OutputMode::Time, StdoutMode::Discard) => StdoutTo::Null,
+            (OutputMode::Time, StdoutMode::Keep) => StdoutTo::Capped,
+            _ => StdoutTo::Whole,
+        }
     }
 
     fn one_cell(&mut self, cell: Cell) -> Result<(), String> {
@@ -179,24 +310,43 @@ impl Run<'_> {
         if let Some(name) = signal_name(self.signal.load(Ordering::SeqCst)) {
             return Err(format!("interrupted by {name} before {at}"));
         }
-        self.binary.check_unchanged().map_err(|e| format!("{e} before {at}"))?;
+        let arm_argv = &self.arms[cell.arm];
+        arm_argv.binary.check_unchanged().map_err(|e| format!("{e} before {at}"))?;
         self.progress.start_cell(cell, arm);
         let env = self.envs.cell(self.order, cell.pass, cell.slot);
+        if let Some(prepare) = self.loaded.spec.prepare.clone() {
+            self.auxiliary(&format!("prepare before {at}"), &prepare, &env)?;
+        }
         let before = self.witness.sample();
-        let stderr = self.side_log(&at)?;
-        let timeout = Duration::from_secs_f64(self.loaded.spec.timeout_s);
-        let result = cell::run(&self.binary.path, &self.loaded.spec.command[1..], &env, stderr, timeout, &self.signal)
-            .map_err(|e| format!("{e} at {at}"))?;
+        self.side_log(&at)?;
+        let spec = &self.loaded.spec;
+        let launch = Launch {
+            program: &arm_argv.binary.path,
+            args: &arm_argv.argv[1..],
+            env: &env,
+            stdout: self.stdout_to(),
+            cap: spec.output_cap_bytes(),
+            timeout: Duration::from_secs_f64(spec.timeout_s),
+            signal: &self.signal,
+        };
+        let result = cell::run(&launch).map_err(|e| format!("{e} at {at}"))?;
         let after = self.witness.sample();
-        let parsed = if result.exit.success() && result.cut.is_none() {
-            Some(output::parse(self.loaded.spec.output, &result.stdout).map_err(|e| {
+        let ok = result.exit.is_ok(&spec.ok_exit_codes());
+        let _ = result.stderr.write_to(&mut self.log, "stderr");
+        if spec.stdout_mode() == StdoutMode::Keep {
+            let _ = result.stdout.write_to(&mut self.log, "stdout");
+        }
+        let parsed = if ok && result.cut.is_none() {
+            Some(output::parse(spec.output, result.stdout.whole().unwrap_or_default()).map_err(|e| {
                 format!("{at} printed output that does not parse: {e}; stdout is in {}", self.log_path.display())
             }))
         } else {
             None
         };
         if let Some(Err(e)) = &parsed {
-            self.keep_stdout(&result.stdout);
+            if spec.stdout_mode() == StdoutMode::Discard {
+                let _ = result.stdout.write_to(&mut self.log, "stdout");
+            }
             return Err(e.clone());
         }
         let engine = parsed.map(|p| p.expect("errors returned above"));
@@ -204,7 +354,7 @@ impl Run<'_> {
         let rows = self.rows(cell, &result, engine.as_ref(), &before, &after);
         self.writer.as_mut().expect("writer held").write_cell(&rows).map_err(|e| format!("cannot write the ladder file: {e}"))?;
         self.cells += 1;
-        self.record_summary(cell, result.wall_s, engine.as_ref());
+        self.record_summary(cell, &result, engine.as_ref());
         self.progress.end_cell(result.wall_s);
         match result.cut {
             Some(Cut::TimedOut) => Err(format!(
@@ -215,28 +365,22 @@ impl Run<'_> {
                 "interrupted by {} during {at}; the cell was killed",
                 signal_name(sig).unwrap_or("a signal")
             )),
-            None if !result.exit.success() => Err(format!(
-                "{at} exited with status {}; its stderr is in {}",
+            None if !ok => Err(format!(
+                "{at} exited with status {} (ok_exit: {:?}); its stderr is in {}",
                 result.exit,
+                self.loaded.spec.ok_exit_codes(),
                 self.log_path.display()
             )),
             None => Ok(()),
         }
     }
 
-    /// Opens the side log for one cell, after a line that says which cell follows.
-    fn side_log(&mut self, at: &str) -> Result<File, String> {
+    /// Writes the side log's line that says which cell's output follows.
+    fn side_log(&mut self, at: &str) -> Result<(), String> {
         let line = format!("=== {} {at}\n", timestamp(Utc::now()));
         self.log
             .write_all(line.as_bytes())
-            .and_then(|_| self.log.try_clone())
             .map_err(|e| format!("cannot write the side log {}: {e}", self.log_path.display()))
-    }
-
-    fn keep_stdout(&mut self, stdout: &[u8]) {
-        let _ = self.log.write_all(b"--- stdout of the cell above:\n");
-        let _ = self.log.write_all(stdout);
-        let _ = self.log.write_all(b"\n");
     }
 
     /// The first cell fixes the header; every later cell must print the same columns.
@@ -273,7 +417,7 @@ impl Run<'_> {
             declared.push(identity.column.clone());
         }
         for column in &declared {
-            if column != WALL_COLUMN && !columns.contains(column) {
+            if !is_measured_harness_column(column) && !columns.contains(column) {
                 let line = self.loaded.line_of(column).map(|l| format!(":{l}")).unwrap_or_default();
                 return Err(format!(
                     "{}{line}: the column {column:?} is not among the columns the engine printed in its first row: {}; fix the spec or the command",
@@ -289,6 +433,7 @@ impl Run<'_> {
         let mut columns: Vec<String> = HARNESS_COLUMNS.iter().map(|c| c.to_string()).collect();
         columns.push(ROW_COLUMN.into());
         columns.push(WALL_COLUMN.into());
+        columns.extend(USAGE_COLUMNS.iter().map(|c| c.to_string()));
         columns.extend(self.witness.columns("before"));
         columns.extend(self.witness.columns("after"));
         columns.extend(self.engine_columns.clone().unwrap_or_default());
@@ -312,6 +457,9 @@ impl Run<'_> {
                     result.exit.to_string(),
                     i.to_string(),
                     format!("{:.6}", result.wall_s),
+                    format!("{:.6}", result.usage.user_s),
+                    format!("{:.6}", result.usage.sys_s),
+                    result.usage.maxrss_kib.to_string(),
                 ];
                 row.extend(before.iter().cloned());
                 row.extend(after.iter().cloned());
@@ -321,22 +469,39 @@ impl Run<'_> {
             .collect()
     }
 
-    fn record_summary(&mut self, cell: Cell, wall_s: f64, engine: Option<&CellOutput>) {
-        let summary = &mut self.summary[cell.arm];
-        summary.walls.push(wall_s);
-        let Some(metric) = self.loaded.spec.effective_metrics().into_iter().next() else { return };
-        let value = if metric.column == WALL_COLUMN {
-            Some(wall_s)
-        } else {
-            let columns = self.engine_columns.as_deref().unwrap_or_default();
-            let index = columns.iter().position(|c| *c == metric.column);
-            engine.and_then(|e| e.rows.get(metric.row)).zip(index).and_then(|(row, i)| row[i].parse().ok())
-        };
-        if let Some(v) = value {
-            if cell.pass >= self.loaded.spec.warmup_passes {
-                summary.metric.push(v);
+    /// Notes every metric's value of the cell: the first metric for the summary table, all
+    /// of them for the stopping rule and the reading without `analyze`.
+    fn record_summary(&mut self, cell: Cell, result: &cell::CellRun, engine: Option<&CellOutput>) {
+        self.summary[cell.arm].walls.push(result.wall_s);
+        let columns = self.engine_columns.clone().unwrap_or_default();
+        for (m, metric) in self.loaded.spec.effective_metrics().into_iter().enumerate() {
+            let value = harness_value(&metric.column, result).or_else(|| {
+                let index = columns.iter().position(|c| *c == metric.column);
+                engine.and_then(|e| e.rows.get(metric.row)).zip(index).and_then(|(row, i)| row[i].parse().ok())
+            });
+            self.values[m].values[cell.pass][cell.arm] = value;
+            if let (0, Some(v)) = (m, value) {
+                if cell.pass >= self.loaded.spec.warmup_passes {
+                    self.summary[cell.arm].metric.push(v);
+                }
             }
         }
+    }
+}
+
+/// Harness columns that hold a measurement and may be named as metrics.
+fn is_measured_harness_column(column: &str) -> bool {
+    column == WALL_COLUMN || USAGE_COLUMNS.contains(&column)
+}
+
+/// A measured harness column's value for one cell.
+fn harness_value(column: &str, result: &cell::CellRun) -> Option<f64> {
+    match column {
+        WALL_COLUMN => Some(result.wall_s),
+        "ladder_user_s" => Some(result.usage.user_s),
+        "ladder_sys_s" => Some(result.usage.sys_s),
+        "ladder_maxrss_kib" => Some(result.usage.maxrss_kib as f64),
+        _ => None,
     }
 }
 

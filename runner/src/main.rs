@@ -1,5 +1,6 @@
-use clap::{Parser, Subcommand};
-use ladder::spec::Spec;
+use clap::{Parser, Subcommand, ValueEnum};
+use ladder::spec::{OutputMode, Spec};
+use runner::ab::{self, AbRequest};
 use runner::ladder_run::{self, Outcome, RunOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,29 +29,174 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         card: u32,
     },
-    /// Print the legal order (pass × slot grid) and the cell count; runs nothing.
+    /// Print the legal order (pass × slot grid), the looks and each arm's argv; runs nothing.
     Plan {
         /// The ladder spec (TOML).
         spec: PathBuf,
     },
+    /// A one-line A/B: each command (split like shell words, no shell run) is an arm, the
+    /// first the base; a reflexive control repeats it. Writes raw/<name>_<tag>.toml and .csv.
+    Ab {
+        /// Two or more commands, each one quoted string, e.g. 'gzip -1 -c FILE'.
+        #[arg(required = true, num_args = 2..)]
+        commands: Vec<String>,
+        /// Arm names, comma-separated, one per command (default a,b,c,...).
+        #[arg(long)]
+        name: Option<String>,
+        /// KEY=VALUE set for the first command only (repeatable).
+        #[arg(long = "env-a", value_name = "KEY=VALUE")]
+        env_a: Vec<String>,
+        /// KEY=VALUE set for the second command only (repeatable).
+        #[arg(long = "env-b", value_name = "KEY=VALUE")]
+        env_b: Vec<String>,
+        /// Passes, warm-up pass included (default 10).
+        #[arg(long, conflicts_with = "stop")]
+        passes: Option<usize>,
+        /// Stop at the first look (6, 10, 16, 24, 32 passes) that reaches this interval
+        /// half-width in percent (Stein's rule).
+        #[arg(long, value_name = "HALFWIDTH_PCT")]
+        stop: Option<f64>,
+        /// What the commands print: time (nothing read; wall time), csv or json.
+        #[arg(long, value_enum, default_value_t = Output::Time)]
+        output: Output,
+        /// A column the commands print, read as a metric (csv/json; repeatable).
+        #[arg(long)]
+        metric: Vec<String>,
+        /// The metrics are better when higher (default: lower, as times are).
+        #[arg(long)]
+        higher: bool,
+        /// Folder for the spec, the ladder file and its side log.
+        #[arg(long, default_value = "raw")]
+        out: PathBuf,
+        /// Names this run in the file names (default: the UTC start time).
+        #[arg(long)]
+        tag: Option<String>,
+        /// The GPU index the witness watches (NVML numbering).
+        #[arg(long, default_value_t = 0)]
+        card: u32,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Output {
+    Time,
+    Csv,
+    Json,
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Plan { spec } => match Spec::load(&spec) {
             Ok(loaded) => {
-                print!("{}", runner::plan::describe(&loaded.spec, &ladder_run::order_of(&loaded.spec)));
+                print!(
+                    "{}",
+                    runner::plan::describe(&loaded.spec, &ladder_run::order_of(&loaded.spec))
+                );
                 ExitCode::SUCCESS
             }
             Err(e) => fail(&e),
         },
-        Command::Run { spec, tag, out, card } => {
-            match ladder_run::run_ladder(&RunOptions { spec, tag, out_dir: out, card }) {
+        Command::Ab {
+            commands,
+            name,
+            env_a,
+            env_b,
+            passes,
+            stop,
+            output,
+            metric,
+            higher,
+            out,
+            tag,
+            card,
+        } => {
+            let output = match output {
+                Output::Time => OutputMode::Time,
+                Output::Csv => OutputMode::Csv,
+                Output::Json => OutputMode::Json,
+            };
+            let tag = tag.unwrap_or_else(ladder_run::default_tag);
+            let request = AbRequest {
+                commands,
+                names: name,
+                env_a,
+                env_b,
+                passes,
+                stop_halfwidth_pct: stop,
+                output,
+                metrics: metric,
+                higher_is_better: higher,
+                out,
+                tag: tag.clone(),
+            };
+            run_ab(&request, card)
+        }
+        Command::Run {
+            spec,
+            tag,
+            out,
+            card,
+        } => {
+            match ladder_run::run_ladder(&RunOptions {
+                spec,
+                tag,
+                out_dir: out,
+                card,
+            }) {
                 Ok(outcome) => report(&outcome),
                 Err(e) => fail(&format!("{e:#}")),
             }
         }
     }
+}
+
+/// Writes the generated spec, runs it, and prints the report's summary and how to repeat it.
+fn run_ab(request: &AbRequest, card: u32) -> ExitCode {
+    let generated = match ab::generate(request) {
+        Ok(generated) => generated,
+        Err(e) => return fail(&e),
+    };
+    let written = std::fs::create_dir_all(&request.out).and_then(|_| {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&generated.path)?
+            .write_all(generated.text.as_bytes())
+    });
+    if let Err(e) = written {
+        return fail(&format!("cannot write {}: {e}", generated.path.display()));
+    }
+    let options = RunOptions {
+        spec: generated.path.clone(),
+        tag: Some(request.tag.clone()),
+        out_dir: request.out.clone(),
+        card,
+    };
+    let outcome = match ladder_run::run_ladder(&options) {
+        Ok(outcome) => outcome,
+        Err(e) => return fail(&format!("{e:#}")),
+    };
+    if outcome.aborted.is_none() {
+        match ab::analyze_summary(ab::analyze_beside_runner().as_deref(), &outcome.path) {
+            Ok(summary) => print!("{summary}"),
+            Err(why) => {
+                println!("({why}; the runner's own reading follows, without the report's checks)");
+                print!("{}", runner::reading::describe(&outcome));
+            }
+        }
+        if let Some(plan) = &outcome.plan {
+            println!("{}", plan.describe(outcome.warmup));
+        }
+    }
+    println!("spec:      {}", generated.path.display());
+    println!(
+        "reproduce: runner run {} --out {}",
+        generated.path.display(),
+        request.out.display()
+    );
+    println!("re-read:   analyze report {}", outcome.path.display());
+    finish(&outcome)
 }
 
 fn fail(message: &dyn std::fmt::Display) -> ExitCode {
@@ -60,20 +206,54 @@ fn fail(message: &dyn std::fmt::Display) -> ExitCode {
 
 /// The short summary table, then where the file is and how it ended.
 fn report(outcome: &Outcome) -> ExitCode {
-    println!("{:<20} {:>6} {:>12} {:>16}", "arm", "cells", "wall s/cell", format!("{} mean", outcome.metric));
+    println!(
+        "{:<20} {:>6} {:>12} {:>16}",
+        "arm",
+        "cells",
+        "wall s/cell",
+        format!("{} mean", outcome.metric)
+    );
     for arm in &outcome.summary {
-        let mean = |v: &[f64]| if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
-        println!("{:<20} {:>6} {:>12.3} {:>16.4}", arm.name, arm.walls.len(), mean(&arm.walls), mean(&arm.metric));
+        let mean = |v: &[f64]| {
+            if v.is_empty() {
+                f64::NAN
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        println!(
+            "{:<20} {:>6} {:>12.3} {:>16.4}",
+            arm.name,
+            arm.walls.len(),
+            mean(&arm.walls),
+            mean(&arm.metric)
+        );
     }
-    println!("(metric mean over the analysis passes; read the paired deltas with `analyze report`)");
+    println!(
+        "(metric mean over the analysis passes; read the paired deltas with `analyze report`)"
+    );
+    if let Some(plan) = &outcome.plan {
+        println!("{}", plan.describe(outcome.warmup));
+    }
+    finish(outcome)
+}
+
+/// Where the file is and how the ladder ended, as the exit code says it.
+fn finish(outcome: &Outcome) -> ExitCode {
     match &outcome.aborted {
         None => {
             println!("wrote {} ({} cells)", outcome.path.display(), outcome.cells);
             ExitCode::SUCCESS
         }
         Some(reason) => {
-            eprintln!("runner: ladder aborted after {} cells: {reason}", outcome.cells);
-            eprintln!("runner: {} keeps every cell written so far and an abort record", outcome.path.display());
+            eprintln!(
+                "runner: ladder aborted after {} cells: {reason}",
+                outcome.cells
+            );
+            eprintln!(
+                "runner: {} keeps every cell written so far and an abort record",
+                outcome.path.display()
+            );
             ExitCode::from(1)
         }
     }

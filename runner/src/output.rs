@@ -11,19 +11,27 @@ pub struct CellOutput {
 }
 
 /// Parses stdout; `Err` says what is wrong with it.
+/// `time` mode reads nothing: any stdout, binary included, is fine there.
 pub fn parse(mode: OutputMode, stdout: &[u8]) -> Result<CellOutput, String> {
+    if mode == OutputMode::Time {
+        return Ok(CellOutput {
+            columns: Vec::new(),
+            rows: vec![Vec::new()],
+        });
+    }
     let text = std::str::from_utf8(stdout).map_err(|_| "stdout is not UTF-8".to_string())?;
     match mode {
-        OutputMode::Csv => parse_csv(text),
         OutputMode::Json => parse_json(text),
-        OutputMode::Time => Ok(CellOutput { columns: Vec::new(), rows: vec![Vec::new()] }),
+        _ => parse_csv(text),
     }
 }
 
 fn parse_csv(text: &str) -> Result<CellOutput, String> {
     let mut splitter = LineSplitter::default();
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header = lines.next().ok_or("stdout is empty; output = \"csv\" expects a header and a row")?;
+    let header = lines
+        .next()
+        .ok_or("stdout is empty; output = \"csv\" expects a header and a row")?;
     let columns: Vec<String> = splitter
         .split(header)
         .ok_or_else(|| format!("the header line {header:?} is not CSV"))?
@@ -32,9 +40,15 @@ fn parse_csv(text: &str) -> Result<CellOutput, String> {
         .collect();
     let mut rows = Vec::new();
     for line in lines {
-        let fields = splitter.split(line).ok_or_else(|| format!("the line {line:?} is not CSV"))?;
+        let fields = splitter
+            .split(line)
+            .ok_or_else(|| format!("the line {line:?} is not CSV"))?;
         if fields.len() != columns.len() {
-            return Err(format!("a row has {} fields, the header {} columns: {line:?}", fields.len(), columns.len()));
+            return Err(format!(
+                "a row has {} fields, the header {} columns: {line:?}",
+                fields.len(),
+                columns.len()
+            ));
         }
         rows.push(fields.iter().map(|f| f.trim().to_string()).collect());
     }
@@ -48,12 +62,14 @@ fn parse_json(text: &str) -> Result<CellOutput, String> {
     let mut columns: Vec<String> = Vec::new();
     let mut rows = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let object: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(line).map_err(|e| format!("the line {line:?} is not a JSON object: {e}"))?;
+        let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line)
+            .map_err(|e| format!("the line {line:?} is not a JSON object: {e}"))?;
         if columns.is_empty() {
             columns = object.keys().cloned().collect();
         } else if object.keys().ne(columns.iter()) {
-            return Err(format!("a JSON line has other keys than the first: {line:?}"));
+            return Err(format!(
+                "a JSON line has other keys than the first: {line:?}"
+            ));
         }
         rows.push(object.values().map(json_text).collect());
     }
@@ -85,13 +101,21 @@ mod tests {
     #[test]
     fn csv_errors_say_what_is_wrong() {
         assert!(parse(OutputMode::Csv, b"").unwrap_err().contains("empty"));
-        assert!(parse(OutputMode::Csv, b"a,b\n").unwrap_err().contains("no row"));
-        assert!(parse(OutputMode::Csv, b"a,b\n1\n").unwrap_err().contains("1 fields"));
+        assert!(parse(OutputMode::Csv, b"a,b\n")
+            .unwrap_err()
+            .contains("no row"));
+        assert!(parse(OutputMode::Csv, b"a,b\n1\n")
+            .unwrap_err()
+            .contains("1 fields"));
     }
 
     #[test]
     fn json_lines_become_columns() {
-        let out = parse(OutputMode::Json, b"{\"tok_s\": 1.5, \"name\": \"x\"}\n{\"tok_s\": 2, \"name\": \"y\"}\n").unwrap();
+        let out = parse(
+            OutputMode::Json,
+            b"{\"tok_s\": 1.5, \"name\": \"x\"}\n{\"tok_s\": 2, \"name\": \"y\"}\n",
+        )
+        .unwrap();
         assert_eq!(out.columns, ["name", "tok_s"]);
         assert_eq!(out.rows[1], ["y", "2"]);
         assert!(parse(OutputMode::Json, b"{\"a\":1}\n{\"b\":1}\n").is_err());
@@ -99,7 +123,7 @@ mod tests {
 
     #[test]
     fn time_reads_nothing() {
-        let out = parse(OutputMode::Time, b"anything at all").unwrap();
+        let out = parse(OutputMode::Time, b"anything at all \xff\xfe binary").unwrap();
         assert!(out.columns.is_empty());
         assert_eq!(out.rows.len(), 1);
     }

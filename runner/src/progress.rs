@@ -12,23 +12,38 @@ pub struct Progress {
     done: usize,
     started: Instant,
     current: String,
+    /// After a `[stop]` ladder's first look: the planned passes and what set them.
+    plan: String,
 }
 
 impl Progress {
     pub fn new(total: usize) -> Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+            let bar =
+                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{bar:30} cell {pos}/{len} {msg}  elapsed {elapsed}  eta {eta}")
-                    .expect("the template is valid"),
+                ProgressStyle::with_template(
+                    "{bar:30} cell {pos}/{len} {msg}  elapsed {elapsed}  eta {eta}",
+                )
+                .expect("the template is valid"),
             );
             bar
         });
-        Progress { bar, total, done: 0, started: Instant::now(), current: String::new() }
+        Progress {
+            bar,
+            total,
+            done: 0,
+            started: Instant::now(),
+            current: String::new(),
+            plan: String::new(),
+        }
     }
 
     pub fn start_cell(&mut self, cell: Cell, arm: &str) {
-        self.current = format!("pass {} slot {} arm {arm}", cell.pass, cell.slot);
+        self.current = format!(
+            "pass {} slot {} arm {arm}{}",
+            cell.pass, cell.slot, self.plan
+        );
         if let Some(bar) = &self.bar {
             bar.set_message(self.current.clone());
         }
@@ -46,6 +61,19 @@ impl Progress {
                     self.done, self.total, self.current
                 );
             }
+        }
+    }
+
+    /// After a `[stop]` ladder's first look: the cells it now runs, and why.
+    pub fn replan(&mut self, total: usize, short: String, note: String) {
+        self.total = total;
+        self.plan = format!(" [{short}]");
+        match &self.bar {
+            Some(bar) => {
+                bar.set_length(total as u64);
+                bar.println(&note);
+            }
+            None => eprintln!("{note}"),
         }
     }
 
