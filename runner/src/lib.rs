@@ -3,9 +3,11 @@
 
 pub mod binary;
 pub mod cell;
+pub mod cell_check;
 pub mod cell_env;
 pub mod ladder_run;
 pub mod output;
 pub mod plan;
+pub mod preflight;
 pub mod progress;
 pub mod witness;
