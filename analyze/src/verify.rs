@@ -26,7 +26,7 @@ pub struct FileVerdict {
 /// Replays one file. A file that cannot be read gets a verdict saying so, not an error,
 /// so that one bad path does not hide the others' verdicts.
 pub fn verify_file(path: &Path) -> FileVerdict {
-    let verdict = match std::fs::read(path) {
+    let verdict = match ladder::limits::read_ladder_file(path) {
         Ok(bytes) => ladder::replay(&bytes).verdict,
         Err(e) => Verdict {
             connected: false,
@@ -35,7 +35,7 @@ pub fn verify_file(path: &Path) -> FileVerdict {
             defects: vec![ladder::Defect {
                 kind: ladder::DefectKind::MissingStart,
                 line: 0,
-                detail: format!("cannot read the file: {e}"),
+                detail: e,
             }],
         },
     };

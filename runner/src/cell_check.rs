@@ -29,9 +29,13 @@ impl CellChecks {
             Some(_) => {}
         }
         for (column, row) in numeric_columns(loaded) {
-            let Some(index) = out.columns.iter().position(|c| *c == column) else { continue };
+            let Some(index) = out.columns.iter().position(|c| *c == column) else {
+                continue;
+            };
             let Some(values) = out.rows.get(row) else {
-                let line = row_line(loaded, &column).map(|l| format!(":{l}")).unwrap_or_default();
+                let line = row_line(loaded, &column)
+                    .map(|l| format!(":{l}"))
+                    .unwrap_or_default();
                 return Err(format!(
                     "{}{line}: [[metric]] {column:?} reads row = {row}, but {at} printed {count} row(s) (rows 0..{}); fix `row` in the spec",
                     loaded.path.display(),
@@ -39,7 +43,11 @@ impl CellChecks {
                 ));
             };
             let text = values.get(index).map(String::as_str).unwrap_or_default();
-            if !text.trim().parse::<f64>().is_ok_and(|v| v.is_finite() && v > 0.0) {
+            if !text
+                .trim()
+                .parse::<f64>()
+                .is_ok_and(|v| v.is_finite() && v > 0.0)
+            {
                 return Err(format!(
                     "{at} printed {column} = {text:?} in row {row}, not a finite positive number; the cell failed"
                 ));
@@ -52,8 +60,17 @@ impl CellChecks {
 /// The line of `row = ...` in the `[[metric]]` table of `column` (or the column's own line).
 fn row_line(loaded: &LoadedSpec, column: &str) -> Option<usize> {
     let first = loaded.line_of(column)?;
-    let table = loaded.source.lines().enumerate().skip(first - 1).skip(1).take_while(|(_, l)| !l.trim_start().starts_with('['));
-    let row = table.filter(|(_, l)| l.split('=').next().is_some_and(|k| k.trim() == "row")).map(|(i, _)| i + 1).next();
+    let table = loaded
+        .source
+        .lines()
+        .enumerate()
+        .skip(first - 1)
+        .skip(1)
+        .take_while(|(_, l)| !l.trim_start().starts_with('['));
+    let row = table
+        .filter(|(_, l)| l.split('=').next().is_some_and(|k| k.trim() == "row"))
+        .map(|(i, _)| i + 1)
+        .next();
     // The table's lines before `column` are not searched: `row` usually follows it.
     row.or(Some(first))
 }

@@ -14,8 +14,14 @@ pub fn programs(loaded: &LoadedSpec) -> anyhow::Result<()> {
     let arm_programs = spec.arms.iter().filter_map(|a| a.command.as_ref()?.first());
     for program in spec.command.first().into_iter().chain(arm_programs) {
         if let Err(problem) = runnable(program) {
-            let line = loaded.line_of(program).map(|l| format!(":{l}")).unwrap_or_default();
-            anyhow::bail!("{}{line}: the command's program {program:?} {problem}", loaded.path.display());
+            let line = loaded
+                .line_of(program)
+                .map(|l| format!(":{l}"))
+                .unwrap_or_default();
+            anyhow::bail!(
+                "{}{line}: the command's program {program:?} {problem}",
+                loaded.path.display()
+            );
         }
     }
     Ok(())
@@ -37,15 +43,22 @@ pub fn file_names(tag: &str, path: &Path) -> anyhow::Result<()> {
 /// `Err` says what is wrong with `program` in words that fit after its name.
 fn runnable(program: &str) -> Result<PathBuf, String> {
     let path = locate(program)?;
-    let meta = std::fs::metadata(&path).map_err(|e| format!("cannot be read ({}): {e}", path.display()))?;
+    let meta = std::fs::metadata(&path)
+        .map_err(|e| format!("cannot be read ({}): {e}", path.display()))?;
     if meta.is_dir() {
-        return Err(format!("is a directory ({}); name the executable inside it", path.display()));
+        return Err(format!(
+            "is a directory ({}); name the executable inside it",
+            path.display()
+        ));
     }
     if !meta.is_file() {
         return Err(format!("is not a regular file ({})", path.display()));
     }
     if meta.permissions().mode() & 0o111 == 0 {
-        return Err(format!("is not executable ({}); chmod +x it or name the right file", path.display()));
+        return Err(format!(
+            "is not executable ({}); chmod +x it or name the right file",
+            path.display()
+        ));
     }
     Ok(path)
 }
@@ -59,10 +72,20 @@ fn locate(program: &str) -> Result<PathBuf, String> {
     };
     if program.contains('/') {
         let path = PathBuf::from(program);
-        return if path.exists() { Ok(path) } else { Err(not_found()) };
+        return if path.exists() {
+            Ok(path)
+        } else {
+            Err(not_found())
+        };
     }
-    let dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
-    let candidates: Vec<PathBuf> = dirs.iter().map(|d| d.join(program)).filter(|c| c.exists()).collect();
+    let dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    let candidates: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| d.join(program))
+        .filter(|c| c.exists())
+        .collect();
     candidates
         .iter()
         .find(|c| c.is_file())
@@ -83,10 +106,14 @@ mod tests {
         let file = dir.path().join("engine");
         std::fs::write(&file, "#!/bin/sh\n").unwrap();
         let shown = file.display().to_string();
-        assert!(runnable(&shown).unwrap_err().starts_with("is not executable"));
+        assert!(runnable(&shown)
+            .unwrap_err()
+            .starts_with("is not executable"));
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(runnable(&shown).unwrap(), file);
-        assert!(runnable("/no/such/engine").unwrap_err().starts_with("was not found"));
+        assert!(runnable("/no/such/engine")
+            .unwrap_err()
+            .starts_with("was not found"));
         assert!(runnable("sh").is_ok());
     }
 
@@ -95,8 +122,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("demo_t.csv");
         assert!(file_names("t", &path).is_ok());
-        assert!(file_names("../t", &path).unwrap_err().to_string().contains("--tag"));
+        assert!(file_names("../t", &path)
+            .unwrap_err()
+            .to_string()
+            .contains("--tag"));
         std::fs::write(path.with_extension("stderr.log"), "").unwrap();
-        assert!(file_names("t", &path).unwrap_err().to_string().contains("already exists"));
+        assert!(file_names("t", &path)
+            .unwrap_err()
+            .to_string()
+            .contains("already exists"));
     }
 }

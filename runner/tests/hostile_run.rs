@@ -14,7 +14,10 @@ fn runner() -> &'static str {
 }
 
 fn test_engine() -> PathBuf {
-    Path::new(runner()).parent().unwrap().join("examples/test_engine")
+    Path::new(runner())
+        .parent()
+        .unwrap()
+        .join("examples/test_engine")
 }
 
 struct Case {
@@ -23,11 +26,21 @@ struct Case {
 
 impl Case {
     fn new() -> Case {
-        Case { dir: tempfile::tempdir().unwrap() }
+        Case {
+            dir: tempfile::tempdir().unwrap(),
+        }
     }
 
     /// A spec running `program` over two arms; `top` and `metric` are added to it.
-    fn spec(&self, program: &Path, passes: usize, top: &str, off_env: &str, on_env: &str, metric: &str) -> PathBuf {
+    fn spec(
+        &self,
+        program: &Path,
+        passes: usize,
+        top: &str,
+        off_env: &str,
+        on_env: &str,
+        metric: &str,
+    ) -> PathBuf {
         let text = format!(
             r#"name = "h"
 command = ["{program}"]
@@ -69,7 +82,11 @@ better = "higher"
 
     fn command(&self, spec: &Path) -> Command {
         let mut command = Command::new(runner());
-        command.arg("run").arg(spec).args(["--tag", "t", "--out"]).arg(self.out());
+        command
+            .arg("run")
+            .arg(spec)
+            .args(["--tag", "t", "--out"])
+            .arg(self.out());
         command
     }
 
@@ -82,7 +99,12 @@ better = "higher"
     }
 
     fn kinds(&self) -> Vec<DefectKind> {
-        replay(self.text().as_bytes()).verdict.defects.iter().map(|d| d.kind).collect()
+        replay(self.text().as_bytes())
+            .verdict
+            .defects
+            .iter()
+            .map(|d| d.kind)
+            .collect()
     }
 
     fn last_line(&self) -> String {
@@ -101,7 +123,10 @@ fn assert_refused_before_the_file(case: &Case, out: &Output, words: &[&str]) {
     for word in words {
         assert!(message.contains(word), "{word:?} missing from: {message}");
     }
-    assert!(!case.file().exists(), "a ladder file was created: {message}");
+    assert!(
+        !case.file().exists(),
+        "a ladder file was created: {message}"
+    );
 }
 
 #[test]
@@ -140,10 +165,18 @@ fn spec_mistakes_found_only_mid_run_before_are_refused_before_the_file() {
     assert_refused_before_the_file(&case, &out, &["h.toml:3", "100000 cells"]);
     let text = std::fs::read_to_string(case.spec(&engine, 3, "", "", "", "")).unwrap();
     for name in ["../escape", "/tmp/abs", ""] {
-        std::fs::write(case.dir.path().join("h.toml"), text.replace("name = \"h\"", &format!("name = \"{name}\""))).unwrap();
+        std::fs::write(
+            case.dir.path().join("h.toml"),
+            text.replace("name = \"h\"", &format!("name = \"{name}\"")),
+        )
+        .unwrap();
         let out = case.run(&case.dir.path().join("h.toml"));
         assert_refused_before_the_file(&case, &out, &["h.toml:1", "letters, digits"]);
-        assert_eq!(std::fs::read_dir(case.dir.path()).unwrap().count(), 1, "something was written");
+        assert_eq!(
+            std::fs::read_dir(case.dir.path()).unwrap().count(),
+            1,
+            "something was written"
+        );
     }
 }
 
@@ -151,7 +184,11 @@ fn spec_mistakes_found_only_mid_run_before_are_refused_before_the_file() {
 fn plan_refuses_absurd_passes_instead_of_aborting() {
     let case = Case::new();
     let spec = case.spec(&test_engine(), 9_223_372_036_854_775_807, "", "", "", "");
-    let out = Command::new(runner()).arg("plan").arg(&spec).output().unwrap();
+    let out = Command::new(runner())
+        .arg("plan")
+        .arg(&spec)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("100000 cells"), "{}", stderr(&out));
 }
@@ -169,7 +206,13 @@ fn a_stray_side_log_is_refused_before_the_ladder_file_is_created() {
 fn an_unsafe_tag_is_refused() {
     let case = Case::new();
     let spec = case.engine_spec("", "", "");
-    let out = Command::new(runner()).arg("run").arg(&spec).args(["--tag", "../t", "--out"]).arg(case.out()).output().unwrap();
+    let out = Command::new(runner())
+        .arg("run")
+        .arg(&spec)
+        .args(["--tag", "../t", "--out"])
+        .arg(case.out())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--tag"), "{}", stderr(&out));
     assert!(!case.out().exists() || std::fs::read_dir(case.out()).unwrap().count() == 0);
@@ -180,15 +223,27 @@ fn a_metric_that_is_not_a_finite_positive_number_fails_its_cell() {
     for bad in ["nan", "inf", "-5", "0"] {
         let case = Case::new();
         let spec = case.engine_spec("", "", "");
-        let text = std::fs::read_to_string(&spec).unwrap().replace("TEST_SPEED = \"110\"", &format!("TEST_SPEED = \"{bad}\""));
+        let text = std::fs::read_to_string(&spec)
+            .unwrap()
+            .replace("TEST_SPEED = \"110\"", &format!("TEST_SPEED = \"{bad}\""));
         std::fs::write(&spec, text).unwrap();
         let out = case.run(&spec);
         assert_eq!(out.status.code(), Some(1), "{bad}: {}", stderr(&out));
         let last = case.last_line();
-        assert!(last.starts_with("#ladder-abort ") && last.contains("pass 0 slot 1 (arm on)"), "{bad}: {last}");
-        assert!(last.contains("not a finite positive number"), "{bad}: {last}");
+        assert!(
+            last.starts_with("#ladder-abort ") && last.contains("pass 0 slot 1 (arm on)"),
+            "{bad}: {last}"
+        );
+        assert!(
+            last.contains("not a finite positive number"),
+            "{bad}: {last}"
+        );
         // The failed cell's row is written before the abort record.
-        assert_eq!(replay(case.text().as_bytes()).verdict.cells_found, 2, "{bad}");
+        assert_eq!(
+            replay(case.text().as_bytes()).verdict.cells_found,
+            2,
+            "{bad}"
+        );
         assert_eq!(case.kinds(), vec![DefectKind::Aborted], "{bad}");
     }
 }
@@ -199,7 +254,10 @@ fn cells_with_different_row_counts_end_the_ladder() {
     let out = case.run(&case.engine_spec("", ", TEST_ROWS = \"2\"", ""));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let last = case.last_line();
-    assert!(last.contains("pass 0 slot 1 (arm on) printed 2 rows, the first cell printed 1"), "{last}");
+    assert!(
+        last.contains("pass 0 slot 1 (arm on) printed 2 rows, the first cell printed 1"),
+        "{last}"
+    );
 }
 
 #[test]
@@ -208,7 +266,10 @@ fn a_metric_row_the_engine_never_prints_is_caught_at_the_first_cell() {
     let out = case.run(&case.engine_spec("", "", "row = 5"));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let last = case.last_line();
-    assert!(last.contains("h.toml:18") && last.contains("row = 5") && last.contains("pass 0 slot 0"), "{last}");
+    assert!(
+        last.contains("h.toml:18") && last.contains("row = 5") && last.contains("pass 0 slot 0"),
+        "{last}"
+    );
     assert!(last.contains("\"cells\":1"), "{last}");
 }
 
@@ -216,9 +277,18 @@ fn a_metric_row_the_engine_never_prints_is_caught_at_the_first_cell() {
 fn sighup_writes_an_abort_record() {
     let case = Case::new();
     let spec = case.engine_spec(", TEST_SLEEP_MS = \"300\"", ", TEST_SLEEP_MS = \"300\"", "");
-    let child = case.command(&spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = case
+        .command(&spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::fs::read_to_string(case.file()).map(|t| t.lines().count()).unwrap_or(0) < 3 {
+    while std::fs::read_to_string(case.file())
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+        < 3
+    {
         assert!(Instant::now() < deadline, "no cell was written");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -227,7 +297,10 @@ fn sighup_writes_an_abort_record() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let last = case.last_line();
-    assert!(last.starts_with("#ladder-abort ") && last.contains("SIGHUP"), "{last}");
+    assert!(
+        last.starts_with("#ladder-abort ") && last.contains("SIGHUP"),
+        "{last}"
+    );
 }
 
 #[test]
@@ -241,7 +314,10 @@ fn a_full_disk_stops_the_runner_with_the_file_name_and_no_torn_row() {
     unsafe {
         command.pre_exec(move || {
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let rlimit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+            let rlimit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
             if libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -250,13 +326,23 @@ fn a_full_disk_stops_the_runner_with_the_file_name_and_no_torn_row() {
     }
     let out = command.output().unwrap();
     let message = stderr(&out);
-    eprintln!("{message}");
     assert_ne!(out.status.code(), Some(0), "{message}");
-    assert!(message.contains(&case.file().display().to_string()), "{message}");
+    assert!(
+        message.contains(&case.file().display().to_string()),
+        "{message}"
+    );
     let bytes = std::fs::read(case.file()).unwrap();
     assert!(bytes.ends_with(b"\n"), "a torn last line");
     let verdict = replay(&bytes).verdict;
-    assert!(verdict.cells_found >= 1 && verdict.cells_found < 80, "{}", verdict.cells_found);
-    let bad: Vec<_> = verdict.defects.iter().filter(|d| !matches!(d.kind, DefectKind::MissingDone | DefectKind::Aborted)).collect();
+    assert!(
+        verdict.cells_found >= 1 && verdict.cells_found < 80,
+        "{}",
+        verdict.cells_found
+    );
+    let bad: Vec<_> = verdict
+        .defects
+        .iter()
+        .filter(|d| !matches!(d.kind, DefectKind::MissingDone | DefectKind::Aborted))
+        .collect();
     assert!(bad.is_empty(), "{bad:?}");
 }
