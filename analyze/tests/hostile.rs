@@ -130,7 +130,7 @@ fn claiming(arms: usize, passes: usize) -> String {
 #[test]
 fn huge_claims_in_the_start_record_do_not_crash_verify_or_report() {
     let dir = dir("claims");
-    for (i, (arms, passes)) in [(2, 10_000_000), (2, usize::MAX), (100_000, 6), (256, 390)]
+    for (i, (arms, passes)) in [(2, 10_000_000), (2, usize::MAX), (100_000, 6), (128, 781)]
         .into_iter()
         .enumerate()
     {

@@ -11,7 +11,7 @@ use std::path::Path;
 /// The most cells (`passes × arms`) one ladder may have.
 pub const MAX_CELLS: usize = 100_000;
 /// The most arms one ladder may have (the report compares every pair of arms).
-pub const MAX_ARMS: usize = 256;
+pub const MAX_ARMS: usize = 128;
 /// The longest a cell may run: seven days.
 pub const MAX_TIMEOUT_S: f64 = 7.0 * 24.0 * 3600.0;
 /// The largest ladder file a reader reads: 1 GiB.
@@ -98,10 +98,10 @@ mod tests {
 
     #[test]
     fn cells_are_bounded_without_overflow() {
-        assert!(cells(390, 256).is_ok());
-        assert!(cells(391, 256).unwrap_err().contains("100000 cells"));
+        assert!(cells(781, 128).is_ok());
+        assert!(cells(782, 128).unwrap_err().contains("100000 cells"));
         assert!(cells(usize::MAX, 2).unwrap_err().contains("limit"));
-        assert!(cells(1, 257).unwrap_err().contains("256 arms"));
+        assert!(cells(1, 129).unwrap_err().contains("128 arms"));
     }
 
     #[test]

@@ -42,7 +42,7 @@ fn ladder_text(scheme: usize) -> String {
         ladder::Scheme::Shuffle,
         ladder::Scheme::Williams,
     ][scheme % 3];
-    sample.split = scheme % 2 == 0;
+    sample.split = scheme.is_multiple_of(2);
     sample.file_text()
 }
 

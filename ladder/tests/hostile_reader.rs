@@ -79,8 +79,8 @@ fn row(pass: usize, slot: usize, arm: &str, k: usize) -> Vec<String> {
 fn claiming(arms: usize, passes: usize) -> Vec<u8> {
     let arms = names(arms);
     let mut text = format!("{}\n{HEADER}\n", start(&arms, passes).to_line());
-    for s in 0..arms.len().min(3) {
-        text.push_str(&ladder::ladder_file::csv_line(&row(0, s, &arms[s], s)));
+    for (s, arm) in arms.iter().enumerate().take(3) {
+        text.push_str(&ladder::ladder_file::csv_line(&row(0, s, arm, s)));
         text.push('\n');
     }
     text.into_bytes()
@@ -101,7 +101,7 @@ fn huge_claimed_passes_are_a_defect_naming_the_limit_not_a_panic() {
 fn a_hundred_thousand_arms_are_a_defect_naming_the_limit() {
     let verdict = replay(&claiming(100_000, 1)).verdict;
     assert!(
-        verdict.defects[0].detail.contains("limit of 256 arms"),
+        verdict.defects[0].detail.contains("limit of 128 arms"),
         "{:?}",
         verdict.defects
     );
@@ -109,9 +109,9 @@ fn a_hundred_thousand_arms_are_a_defect_naming_the_limit() {
 
 #[test]
 fn a_header_at_the_limits_is_read_without_sizing_by_its_claim() {
-    // 256 arms × 390 passes: legal, and the file holds only 3 cells.
-    let replayed = replay(&claiming(256, 390));
-    assert_eq!(replayed.verdict.cells_expected, 99_840);
+    // 128 arms × 781 passes: legal, and the file holds only 3 cells.
+    let replayed = replay(&claiming(128, 781));
+    assert_eq!(replayed.verdict.cells_expected, 99_968);
     assert_eq!(replayed.verdict.cells_found, 3);
     let kinds: Vec<DefectKind> = replayed.verdict.defects.iter().map(|d| d.kind).collect();
     assert_eq!(kinds, vec![DefectKind::MissingDone]);
