@@ -7,7 +7,7 @@
 
 use crate::identity::{self, Identity};
 use crate::witness::{self, Witness};
-use anyhow::{bail, Context};
+use anyhow::bail;
 use ladder::ladder_file::{EndRecord, Fields, StartRecord};
 use ladder::spec::{MetricSpec, Spec};
 use ladder::{Ladder, Verdict};
@@ -137,9 +137,7 @@ pub fn load(paths: &[impl AsRef<Path> + Sync], allow_defects: bool) -> anyhow::R
 
 fn load_file(path: &Path, allow_defects: bool) -> anyhow::Result<(LoadedFile, Part)> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).with_context(|| {
-        format!("cannot read {shown}; pass the path of a ladder file (raw/NAME_TAG.csv)")
-    })?;
+    let bytes = ladder::limits::read_ladder_file(path).map_err(anyhow::Error::msg)?;
     let replay = ladder::replay(&bytes);
     drop(bytes);
     let mut part = Part::default();
@@ -148,6 +146,7 @@ fn load_file(path: &Path, allow_defects: bool) -> anyhow::Result<(LoadedFile, Pa
             &shown,
             ladder,
             replay.verdict.connected || allow_defects,
+            !replay.verdict.connected,
             &mut part,
         )?),
         None => None,
@@ -168,6 +167,7 @@ fn read_ladder(
     shown: &str,
     ladder: Ladder,
     analyzed: bool,
+    with_defects: bool,
     part: &mut Part,
 ) -> anyhow::Result<LadderInfo> {
     let spec = Spec::from_json(&ladder.start.spec).map_err(|e| {
@@ -180,7 +180,7 @@ fn read_ladder(
     }
     let mut identity = None;
     if analyzed {
-        fill(shown, &ladder, &spec, &metrics, &series, part)?;
+        fill(shown, &ladder, &spec, &metrics, &series, with_defects, part)?;
         identity = identity::read(shown, &spec, &ladder)?;
     }
     let witness = witness::read(&ladder);
@@ -211,6 +211,7 @@ fn fill(
     spec: &Spec,
     metrics: &[MetricSpec],
     series: &[SeriesKind],
+    with_defects: bool,
     part: &mut Part,
 ) -> anyhow::Result<()> {
     let base = ladder.start.base_index();
@@ -237,12 +238,18 @@ fn fill(
             );
         };
         for r in ladder.rows.iter().filter(|r| r.row == row) {
+            let value = match number(shown, r.line, name, &r.fields, column) {
+                Ok(value) => value,
+                // In a file read with its defects, a failed cell's value is a missing cell:
+                // the defects already say why it failed.
+                Err(_) if with_defects => continue,
+                Err(e) => return Err(e),
+            };
             part.series.push(id as u32);
             part.pass.push(r.pass as u32);
             part.slot.push(r.slot as u32);
             part.arm.push(r.arm as u32);
-            part.value
-                .push(number(shown, r.line, name, &r.fields, column)?);
+            part.value.push(value);
             part.analysis.push(r.pass >= warmup);
             part.base.push(r.arm == base);
         }

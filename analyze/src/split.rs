@@ -44,8 +44,7 @@ pub fn part_path(file: &Path, dir: &Path, number: usize) -> PathBuf {
 }
 
 pub fn run(args: &SplitArgs) -> anyhow::Result<i32> {
-    let bytes = std::fs::read(&args.file)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.file.display()))?;
+    let bytes = ladder::limits::read_ladder_file(&args.file).map_err(anyhow::Error::msg)?;
     let text = String::from_utf8(bytes).map_err(|_| {
         anyhow::anyhow!("{} is not UTF-8, so it is not a ladder file", args.file.display())
     })?;

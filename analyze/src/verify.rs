@@ -51,7 +51,7 @@ fn binaries(ladder: &ladder::Ladder) -> Vec<ArmBinary> {
 /// Replays one file. A file that cannot be read gets a verdict saying so, not an error,
 /// so that one bad path does not hide the others' verdicts.
 pub fn verify_file(path: &Path) -> FileVerdict {
-    let (verdict, binaries) = match std::fs::read(path) {
+    let (verdict, binaries) = match ladder::limits::read_ladder_file(path) {
         Ok(bytes) => {
             let replayed = ladder::replay(&bytes);
             (
@@ -67,7 +67,7 @@ pub fn verify_file(path: &Path) -> FileVerdict {
                 defects: vec![ladder::Defect {
                     kind: ladder::DefectKind::MissingStart,
                     line: 0,
-                    detail: format!("cannot read the file: {e}"),
+                    detail: e,
                 }],
             },
             Vec::new(),

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::path::Path;
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 
 /// The version the runner writes.
 pub const FORMAT: &str = "ladder/2";
@@ -143,6 +143,8 @@ impl StartRecord {
         if declared.is_empty() {
             return Err("no arms".into());
         }
+        // Before anything is sized by the header's claims.
+        crate::limits::cells(self.order.passes, declared.len())?;
         let mut names = declared.clone();
         names.sort_unstable();
         if names.windows(2).any(|w| w[0] == w[1]) {
@@ -317,6 +319,9 @@ pub fn csv_line<S: AsRef<str>>(fields: &[S]) -> String {
 /// Appends a ladder file one durable line at a time.
 pub struct LadderWriter {
     file: File,
+    path: PathBuf,
+    /// Bytes of complete lines written: where a failed write is cut back to.
+    complete: u64,
 }
 
 impl LadderWriter {
@@ -336,7 +341,7 @@ impl LadderWriter {
                 io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
             }
         })?;
-        let mut writer = LadderWriter { file };
+        let mut writer = LadderWriter { file, path: path.to_path_buf(), complete: 0 };
         writer.append(&[start.to_line()])?;
         Ok(writer)
     }
@@ -370,8 +375,22 @@ impl LadderWriter {
             buf.push_str(line);
             buf.push('\n');
         }
-        self.file.write_all(buf.as_bytes())?;
-        self.file.sync_data()
+        // One write for all the lines of a cell; if it fails part way (a full disk, a file
+        // size limit), the torn end is cut off, so the file stays a valid prefix.
+        let written = self.file.write_all(buf.as_bytes()).and_then(|_| self.file.sync_data());
+        if let Err(e) = written {
+            let cut = self.file.set_len(self.complete).and_then(|_| self.file.seek(SeekFrom::Start(self.complete)));
+            let state = match cut {
+                Ok(_) => "it ends at its last complete line".to_string(),
+                Err(c) => format!("cutting it back to its last complete line failed too: {c}"),
+            };
+            return Err(io::Error::new(
+                e.kind(),
+                format!("cannot write the ladder file {}: {e}; {state}", self.path.display()),
+            ));
+        }
+        self.complete += buf.len() as u64;
+        Ok(())
     }
 }
 

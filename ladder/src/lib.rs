@@ -3,7 +3,10 @@
 //! the replay that proves a file is one connected run.
 
 pub mod ladder_file;
+pub mod limits;
+pub mod names;
 pub mod order;
+pub mod refusals;
 pub mod sample;
 pub mod scan;
 pub mod spec;

@@ -350,6 +350,9 @@ fn check(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     if spec.command.is_empty() {
         return Err(at.error("command", None, "command is empty", "give the argv, e.g. command = [\"target/release/engine\", \"bench\"]"));
     }
+    if let Some(r) = crate::refusals::first(spec) {
+        return Err(at.error(&r.key, r.value.as_deref(), &r.message, &r.fix).nth_line(at, &r.key, r.value.as_deref(), r.nth));
+    }
     check_arms(at, spec)?;
     if spec.passes() < spec.warmup_passes + 2 {
         let message = format!(
@@ -387,7 +390,7 @@ fn check_arms(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     let bases: Vec<&ArmSpec> = spec.arms.iter().filter(|a| a.role == Role::Base).collect();
     match bases.as_slice() {
         [] => {
-            return Err(at.error("role", None, "no arm has role = \"base\"", "mark the arm the others are read against with role = \"base\""));
+            return Err(at.error("arm", None, "no arm has role = \"base\"", "mark the arm the others are read against with role = \"base\""));
         }
         [_] => {}
         [_, second, ..] => {
@@ -397,7 +400,7 @@ fn check_arms(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     }
     for (i, arm) in spec.arms.iter().enumerate() {
         if arm.name.trim().is_empty() {
-            return Err(at.error("name", Some(""), "an arm has an empty name", "give every [[arm]] a name"));
+            return Err(at.error("name", Some(&arm.name), "an arm has an empty name", "give every [[arm]] a name"));
         }
         if let Some(first) = spec.arms[..i].iter().find(|a| a.name == arm.name) {
             let message = format!("two arms are named {:?}", first.name);
@@ -531,7 +534,8 @@ impl Locator<'_> {
                     !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
                         && (after.starts_with('=') || after.starts_with("\" =") || after.starts_with('.'))
                 });
-                assigns && value.is_none_or(|v| text.contains(&format!("\"{v}\"")))
+                let table = matches!(text.trim().trim_matches(['[', ']']), t if t == key);
+                (assigns || table) && value.is_none_or(|v| text.contains(&format!("\"{v}\"")))
             })
             .map(|(i, _)| i + 1)
             .collect()

@@ -119,6 +119,9 @@ thread_local! {
     static SPLITTER: std::cell::RefCell<LineSplitter> = std::cell::RefCell::new(LineSplitter::default());
 }
 
+/// The fewest bytes a data row takes: seven fields, two of them RFC 3339 times.
+const MIN_ROW_BYTES: usize = 64;
+
 /// Replays a whole file.
 pub fn replay(bytes: &[u8]) -> Replay {
     SPLITTER.with_borrow_mut(|splitter| replay_with(bytes, splitter))
@@ -147,7 +150,9 @@ fn replay_with(bytes: &[u8], splitter: &mut LineSplitter) -> Replay {
             return replay;
         }
     };
-    let mut replayer = Replayer::new(&order, start, columns, splitter);
+    // Sized by what the file can hold, never by what its header claims.
+    let room = order.n_cells().min(bytes.len() / MIN_ROW_BYTES);
+    let mut replayer = Replayer::new(&order, start, columns, splitter, room);
     replayer.harness = harness;
     let mut last_line = 2;
     for (text, number) in lines {
@@ -256,15 +261,15 @@ struct Replayer<'o> {
 }
 
 impl<'o> Replayer<'o> {
-    fn new(order: &'o Order, start: StartRecord, columns: Vec<String>, splitter: &'o mut LineSplitter) -> Replayer<'o> {
+    fn new(order: &'o Order, start: StartRecord, columns: Vec<String>, splitter: &'o mut LineSplitter, room: usize) -> Replayer<'o> {
         Replayer {
             order,
             splitter,
             columns,
             harness: [usize::MAX; 7],
             defects: Vec::new(),
-            rows: Vec::with_capacity(order.n_cells()),
-            seen: HashSet::with_capacity(order.n_cells()),
+            rows: Vec::with_capacity(room),
+            seen: HashSet::with_capacity(room),
             next_cell: 0,
             last_ended_us: None,
             rows_per_cell: None,

@@ -88,6 +88,7 @@ pub fn arm_argvs(spec: &Spec) -> anyhow::Result<Vec<ArmArgv>> {
 
 pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
     let loaded = Spec::load(&options.spec)?;
+    crate::preflight::programs(&loaded)?;
     let binary = Binary::resolve(&loaded.spec.command[0])?;
     let arms = arm_argvs(&loaded.spec)?;
     let order = order_of(&loaded.spec);
@@ -96,6 +97,7 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(&options.out_dir)
         .with_context(|| format!("cannot create the output folder {}", options.out_dir.display()))?;
     let path = options.out_dir.join(format!("{}_{tag}.csv", loaded.spec.name));
+    crate::preflight::file_names(&tag, &path)?;
     let start = start_record(&loaded, &order, &binary, &arms, &witness, &tag);
     let writer = LadderWriter::create(&path, &start)?;
     let log_path = path.with_extension("stderr.log");
@@ -103,7 +105,7 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         format!("cannot create the side log {} (remove it or pick another --tag)", log_path.display())
     })?;
     let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
     }
     let parent: BTreeMap<String, String> = std::env::vars().collect();
@@ -127,6 +129,7 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         log_path,
         signal,
         engine_columns: None,
+        checks: Default::default(),
         cells: 0,
         summary: order.arms.iter().map(|name| ArmSummary { name: name.clone(), ..Default::default() }).collect(),
         progress: Progress::new(order.n_cells()),
@@ -211,6 +214,7 @@ struct Run<'a> {
     signal: Arc<AtomicUsize>,
     /// The engine's columns, known once the first cell has printed them.
     engine_columns: Option<Vec<String>>,
+    checks: crate::cell_check::CellChecks,
     cells: usize,
     summary: Vec<ArmSummary>,
     progress: Progress,
@@ -356,6 +360,7 @@ impl Run<'_> {
         self.cells += 1;
         self.record_summary(cell, &result, engine.as_ref());
         self.progress.end_cell(result.wall_s);
+        engine.as_ref().map_or(Ok(()), |out| self.checks.cell(self.loaded, out, &at))?;
         match result.cut {
             Some(Cut::TimedOut) => Err(format!(
                 "{at} timed out after {} s and was killed (timeout_s in the spec)",
@@ -510,6 +515,7 @@ fn signal_name(signal: usize) -> Option<&'static str> {
         0 => None,
         signal_hook::consts::SIGINT => Some("SIGINT"),
         signal_hook::consts::SIGTERM => Some("SIGTERM"),
+        signal_hook::consts::SIGHUP => Some("SIGHUP"),
         _ => Some("a signal"),
     }
 }
