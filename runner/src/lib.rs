@@ -4,8 +4,10 @@
 pub mod binary;
 pub mod cell;
 pub mod cell_env;
+pub mod fleet;
 pub mod ladder_run;
 pub mod output;
 pub mod plan;
 pub mod progress;
+pub mod sbatch;
 pub mod witness;
