@@ -77,6 +77,14 @@ pub enum StdoutMode {
     Keep,
 }
 
+/// `cards`: where `runner fleet` runs by default, `"all"` or a list of card indices.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Cards {
+    List(Vec<u32>),
+    Named(String),
+}
+
 /// `[scan]`: one generated arm per value of one variable, or per argv tail.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScanSpec {
@@ -143,6 +151,7 @@ pub struct Spec {
     pub scan: Option<ScanSpec>,
     /// Cap on each cell's captured stdout and stderr, in MiB.
     pub output_cap_mib: Option<u64>,
+    pub cards: Option<Cards>,
 }
 
 fn default_warmup() -> usize {
@@ -180,6 +189,7 @@ const TOP_KEYS: &[&str] = &[
     "cleanup",
     "scan",
     "output_cap_mib",
+    "cards",
 ];
 const ARM_KEYS: &[&str] = &["name", "role", "env", "command", "args"];
 const METRIC_KEYS: &[&str] = &["column", "better", "row"];
@@ -375,6 +385,11 @@ fn check(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     ] {
         if !(value.is_finite() && value > 0.0) {
             return Err(at.error(key, None, &format!("{key} = {value} is not a positive number"), &format!("set {key} to a positive number")));
+        }
+    }
+    if let Some(Cards::Named(name)) = &spec.cards {
+        if name != "all" {
+            return Err(at.error("cards", None, &format!("cards = {name:?} is neither \"all\" nor a list"), "write cards = \"all\" or cards = [0, 1]"));
         }
     }
     if spec.effective_metrics().is_empty() {

@@ -29,6 +29,55 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         card: u32,
     },
+    /// One complete ladder per card of this host, concurrently, each in its own file
+    /// raw/<name>_<tag>-<host>-card<N>.csv.
+    Fleet {
+        /// The ladder spec (TOML).
+        spec: PathBuf,
+        /// Cards to run on, e.g. 0,1,2,3 (default: the spec's `cards`, else every card). On a
+        /// host without GPUs, or with --cpus-per-ladder, these are CPU slots.
+        #[arg(long, value_delimiter = ',')]
+        cards: Option<Vec<u32>>,
+        /// CPUs pinned to each ladder: slot N gets CPUs N·k … N·k+k−1.
+        #[arg(long)]
+        cpus_per_ladder: Option<usize>,
+        /// Names this fleet in the file names (default: the UTC start time).
+        #[arg(long)]
+        tag: Option<String>,
+        /// Folder for the ladder files and their side logs.
+        #[arg(long, default_value = "raw")]
+        out: PathBuf,
+    },
+    /// Replicate a ladder on a Slurm cluster: a job array of N ladders, then a dependent job
+    /// that verifies them and writes one across-ladder report.
+    Sbatch {
+        /// The ladder spec (TOML).
+        spec: PathBuf,
+        /// Ladders to run, one per array task.
+        #[arg(long)]
+        replicas: usize,
+        /// Slurm partition.
+        #[arg(long)]
+        partition: Option<String>,
+        /// Generic resources per task, e.g. gpu:1.
+        #[arg(long)]
+        gres: Option<String>,
+        /// Time limit per task, HH:MM:SS.
+        #[arg(long)]
+        time: Option<String>,
+        /// Names the replicates (default: the UTC submission time).
+        #[arg(long)]
+        tag: Option<String>,
+        /// Folder for the ladder files, their logs and the batch scripts.
+        #[arg(long, default_value = "raw")]
+        out: PathBuf,
+        /// Folder for the report the dependent job writes.
+        #[arg(long, default_value = "reports")]
+        reports: PathBuf,
+        /// Print the batch scripts; write and submit nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Print the legal order (pass × slot grid), the looks and each arm's argv; runs nothing.
     Plan {
         /// The ladder spec (TOML).
@@ -130,6 +179,51 @@ fn main() -> ExitCode {
                 tag: tag.clone(),
             };
             run_ab(&request, card)
+        }
+        Command::Fleet {
+            spec,
+            cards,
+            cpus_per_ladder,
+            tag,
+            out,
+        } => {
+            match runner::fleet::run_fleet(&runner::fleet::FleetOptions {
+                spec,
+                cards,
+                tag,
+                out_dir: out,
+                cpus_per_ladder,
+            }) {
+                Ok(members) => fleet_report(&members),
+                Err(e) => fail(&format!("{e:#}")),
+            }
+        }
+        Command::Sbatch {
+            spec,
+            replicas,
+            partition,
+            gres,
+            time,
+            tag,
+            out,
+            reports,
+            dry_run,
+        } => {
+            let options = runner::sbatch::SbatchOptions {
+                spec,
+                replicas,
+                partition,
+                gres,
+                time,
+                tag,
+                out_dir: out,
+                reports_dir: reports,
+                dry_run,
+            };
+            match sbatch(&options) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(&format!("{e:#}")),
+            }
         }
         Command::Run {
             spec,
@@ -257,4 +351,68 @@ fn finish(outcome: &Outcome) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Each ladder of the fleet: its file and whether it is one connected run.
+fn fleet_report(members: &[runner::fleet::Member]) -> ExitCode {
+    println!("{:<8} {:<6} {}", "card", "exit", "file: verify");
+    for m in members {
+        let exit = m.exit.map_or("?".into(), |c| c.to_string());
+        println!(
+            "{:<8} {:<6} {}: {}",
+            m.slot.index(),
+            exit,
+            m.path.display(),
+            m.verdict
+        );
+    }
+    let files: Vec<String> = members
+        .iter()
+        .map(|m| m.path.display().to_string())
+        .collect();
+    println!(
+        "read them as one: analyze report {} -o reports/NAME.md",
+        files.join(" ")
+    );
+    if members.iter().all(|m| m.connected) {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("runner: not every ladder of the fleet is one connected run (see above)");
+        ExitCode::from(1)
+    }
+}
+
+fn sbatch(options: &runner::sbatch::SbatchOptions) -> anyhow::Result<()> {
+    if options.dry_run {
+        let runner = std::env::current_exe()?;
+        let analyze = runner.with_file_name("analyze");
+        let tag = options.tag.clone().unwrap_or_else(ladder_run::default_tag);
+        let scripts = runner::sbatch::scripts(options, &runner, &analyze, &tag)?;
+        println!(
+            "# {} (not written: --dry-run)\n{}",
+            scripts.ladders_path.display(),
+            scripts.ladders
+        );
+        println!("# {} (not written: --dry-run; submitted with --dependency=afterany:<the array's job id>)\n{}", scripts.report_path.display(), scripts.report);
+        return Ok(());
+    }
+    let done = runner::sbatch::submit(options)?;
+    println!(
+        "submitted job array {} ({} ladders): {}",
+        done.array_job,
+        options.replicas,
+        done.scripts.ladders_path.display()
+    );
+    println!(
+        "submitted report job {} after it: {}",
+        done.report_job,
+        done.scripts.report_path.display()
+    );
+    println!(
+        "the report will be {}; follow with: squeue -j {},{}",
+        done.scripts.report_md.display(),
+        done.array_job,
+        done.report_job
+    );
+    Ok(())
 }
