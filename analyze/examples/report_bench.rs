@@ -39,7 +39,7 @@ fn main() -> anyhow::Result<()> {
         let clock = Instant::now();
         let reading = report::read(&paths, &options)?;
         let read_s = clock.elapsed().as_secs_f64();
-        report::write_json(&reading, std::io::BufWriter::new(std::fs::File::create(&out)?))?;
+        analyze::export::json::write(&reading, std::io::BufWriter::new(std::fs::File::create(&out)?))?;
         Ok((clock.elapsed().as_secs_f64(), read_s))
     };
     run()?; // warms the page cache

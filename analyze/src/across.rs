@@ -1,7 +1,7 @@
 //! Across ladders: ladders of the same spec side by side (the range is the honest reading),
 //! and any two arms compared in every ladder that carries both.
 
-use crate::analysis::{paired_deltas, Figures, LadderReport};
+use crate::analysis::{paired_logs, spread_rule, Figures, LadderReport};
 use crate::frames::{Grid, LoadedFile, SeriesKind};
 use crate::stats::Summary;
 use serde::Serialize;
@@ -200,14 +200,13 @@ pub fn arm_pairs(
                     continue;
                 };
                 let metric = &info.metrics[*m];
-                let (deltas, _) =
-                    paired_deltas(&grids[series], metric.better, a, b, passes.clone());
+                let logs = paired_logs(&grids[series], metric.better, a, b, passes.clone());
                 let reading = PairReading {
                     file: file.path.clone(),
                     ladder: info.start.ladder.clone(),
                     tag: info.start.tag.clone(),
                     qualified: report.qualified,
-                    figures: Summary::of(&deltas).into(),
+                    figures: Summary::of(&logs, spread_rule(info)).into(),
                 };
                 match out
                     .iter_mut()

@@ -25,6 +25,8 @@ pub const VALUE: &str = "value";
 pub const ANALYSIS: &str = "analysis";
 /// True in the base arm's cells.
 pub const BASE: &str = "base";
+/// `ln(value)`, for the per-pass means of the additive model.
+pub const LN: &str = "ln_value";
 
 /// What one series of a file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +68,17 @@ impl LadderInfo {
     }
 
     pub fn analysis_passes(&self) -> std::ops::Range<usize> {
-        analysis_passes(&self.start)
+        analysis_passes(&self.start, self.end.as_ref())
+    }
+
+    /// The passes run: the done record's `passes` (`ladder/2`), else the order's.
+    pub fn passes_run(&self) -> usize {
+        passes_run(&self.start, self.end.as_ref())
+    }
+
+    /// The looks of a `[stop]` ladder, as the start record (or else the spec) gives them.
+    pub fn stop_looks(&self) -> Option<Vec<usize>> {
+        self.start.order.looks.clone().or_else(|| self.spec.stop.as_ref().map(|s| s.looks.clone()))
     }
 }
 
@@ -124,6 +136,7 @@ pub fn load(paths: &[impl AsRef<Path> + Sync], allow_defects: bool) -> anyhow::R
         Column::new(PASS.into(), all.pass),
         Column::new(SLOT.into(), all.slot),
         Column::new(ARM.into(), all.arm),
+        Column::new(LN.into(), all.value.iter().map(|v| v.ln()).collect::<Vec<f64>>()),
         Column::new(VALUE.into(), all.value),
         Column::new(ANALYSIS.into(), all.analysis),
         Column::new(BASE.into(), all.base),
@@ -181,7 +194,8 @@ fn read_ladder(
     let mut identity = None;
     if analyzed {
         fill(shown, &ladder, &spec, &metrics, &series, part)?;
-        identity = identity::read(shown, &spec, &ladder)?;
+        let passes = analysis_passes(&ladder.start, ladder.end.as_ref());
+        identity = identity::read(shown, &spec, &ladder, passes)?;
     }
     let witness = witness::read(&ladder);
     let Ladder { mut start, end, .. } = ladder;
@@ -198,9 +212,15 @@ fn read_ladder(
     })
 }
 
-/// The analysis passes of a ladder: those after the warm-up.
-pub fn analysis_passes(start: &StartRecord) -> std::ops::Range<usize> {
-    let passes = start.order.passes;
+/// The passes run: the done record's `passes` (`ladder/2`, a stopped ladder's look), else
+/// the order's `passes`.
+pub fn passes_run(start: &StartRecord, end: Option<&EndRecord>) -> usize {
+    end.and_then(|e| e.passes).map_or(start.order.passes, |p| p.min(start.order.passes))
+}
+
+/// The analysis passes of a ladder: those after the warm-up, up to the passes run.
+pub fn analysis_passes(start: &StartRecord, end: Option<&EndRecord>) -> std::ops::Range<usize> {
+    let passes = passes_run(start, end);
     start.warmup_passes.min(passes)..passes
 }
 
@@ -214,7 +234,7 @@ fn fill(
     part: &mut Part,
 ) -> anyhow::Result<()> {
     let base = ladder.start.base_index();
-    let warmup = ladder.start.warmup_passes;
+    let analysis = analysis_passes(&ladder.start, ladder.end.as_ref());
     let rows = ladder.rows.len() * series.len();
     part.series.reserve(rows);
     part.pass.reserve(rows);
@@ -243,7 +263,7 @@ fn fill(
             part.arm.push(r.arm as u32);
             part.value
                 .push(number(shown, r.line, name, &r.fields, column)?);
-            part.analysis.push(r.pass >= warmup);
+            part.analysis.push(analysis.contains(&r.pass));
             part.base.push(r.arm == base);
         }
     }
@@ -279,7 +299,7 @@ pub struct Grid {
 }
 
 impl Grid {
-    fn new(passes: usize, arms: usize) -> Grid {
+    pub fn new(passes: usize, arms: usize) -> Grid {
         Grid {
             passes,
             arms,
@@ -332,28 +352,58 @@ pub fn grids(loaded: &Loaded) -> anyhow::Result<Vec<Vec<Grid>>> {
     Ok(grids)
 }
 
-/// The base spread of every (file, series) over the analysis passes, computed by polars:
-/// `spreads[file][series]`, NaN where there is none.
-pub fn base_spreads(loaded: &Loaded) -> anyhow::Result<Vec<Vec<f64>>> {
-    let mut spreads: Vec<Vec<f64>> = loaded
+/// The drift of one series: reported beside the paired noise, never disqualifying.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Drift {
+    /// Method 1's base spread: `100 · sd / mean` of the base over the analysis passes.
+    pub spread_pct: f64,
+    /// The largest step of `μ[p]` (the mean log value of pass `p`) between consecutive
+    /// analysis passes, as a percent.
+    pub step_pct: f64,
+}
+
+/// The drift of every (file, series), from two polars group-bys over the analysis cells:
+/// the base's mean and sd, and each pass's mean log value. `drifts[file][series]`.
+pub fn drifts(loaded: &Loaded) -> anyhow::Result<Vec<Vec<Drift>>> {
+    let none = Drift { spread_pct: f64::NAN, step_pct: f64::NAN };
+    let mut drifts: Vec<Vec<Drift>> = loaded
         .files
         .iter()
-        .map(|f| vec![f64::NAN; f.ladder.as_ref().map_or(0, |l| l.series.len())])
+        .map(|f| vec![none; f.ladder.as_ref().map_or(0, |l| l.series.len())])
         .collect();
-    let table = loaded
-        .cells
+    let analysis = loaded.cells.clone().lazy().filter(col(ANALYSIS));
+    let spreads = analysis
         .clone()
-        .lazy()
-        .filter(col(ANALYSIS).and(col(BASE)))
+        .filter(col(BASE))
         .group_by([col(FILE), col(SERIES)])
         .agg([(lit(100.0) * col(VALUE).std(1) / col(VALUE).mean()).alias("spread")])
         .collect()?;
-    let (file, series) = (table.column(FILE)?.u32()?, table.column(SERIES)?.u32()?);
-    let spread = table.column("spread")?.f64()?;
+    let (file, series) = (spreads.column(FILE)?.u32()?, spreads.column(SERIES)?.u32()?);
+    let spread = spreads.column("spread")?.f64()?;
     for ((f, s), v) in file.iter().zip(series.iter()).zip(spread.iter()) {
         if let (Some(f), Some(s)) = (f, s) {
-            spreads[f as usize][s as usize] = v.unwrap_or(f64::NAN);
+            drifts[f as usize][s as usize].spread_pct = v.unwrap_or(f64::NAN);
         }
     }
-    Ok(spreads)
+    let mu = analysis
+        .group_by([col(FILE), col(SERIES), col(PASS)])
+        .agg([col(LN).mean().alias("mu")])
+        .sort([FILE, SERIES, PASS], Default::default())
+        .collect()?;
+    let (file, series, pass) = (mu.column(FILE)?.u32()?, mu.column(SERIES)?.u32()?, mu.column(PASS)?.u32()?);
+    let mu = mu.column("mu")?.f64()?;
+    let mut last: Option<(u32, u32, u32, f64)> = None;
+    for (((f, s), p), m) in file.iter().zip(series.iter()).zip(pass.iter()).zip(mu.iter()) {
+        let (Some(f), Some(s), Some(p), Some(m)) = (f, s, p, m) else { continue };
+        let drift = &mut drifts[f as usize][s as usize];
+        match last {
+            Some((lf, ls, lp, lm)) if (lf, ls) == (f, s) && lp + 1 == p => {
+                let step = 100.0 * (m - lm).abs().exp_m1();
+                drift.step_pct = if drift.step_pct.is_nan() { step } else { drift.step_pct.max(step) };
+            }
+            _ => {}
+        }
+        last = Some((f, s, p, m));
+    }
+    Ok(drifts)
 }
