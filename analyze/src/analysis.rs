@@ -141,8 +141,6 @@ pub struct Figures {
     pub median_pct: f64,
     pub n: usize,
     pub verdict: &'static str,
-    /// Two-sided p of the one-sample t test of the log ratios.
-    pub p_value: f64,
 }
 
 impl From<Summary> for Figures {
@@ -155,7 +153,6 @@ impl From<Summary> for Figures {
             median_pct: s.median,
             n: s.n,
             verdict: s.verdict(),
-            p_value: s.p,
         }
     }
 }
@@ -175,6 +172,8 @@ pub struct ArmReading {
     #[serde(flatten)]
     pub figures: Figures,
     pub holm_verdict: &'static str,
+    /// Two-sided p of the one-sample t test of the log ratios, and Holm's adjusted p.
+    pub p_value: f64,
     pub holm_p: f64,
     pub deltas_pct: Vec<f64>,
     pub extras: Option<Extras>,
@@ -437,6 +436,7 @@ pub fn read_metric(
                 role: design.roles[a],
                 against: names[base].clone(),
                 figures: Summary::of(&l, spread).into(),
+                p_value: LogSeries::of(&l, spread).p_value(),
                 holm_verdict: "not resolved",
                 holm_p: f64::NAN,
                 deltas_pct: deltas,
@@ -444,7 +444,7 @@ pub fn read_metric(
             }
         })
         .collect();
-    let adjusted = stats::holm(&readings.iter().map(|r| r.figures.p_value).collect::<Vec<_>>());
+    let adjusted = stats::holm(&readings.iter().map(|r| r.p_value).collect::<Vec<_>>());
     for (r, p) in readings.iter_mut().zip(adjusted) {
         r.holm_p = p;
         r.holm_verdict = stats::holm_verdict(r.figures.estimate_pct, p);

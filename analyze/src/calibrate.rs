@@ -159,6 +159,8 @@ pub struct Rates {
     pub disqualified_rate: f64,
     pub gate_rate: f64,
     pub control_rates: Vec<(String, f64)>,
+    /// Ladders where any control failed.
+    pub control_failure_rate: f64,
     pub order_sensitive_rate: f64,
     pub coverage: Option<f64>,
     pub power: Option<f64>,
@@ -352,6 +354,7 @@ fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> Rates
             .enumerate()
             .map(|(i, name)| (name.clone(), rate(count(&|t| t.controls.get(i) == Some(&true)), n)))
             .collect(),
+        control_failure_rate: rate(count(&|t| t.controls.iter().any(|&f| f)), n),
         order_sensitive_rate: rate(count(&|t| t.order_sensitive), n),
         coverage: (!effects.is_empty()).then(|| rate(effects.iter().filter(|e| e.0).count(), effects.len())),
         power: (!effects.is_empty()).then(|| rate(effects.iter().filter(|e| e.1).count(), effects.len())),
@@ -476,21 +479,26 @@ pub fn render(args: &CalibrateArgs, scale: &Scale, all: &[Rates]) -> String {
             );
         }
     }
-    out.push_str("\nPooled over the specs:\n\n| model | false positives [95 % CI] | worst spec | disqualified | order-sensitive |\n|---|---|---:|---:|---:|\n");
+    out.push_str("\nPooled over the specs:\n\n| model | false positives [95 % CI] | worst spec | disqualified | control failures | order-sensitive | coverage |\n|---|---|---:|---:|---:|---:|---:|\n");
     let pooled = |rows: Vec<&Rates>, label: &str, out: &mut String| {
         let (k, n): (usize, usize) = rows.iter().fold((0, 0), |(k, n), r| (k + r.false_positives, n + r.verdicts));
         let ladders: usize = rows.iter().map(|r| r.ladders).sum();
         let weighted = |f: &dyn Fn(&Rates) -> f64| rows.iter().map(|r| f(r) * r.ladders as f64).sum::<f64>() / ladders.max(1) as f64;
+        let coverage = match rows.iter().all(|r| r.coverage.is_some()) {
+            true => pct(weighted(&|r| r.coverage.unwrap_or(f64::NAN))),
+            false => "n/a".into(),
+        };
         let worst = rows.iter().map(|r| r.false_positive_rate).fold(f64::NAN, f64::max);
         let ci = clopper_pearson(k, n);
         let _ = writeln!(
             out,
-            "| {label} | {} [{}, {}] ({k}/{n}) | {} | {} | {} |",
+            "| {label} | {} [{}, {}] ({k}/{n}) | {} | {} | {} | {} | {coverage} |",
             pct(rate(k, n)),
             pct(ci.0),
             pct(ci.1),
             pct(worst),
             pct(weighted(&|r| r.disqualified_rate)),
+            pct(weighted(&|r| r.control_failure_rate)),
             pct(weighted(&|r| r.order_sensitive_rate))
         );
     };

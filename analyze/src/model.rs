@@ -5,10 +5,11 @@
 //!
 //! Every pass used is complete (each arm once), so the design is balanced in pass and arm:
 //! those two terms are swept out exactly by centering each pass and each arm (Frisch–Waugh),
-//! and only the slot and previous-arm columns go through least squares (nalgebra's SVD, whose
-//! singular values also give the ranks that say what the design can estimate).
+//! and only the slot and previous-arm columns go through least squares: nalgebra's
+//! eigen-decomposition of their normal equations, whose eigenvalues also give the ranks that
+//! say what the design can estimate.
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{DMatrix, DVector, SymmetricEigen};
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, FisherSnedecor};
 
@@ -113,13 +114,14 @@ impl Cells {
     pub fn order_effects(&self, names: &[String], base: usize) -> OrderEffects {
         let cells = self.y.len();
         let (slots, prevs) = self.indicators();
-        let dc = |cols: &[Vec<f64>]| -> Vec<Vec<f64>> { cols.iter().map(|c| self.double_centered(c)).collect() };
-        let (s_dc, g_dc) = (dc(&slots), dc(&prevs));
-        let y = DVector::from_vec(self.double_centered(&self.y));
-        let both: Vec<Vec<f64>> = s_dc.iter().chain(&g_dc).cloned().collect();
-        let full = Fit::new(&both, &y);
-        let only_s = Fit::new(&s_dc, &y);
-        let only_g = Fit::new(&g_dc, &y);
+        let (n_slot, n_prev) = (slots.len(), prevs.len());
+        let dc: Vec<Vec<f64>> = slots.iter().chain(&prevs).map(|c| self.double_centered(c)).collect();
+        let y = self.double_centered(&self.y);
+        let normal = Normal::new(&dc, &y);
+        let all: Vec<usize> = (0..n_slot + n_prev).collect();
+        let full = normal.fit(&all);
+        let only_s = normal.fit(&all[..n_slot]);
+        let only_g = normal.fit(&all[n_slot..]);
         let df2 = cells as isize - self.passes as isize - (self.arms as isize - 1) - full.rank as isize;
         let f_test = |reduced: &Fit| -> Option<f64> {
             let df1 = full.rank.checked_sub(reduced.rank).filter(|&d| d > 0)?;
@@ -143,9 +145,9 @@ impl Cells {
         // α is identified beside β and γ when centering on the pass alone leaves the slot
         // and previous-arm columns no more room than centering on pass and arm did.
         let rc: Vec<Vec<f64>> = slots.iter().chain(&prevs).map(|c| self.pass_centered(c)).collect();
-        let identified = rank_of(&rc) == full.rank;
+        let identified = Normal::new(&rc, &y).fit(&all).rank == full.rank;
         if effects.carry_over_estimable && identified {
-            let raw: Vec<Vec<f64>> = slots.into_iter().chain(prevs).collect();
+            let raw: Vec<&Vec<f64>> = slots.iter().chain(&prevs).collect();
             let fitted: Vec<f64> = (0..cells)
                 .map(|i| raw.iter().zip(full.coef.iter()).map(|(c, b)| c[i] * b).sum())
                 .collect();
@@ -168,37 +170,59 @@ impl Cells {
     }
 }
 
-/// A least-squares fit of `y` on some columns: its rank, residual sum of squares and the
-/// minimum-norm coefficients.
+/// The normal equations of `y` on some columns: `XᵀX`, `Xᵀy` and `yᵀy`. Every nested fit
+/// is a principal block of them, so the columns are multiplied out once.
+struct Normal {
+    gram: DMatrix<f64>,
+    xty: DVector<f64>,
+    yty: f64,
+}
+
+/// Eigenvalues of `XᵀX` below this fraction of the largest count as zero (the design's
+/// columns are indicators: a real direction has an eigenvalue of order 1, a dependent one
+/// of order 1e-15).
+const RANK_TOLERANCE: f64 = 1e-9;
+
+/// A least-squares fit: its rank, residual sum of squares and minimum-norm coefficients.
 struct Fit {
     rank: usize,
     rss: f64,
     coef: Vec<f64>,
 }
 
-fn matrix(cols: &[Vec<f64>]) -> DMatrix<f64> {
-    let rows = cols.first().map_or(0, Vec::len);
-    DMatrix::from_fn(rows, cols.len(), |i, j| cols[j][i])
-}
+impl Normal {
+    fn new(cols: &[Vec<f64>], y: &[f64]) -> Normal {
+        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+        let q = cols.len();
+        Normal {
+            gram: DMatrix::from_fn(q, q, |i, j| dot(&cols[i], &cols[j])),
+            xty: DVector::from_fn(q, |i, _| dot(&cols[i], y)),
+            yty: dot(y, y),
+        }
+    }
 
-/// Singular values below this fraction of the largest count as zero.
-const RANK_TOLERANCE: f64 = 1e-9;
-
-fn rank_of(cols: &[Vec<f64>]) -> usize {
-    let sv = matrix(cols).singular_values();
-    let tol = sv.max() * RANK_TOLERANCE;
-    sv.iter().filter(|&&s| s > tol).count()
-}
-
-impl Fit {
-    fn new(cols: &[Vec<f64>], y: &DVector<f64>) -> Fit {
-        let x = matrix(cols);
-        let svd = x.clone().svd(true, true);
-        let tol = svd.singular_values.max() * RANK_TOLERANCE;
-        let rank = svd.singular_values.iter().filter(|&&s| s > tol).count();
-        let coef: DVector<f64> = svd.solve(y, tol.max(f64::MIN_POSITIVE)).unwrap_or_else(|_| DVector::zeros(cols.len()));
-        let rss = (y - &x * &coef).norm_squared();
-        Fit { rank, rss, coef: coef.iter().copied().collect() }
+    /// The fit on the columns `which`, through the eigen-decomposition of their block.
+    fn fit(&self, which: &[usize]) -> Fit {
+        let q = which.len();
+        let block = DMatrix::from_fn(q, q, |i, j| self.gram[(which[i], which[j])]);
+        let b = DVector::from_fn(q, |i, _| self.xty[which[i]]);
+        let eigen = SymmetricEigen::new(block);
+        let tol = eigen.eigenvalues.iter().fold(0.0f64, |m, &l| m.max(l)) * RANK_TOLERANCE;
+        let (mut rank, mut explained) = (0, 0.0);
+        let mut coef = vec![0.0; q];
+        for (k, &lambda) in eigen.eigenvalues.iter().enumerate() {
+            if lambda <= tol || lambda <= 0.0 {
+                continue;
+            }
+            rank += 1;
+            let v = eigen.eigenvectors.column(k);
+            let along = v.dot(&b);
+            explained += along * along / lambda;
+            for (c, vi) in coef.iter_mut().zip(v.iter()) {
+                *c += vi * along / lambda;
+            }
+        }
+        Fit { rank, rss: (self.yty - explained).max(0.0), coef }
     }
 }
 

@@ -40,15 +40,22 @@ pub fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
-/// `t(q, df)` for any level; `t975` (cached) when `q` is 0.975. NaN for `df = 0`.
+/// `t(q, df)` for any level; `t975` when `q` is 0.975. NaN for `df = 0`.
 pub fn t_quantile(q: f64, df: usize) -> f64 {
     if q == 0.975 {
         return t975(df);
     }
-    match StudentsT::new(0.0, 1.0, df as f64) {
-        Ok(t) if df > 0 => t.inverse_cdf(q),
-        _ => f64::NAN,
+    // The controls of every ladder of one design ask for the same few (q, df); the inverse
+    // CDF is iterative, so each thread keeps the ones it has computed.
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<(u64, usize), f64>> = Default::default();
     }
+    CACHE.with(|cache| {
+        *cache.borrow_mut().entry((q.to_bits(), df)).or_insert_with(|| match StudentsT::new(0.0, 1.0, df as f64) {
+            Ok(t) if df > 0 => t.inverse_cdf(q),
+            _ => f64::NAN,
+        })
+    })
 }
 
 /// Where the spread of a series comes from: its own passes, or under `[stop]` the first
@@ -103,7 +110,8 @@ impl LogSeries {
     }
 }
 
-/// Estimate, sem, 95 % interval and median of one quantity, as percents.
+/// Estimate, sem, 95 % interval and median of one quantity, as percents (the t test's p,
+/// which only Holm's family needs, is [`LogSeries::p_value`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Summary {
     pub estimate: f64,
@@ -112,7 +120,6 @@ pub struct Summary {
     pub ci_high: f64,
     pub median: f64,
     pub n: usize,
-    pub p: f64,
 }
 
 impl Summary {
@@ -128,7 +135,6 @@ impl Summary {
             ci_high,
             median: median(&mut deltas),
             n: series.n,
-            p: series.p_value(),
         }
     }
 

@@ -171,7 +171,7 @@ fn holm_adjusts_the_family_of_arms_against_the_base() {
     let b = [1.0, 1.004, 1.0, 1.012, 1.002];
     let report = one("holm", hand.text(|_, p, arm| format!("{}", 100.0 * [1.0, a[p], b[p]][arm])));
     let arms = &report.metrics[0].arms;
-    let (pa, pb) = (arms[0].figures.p_value, arms[1].figures.p_value);
+    let (pa, pb) = (arms[0].p_value, arms[1].p_value);
     assert!(pa < pb);
     assert!(close(arms[0].holm_p, (2.0 * pa).min(1.0)), "{} {pa}", arms[0].holm_p);
     assert!(close(arms[1].holm_p, pb.max(2.0 * pa).min(1.0)), "{} {pb}", arms[1].holm_p);

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates reports/calibration.md: `analyze calibrate` on the designs in this folder,
-# with the commands and their output verbatim. Run from the repository root:
+# with the commands and their output verbatim. Run from the repository root after
+# `cargo build --release -p analyze` (or `cargo test --release -p analyze`):
 #   ladders/calibrate/run.sh
 set -euo pipefail
-cargo build --release -q -p analyze
-analyze=target/release/analyze
+analyze=${ANALYZE:-target/release/analyze}
+[ -x "$analyze" ] || { echo "no $analyze: run cargo build --release -p analyze first" >&2; exit 1; }
 fixed=(ladders/calibrate/aa-{rotate,williams,shuffle}-{6,8,12}.toml)
 out=reports/calibration.md
 
@@ -43,8 +44,8 @@ HEAD
     printf '\n## Precision stopping\n'
     run ladders/calibrate/aa-stop.toml
     run ladders/calibrate/aa-stop.toml --effect-pct 0.5 --models independent
-    printf '\n## Noise and drift from a real ladder (sort-locale on a 2-core machine)\n'
-    run "${fixed[@]}" --noise-from raw/sort-locale_2core-05b2cf2.csv --models independent,random-walk
+    printf '\n## Noise and drift from a real ladder (the quickstart on a 2-core machine)\n'
+    run ladders/calibrate/aa-williams-12.toml ladders/calibrate/aa-rotate-6.toml --noise-from raw/quickstart_2core-47db777.csv --models independent,random-walk
 } > "$out.tmp"
 mv "$out.tmp" "$out"
 echo "wrote $out"
