@@ -94,7 +94,14 @@ pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
             let min = estimates.iter().copied().fold(f64::INFINITY, f64::min);
             let max = estimates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let spread = max - min;
-            let binaries: Vec<String> = readings.iter().map(|(r, _)| r.run.as_ref().map_or_else(String::new, |run| run.binary_blake3.clone())).collect();
+            let binaries: Vec<String> = readings
+                .iter()
+                .map(|(r, _)| {
+                    r.run
+                        .as_ref()
+                        .map_or_else(String::new, |run| run.binary_blake3.clone())
+                })
+                .collect();
             out.push(Replication {
                 quantity: format!("{}:{}-vs-{}", key.0, key.1, key.2),
                 ladders: readings

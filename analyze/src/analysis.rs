@@ -247,7 +247,13 @@ pub struct RoundCell {
 
 /// The log ratios of arm `a` against arm `b` over `passes`, skipping passes where either
 /// cell is missing.
-pub fn paired_logs(grid: &Grid, better: Better, a: usize, b: usize, passes: Range<usize>) -> Vec<f64> {
+pub fn paired_logs(
+    grid: &Grid,
+    better: Better,
+    a: usize,
+    b: usize,
+    passes: Range<usize>,
+) -> Vec<f64> {
     passes
         .filter_map(|p| {
             let (xa, xb) = (grid.value(p, a), grid.value(p, b));
@@ -259,11 +265,20 @@ pub fn paired_logs(grid: &Grid, better: Better, a: usize, b: usize, passes: Rang
 /// The three factors of one pass, each as a ratio: total `T[b]/T[a]`, count `R[b]/R[a]`,
 /// speed `(T[b]/R[b]) / (T[a]/R[a])`; `total = count · speed`.
 pub fn split_factors(t_base: f64, t_arm: f64, r_base: f64, r_arm: f64) -> (f64, f64, f64) {
-    (t_base / t_arm, r_base / r_arm, (t_base / r_base) / (t_arm / r_arm))
+    (
+        t_base / t_arm,
+        r_base / r_arm,
+        (t_base / r_base) / (t_arm / r_arm),
+    )
 }
 
 /// Reads one loaded file. `grids` and `drifts` are its series' grids and drift figures.
-pub fn read(file: &LoadedFile, grids: &[Grid], drifts: &[Drift], extras: ExtrasConfig) -> LadderReport {
+pub fn read(
+    file: &LoadedFile,
+    grids: &[Grid],
+    drifts: &[Drift],
+    extras: ExtrasConfig,
+) -> LadderReport {
     let verdict = &file.verdict;
     let mut report = LadderReport {
         file: file.path.clone(),
@@ -310,8 +325,18 @@ pub fn read(file: &LoadedFile, grids: &[Grid], drifts: &[Drift], extras: ExtrasC
     for (series, kind) in info.series.iter().enumerate() {
         if let SeriesKind::Metric(i) = kind {
             let metric = &info.metrics[*i];
-            let seeds = SeedNames { ladder: &info.start.ladder, tag: &info.start.tag };
-            let mut m = read_metric(&design, metric, &grids[series], passes.clone(), spread, Some((extras, seeds)));
+            let seeds = SeedNames {
+                ladder: &info.start.ladder,
+                tag: &info.start.tag,
+            };
+            let mut m = read_metric(
+                &design,
+                metric,
+                &grids[series],
+                passes.clone(),
+                spread,
+                Some((extras, seeds)),
+            );
             m.drift_pct = drifts[series].spread_pct;
             m.drift_step_pct = drifts[series].step_pct;
             report.metrics.push(m);
@@ -320,7 +345,9 @@ pub fn read(file: &LoadedFile, grids: &[Grid], drifts: &[Drift], extras: ExtrasC
     report.round_split = round_split(info, grids, passes.clone());
     report.identity = info.identity.clone();
     report.order_sensitive = report.metrics.iter().any(|m| m.order_effects.sensitive());
-    report.disqualified_by.extend(disqualifications(&report.metrics));
+    report
+        .disqualified_by
+        .extend(disqualifications(&report.metrics));
     report.qualified = report.disqualified_by.is_empty();
     report
 }
@@ -339,7 +366,9 @@ pub fn design(info: &LadderInfo) -> Design {
 /// Under `[stop]` every interval uses the first look's spread.
 pub fn spread_rule(info: &LadderInfo) -> Spread {
     match info.stop_looks() {
-        Some(looks) if !looks.is_empty() => Spread::FirstLook(looks[0].saturating_sub(info.start.warmup_passes)),
+        Some(looks) if !looks.is_empty() => {
+            Spread::FirstLook(looks[0].saturating_sub(info.start.warmup_passes))
+        }
         _ => Spread::Own,
     }
 }
@@ -347,12 +376,18 @@ pub fn spread_rule(info: &LadderInfo) -> Spread {
 fn stop_point(info: &LadderInfo) -> Option<StopPoint> {
     let looks = info.stop_looks()?;
     let end = info.end.as_ref();
-    let reason = end.and_then(|e| e.stopped.clone()).unwrap_or_else(|| "unknown".into());
+    let reason = end
+        .and_then(|e| e.stopped.clone())
+        .unwrap_or_else(|| "unknown".into());
     Some(StopPoint {
         look: info.passes_run(),
         reason,
         first_look: looks.first().copied().unwrap_or(0),
-        halfwidth_pct: info.spec.stop.as_ref().map_or(f64::NAN, |s| s.halfwidth_pct),
+        halfwidth_pct: info
+            .spec
+            .stop
+            .as_ref()
+            .map_or(f64::NAN, |s| s.halfwidth_pct),
     })
 }
 
@@ -387,7 +422,12 @@ fn run_info(info: &LadderInfo) -> RunInfo {
             .iter()
             .map(|a| {
                 let binary = a.binary.as_ref().unwrap_or(&start.binary);
-                RunArm { name: a.name.clone(), role: a.role, binary: binary.path.clone(), blake3: binary.blake3.clone() }
+                RunArm {
+                    name: a.name.clone(),
+                    role: a.role,
+                    binary: binary.path.clone(),
+                    blake3: binary.blake3.clone(),
+                }
             })
             .collect(),
         order: start.order.scheme.to_string(),
@@ -428,7 +468,12 @@ pub fn read_metric(
             let l = logs(a, base);
             let deltas: Vec<f64> = l.iter().map(|&x| stats::pct_of_log(x)).collect();
             let extras = extras.map(|(config, seeds)| {
-                let names = [seeds.ladder, seeds.tag, metric.column.as_str(), names[a].as_str()];
+                let names = [
+                    seeds.ladder,
+                    seeds.tag,
+                    metric.column.as_str(),
+                    names[a].as_str(),
+                ];
                 extras_of(&deltas, config, extras::quantity_seed(config.seed, &names))
             });
             ArmReading {
@@ -449,7 +494,10 @@ pub fn read_metric(
         r.holm_p = p;
         r.holm_verdict = stats::holm_verdict(r.figures.estimate_pct, p);
     }
-    let contrasts = (0..design.arms()).flat_map(|i| (i + 1..design.arms()).map(move |j| (j, i))).map(|(j, i)| contrast(j, i)).collect();
+    let contrasts = (0..design.arms())
+        .flat_map(|i| (i + 1..design.arms()).map(move |j| (j, i)))
+        .map(|(j, i)| contrast(j, i))
+        .collect();
     let controls = others
         .iter()
         .filter(|&&a| design.roles[a].is_inert_control() || design.roles[a] == Role::StructuralZero)
@@ -457,7 +505,9 @@ pub fn read_metric(
         .collect();
     let cells = model_cells(grid, metric.better, passes.clone());
     let paired_noise_pct = cells.as_ref().map_or(f64::NAN, Cells::paired_noise_pct);
-    let order_effects = cells.map(|c| c.order_effects(names, base)).unwrap_or_default();
+    let order_effects = cells
+        .map(|c| c.order_effects(names, base))
+        .unwrap_or_default();
     MetricReport {
         column: metric.column.clone(),
         better: metric.better,
@@ -466,7 +516,9 @@ pub fn read_metric(
         drift_step_pct: f64::NAN,
         noise_limit_pct: design.noise_limit_pct,
         // Noise that cannot be computed (under two complete passes) exceeds nothing.
-        within_noise_limit: design.noise_limit_pct.is_none_or(|limit| paired_noise_pct.is_nan() || paired_noise_pct <= limit),
+        within_noise_limit: design
+            .noise_limit_pct
+            .is_none_or(|limit| paired_noise_pct.is_nan() || paired_noise_pct <= limit),
         equivalence_margin_pct: design.equivalence_margin_pct,
         arms: readings,
         contrasts,
@@ -475,7 +527,13 @@ pub fn read_metric(
     }
 }
 
-fn control(design: &Design, a: usize, logs: &[f64], spread: Spread, contrast: &dyn Fn(usize, usize) -> Contrast) -> Control {
+fn control(
+    design: &Design,
+    a: usize,
+    logs: &[f64],
+    spread: Spread,
+    contrast: &dyn Fn(usize, usize) -> Contrast,
+) -> Control {
     let series = LogSeries::of(logs, spread);
     let role = design.roles[a];
     if role == Role::StructuralZero {
@@ -495,7 +553,11 @@ fn control(design: &Design, a: usize, logs: &[f64], spread: Spread, contrast: &d
     }
     let level = design.control_level();
     let (lo, hi) = series.interval(level);
-    let holds = if lo.is_finite() && hi.is_finite() { lo <= 0.0 && 0.0 <= hi } else { true };
+    let holds = if lo.is_finite() && hi.is_finite() {
+        lo <= 0.0 && 0.0 <= hi
+    } else {
+        true
+    };
     let equivalence = design.equivalence_margin_pct.map(|margin| {
         if -margin <= lo && hi <= margin {
             "equivalent"
@@ -522,7 +584,9 @@ fn control(design: &Design, a: usize, logs: &[f64], spread: Spread, contrast: &d
 pub fn model_cells(grid: &Grid, better: Better, passes: Range<usize>) -> Option<Cells> {
     let n = grid.arms;
     let arm_in = |p: usize, s: usize| (0..n).find(|&a| grid.slot(p, a) as usize == s);
-    let complete: Vec<usize> = passes.filter(|&p| (0..n).all(|a| grid.value(p, a).is_finite() && (grid.slot(p, a) as usize) < n)).collect();
+    let complete: Vec<usize> = passes
+        .filter(|&p| (0..n).all(|a| grid.value(p, a).is_finite() && (grid.slot(p, a) as usize) < n))
+        .collect();
     if complete.len() < 2 || n < 2 {
         return None;
     }
@@ -530,11 +594,21 @@ pub fn model_cells(grid: &Grid, better: Better, passes: Range<usize>) -> Option<
         Better::Higher => 1.0,
         Better::Lower => -1.0,
     };
-    let mut cells = Cells { passes: complete.len(), arms: n, y: Vec::new(), slot: Vec::new(), prev: Vec::new() };
+    let mut cells = Cells {
+        passes: complete.len(),
+        arms: n,
+        y: Vec::new(),
+        slot: Vec::new(),
+        prev: Vec::new(),
+    };
     for &p in &complete {
         for a in 0..n {
             let s = grid.slot(p, a) as usize;
-            let prev = if s > 0 { arm_in(p, s - 1) } else { p.checked_sub(1).and_then(|q| arm_in(q, n - 1)) };
+            let prev = if s > 0 {
+                arm_in(p, s - 1)
+            } else {
+                p.checked_sub(1).and_then(|q| arm_in(q, n - 1))
+            };
             cells.y.push(sign * grid.value(p, a).ln());
             cells.slot.push(s);
             cells.prev.push(prev.unwrap_or(n));
@@ -574,7 +648,12 @@ pub fn disqualifications(metrics: &[MetricReport]) -> Vec<String> {
 
 fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> Option<RoundSplit> {
     let split = info.spec.split.as_ref()?;
-    let find = |kind| info.series.iter().position(|s| *s == kind).map(|i| &grids[i]);
+    let find = |kind| {
+        info.series
+            .iter()
+            .position(|s| *s == kind)
+            .map(|i| &grids[i])
+    };
     let (rounds, time) = (find(SeriesKind::Rounds)?, find(SeriesKind::Time)?);
     let base = info.start.base_index();
     let arms = &info.start.arms;
@@ -583,7 +662,12 @@ fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> Optio
     for a in (0..arms.len()).filter(|&a| a != base) {
         let (mut total, mut count, mut speed) = (Vec::new(), Vec::new(), Vec::new());
         for p in passes.clone() {
-            let (tb, ta, rb, ra) = (time.value(p, base), time.value(p, a), rounds.value(p, base), rounds.value(p, a));
+            let (tb, ta, rb, ra) = (
+                time.value(p, base),
+                time.value(p, a),
+                rounds.value(p, base),
+                rounds.value(p, a),
+            );
             if [tb, ta, rb, ra].iter().all(|v| v.is_finite()) {
                 let (t, c, s) = split_factors(tb, ta, rb, ra);
                 total.push(t.ln());
@@ -609,7 +693,13 @@ fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> Optio
             }
             cells += 1;
             if r != rb {
-                differing_cells.push(RoundCell { pass: p, slot: rounds.slot(p, a), arm: arm.name.clone(), rounds: r, base_rounds: rb });
+                differing_cells.push(RoundCell {
+                    pass: p,
+                    slot: rounds.slot(p, a),
+                    arm: arm.name.clone(),
+                    rounds: r,
+                    base_rounds: rb,
+                });
             }
         }
     }

@@ -88,17 +88,31 @@ impl NoiseModel {
     pub fn words(self, scale: &Scale) -> String {
         match self {
             NoiseModel::Independent => "independent normal cells".into(),
-            NoiseModel::RandomWalk => format!("random-walk drift, step {:.3} % a cell, plus independent noise", 100.0 * scale.walk),
+            NoiseModel::RandomWalk => format!(
+                "random-walk drift, step {:.3} % a cell, plus independent noise",
+                100.0 * scale.walk
+            ),
             NoiseModel::Ar1 => "AR(1) over the cells in time order, ρ 0.7".into(),
             NoiseModel::HeavyTails => "t with 3 df, scaled to the same sd".into(),
-            NoiseModel::SlotEffect => "slot 0 slower by one noise sd, plus independent noise".into(),
-            NoiseModel::CarryOver => format!("a cell after the carrying arm {:.2} % slower, plus independent noise", 100.0 * scale.carry),
+            NoiseModel::SlotEffect => {
+                "slot 0 slower by one noise sd, plus independent noise".into()
+            }
+            NoiseModel::CarryOver => format!(
+                "a cell after the carrying arm {:.2} % slower, plus independent noise",
+                100.0 * scale.carry
+            ),
         }
     }
 
     /// The models the false-positive targets are set for.
     pub fn targeted(self) -> bool {
-        matches!(self, NoiseModel::Independent | NoiseModel::RandomWalk | NoiseModel::Ar1 | NoiseModel::HeavyTails)
+        matches!(
+            self,
+            NoiseModel::Independent
+                | NoiseModel::RandomWalk
+                | NoiseModel::Ar1
+                | NoiseModel::HeavyTails
+        )
     }
 }
 
@@ -177,15 +191,26 @@ pub fn clopper_pearson(k: usize, n: usize) -> (f64, f64) {
         return (f64::NAN, f64::NAN);
     }
     let (kf, nf) = (k as f64, n as f64);
-    let lo = if k == 0 { 0.0 } else { Beta::new(kf, nf - kf + 1.0).map_or(f64::NAN, |b| b.inverse_cdf(0.025)) };
-    let hi = if k == n { 1.0 } else { Beta::new(kf + 1.0, nf - kf).map_or(f64::NAN, |b| b.inverse_cdf(0.975)) };
+    let lo = if k == 0 {
+        0.0
+    } else {
+        Beta::new(kf, nf - kf + 1.0).map_or(f64::NAN, |b| b.inverse_cdf(0.025))
+    };
+    let hi = if k == n {
+        1.0
+    } else {
+        Beta::new(kf + 1.0, nf - kf).map_or(f64::NAN, |b| b.inverse_cdf(0.975))
+    };
     (lo, hi)
 }
 
 fn plan(spec: &Spec, effect_pct: Option<f64>) -> anyhow::Result<Plan> {
     let names: Vec<String> = spec.arms.iter().map(|a| a.name.clone()).collect();
     let roles: Vec<Role> = spec.arms.iter().map(|a| a.role).collect();
-    let base = roles.iter().position(|r| *r == Role::Base).context("the spec has no base arm")?;
+    let base = roles
+        .iter()
+        .position(|r| *r == Role::Base)
+        .context("the spec has no base arm")?;
     let effect = roles
         .iter()
         .map(|r| match (r, effect_pct) {
@@ -193,7 +218,10 @@ fn plan(spec: &Spec, effect_pct: Option<f64>) -> anyhow::Result<Plan> {
             _ => 0.0,
         })
         .collect();
-    let carrier = roles.iter().rposition(|r| *r == Role::Arm).unwrap_or(names.len() - 1);
+    let carrier = roles
+        .iter()
+        .rposition(|r| *r == Role::Arm)
+        .unwrap_or(names.len() - 1);
     Ok(Plan {
         order: Order::new(spec.order, names.clone(), spec.passes(), spec.seed),
         design: Design {
@@ -231,7 +259,9 @@ fn simulate(plan: &Plan, model: NoiseModel, scale: &Scale, rng: &mut SmallRng) -
     for cell in plan.order.cells() {
         let sigma = scale.sigma;
         let noise = match model {
-            NoiseModel::Independent | NoiseModel::SlotEffect | NoiseModel::CarryOver => sigma * normal(rng),
+            NoiseModel::Independent | NoiseModel::SlotEffect | NoiseModel::CarryOver => {
+                sigma * normal(rng)
+            }
             NoiseModel::RandomWalk => {
                 walk += scale.walk * normal(rng);
                 walk + sigma * normal(rng)
@@ -265,32 +295,64 @@ fn passes_run(plan: &Plan, grid: &Grid, metric: &MetricSpec) -> usize {
     let base = plan.design.base;
     let need = (0..plan.design.names.len())
         .filter(|&a| a != base)
-        .map(|a| stop.passes_needed(&analysis::paired_logs(grid, metric.better, a, base, first.clone())))
+        .map(|a| {
+            stop.passes_needed(&analysis::paired_logs(
+                grid,
+                metric.better,
+                a,
+                base,
+                first.clone(),
+            ))
+        })
         .fold(f64::NAN, f64::max);
-    stop.stopping_look(plan.warmup, need).0.min(plan.order.passes)
+    stop.stopping_look(plan.warmup, need)
+        .0
+        .min(plan.order.passes)
 }
 
 fn read_one(plan: &Plan, model: NoiseModel, scale: &Scale, seed: u64) -> Tally {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let metric = MetricSpec { column: "simulated".into(), better: Better::Higher, row: 0 };
+    let metric = MetricSpec {
+        column: "simulated".into(),
+        better: Better::Higher,
+        row: 0,
+    };
     let grid = simulate(plan, model, scale, &mut rng);
     let passes = passes_run(plan, &grid, &metric);
     let spread = match &plan.stop {
         Some(stop) => Spread::FirstLook(stop.first_look().saturating_sub(plan.warmup)),
         None => Spread::Own,
     };
-    let m = analysis::read_metric(&plan.design, &metric, &grid, plan.warmup..passes, spread, None);
+    let m = analysis::read_metric(
+        &plan.design,
+        &metric,
+        &grid,
+        plan.warmup..passes,
+        spread,
+        None,
+    );
     tally(plan, &m, passes)
 }
 
 fn tally(plan: &Plan, m: &MetricReport, passes: usize) -> Tally {
-    let index = |name: &str| plan.design.names.iter().position(|n| n == name).unwrap_or(0);
+    let index = |name: &str| {
+        plan.design
+            .names
+            .iter()
+            .position(|n| n == name)
+            .unwrap_or(0)
+    };
     let mut t = Tally {
         null_verdicts: 0,
         false_verdicts: 0,
         holm_false: false,
         gate: !m.within_noise_limit,
-        controls: m.controls.iter().filter(|c| c.holds.is_some()).map(|c| c.holds == Some(false)).collect(),
+        controls: m
+            .controls
+            .iter()
+            .filter(|c| c.holds.is_some())
+            .map(|c| c.holds == Some(false))
+            .collect(),
         disqualified: !analysis::disqualifications(std::slice::from_ref(m)).is_empty(),
         order_sensitive: m.order_effects.sensitive(),
         effect: Vec::new(),
@@ -308,7 +370,10 @@ fn tally(plan: &Plan, m: &MetricReport, passes: usize) -> Tally {
         } else {
             let truth_pct = 100.0 * truth.exp_m1();
             let f = &a.figures;
-            t.effect.push((f.ci_low_pct <= truth_pct && truth_pct <= f.ci_high_pct, f.verdict == "better"));
+            t.effect.push((
+                f.ci_low_pct <= truth_pct && truth_pct <= f.ci_high_pct,
+                f.verdict == "better",
+            ));
         }
     }
     for c in &m.order_effects.carry_free {
@@ -337,7 +402,10 @@ fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> Rates
         .filter(|&a| plan.design.roles[a].is_inert_control())
         .map(|a| plan.design.names[a].clone())
         .collect();
-    let effects: Vec<(bool, bool)> = tallies.iter().flat_map(|t| t.effect.iter().copied()).collect();
+    let effects: Vec<(bool, bool)> = tallies
+        .iter()
+        .flat_map(|t| t.effect.iter().copied())
+        .collect();
     Rates {
         spec: spec.to_string(),
         model,
@@ -352,13 +420,21 @@ fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> Rates
         control_rates: controls
             .iter()
             .enumerate()
-            .map(|(i, name)| (name.clone(), rate(count(&|t| t.controls.get(i) == Some(&true)), n)))
+            .map(|(i, name)| {
+                (
+                    name.clone(),
+                    rate(count(&|t| t.controls.get(i) == Some(&true)), n),
+                )
+            })
             .collect(),
         control_failure_rate: rate(count(&|t| t.controls.iter().any(|&f| f)), n),
         order_sensitive_rate: rate(count(&|t| t.order_sensitive), n),
-        coverage: (!effects.is_empty()).then(|| rate(effects.iter().filter(|e| e.0).count(), effects.len())),
-        power: (!effects.is_empty()).then(|| rate(effects.iter().filter(|e| e.1).count(), effects.len())),
-        mean_estimate_pct: mean(tallies.iter().flat_map(|t| t.estimates.iter().copied())).unwrap_or(f64::NAN),
+        coverage: (!effects.is_empty())
+            .then(|| rate(effects.iter().filter(|e| e.0).count(), effects.len())),
+        power: (!effects.is_empty())
+            .then(|| rate(effects.iter().filter(|e| e.1).count(), effects.len())),
+        mean_estimate_pct: mean(tallies.iter().flat_map(|t| t.estimates.iter().copied()))
+            .unwrap_or(f64::NAN),
         carry_free_bias_pct: mean(tallies.iter().flat_map(|t| t.carry_free.iter().copied())),
         mean_passes: mean(tallies.iter().map(|t| t.passes as f64)).unwrap_or(f64::NAN),
     }
@@ -370,17 +446,48 @@ fn scale_from(path: &PathBuf) -> anyhow::Result<(f64, f64)> {
     let loaded = frames::load(&[path], false)?;
     let grids = frames::grids(&loaded)?;
     let file = &loaded.files[0];
-    let info = file.ladder.as_ref().filter(|i| i.analyzed).with_context(|| {
-        format!("{}: {}; --noise-from needs one connected ladder", path.display(), file.verdict.summary())
+    let info = file
+        .ladder
+        .as_ref()
+        .filter(|i| i.analyzed)
+        .with_context(|| {
+            format!(
+                "{}: {}; --noise-from needs one connected ladder",
+                path.display(),
+                file.verdict.summary()
+            )
+        })?;
+    let series = info
+        .series
+        .iter()
+        .position(|s| matches!(s, SeriesKind::Metric(_)))
+        .context("the ladder has no metric")?;
+    let SeriesKind::Metric(k) = info.series[series] else {
+        unreachable!("position found a metric")
+    };
+    let cells = analysis::model_cells(
+        &grids[0][series],
+        info.metrics[k].better,
+        info.analysis_passes(),
+    )
+    .with_context(|| {
+        format!(
+            "{}: fewer than two complete analysis passes",
+            path.display()
+        )
     })?;
-    let series = info.series.iter().position(|s| matches!(s, SeriesKind::Metric(_))).context("the ladder has no metric")?;
-    let SeriesKind::Metric(k) = info.series[series] else { unreachable!("position found a metric") };
-    let cells = analysis::model_cells(&grids[0][series], info.metrics[k].better, info.analysis_passes())
-        .with_context(|| format!("{}: fewer than two complete analysis passes", path.display()))?;
     let sigma = cells.additive_sigma2().sqrt();
-    let mu: Vec<f64> = cells.y.chunks(cells.arms).map(|row| row.iter().sum::<f64>() / row.len() as f64).collect();
+    let mu: Vec<f64> = cells
+        .y
+        .chunks(cells.arms)
+        .map(|row| row.iter().sum::<f64>() / row.len() as f64)
+        .collect();
     let steps: Vec<f64> = mu.windows(2).map(|w| w[1] - w[0]).collect();
-    let step_sd = if steps.len() >= 2 { sample_sd(&steps) } else { 0.0 };
+    let step_sd = if steps.len() >= 2 {
+        sample_sd(&steps)
+    } else {
+        0.0
+    };
     Ok((sigma, step_sd / (cells.arms as f64).sqrt()))
 }
 
@@ -389,11 +496,19 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<(Scale, Vec<Rates>)> {
     let scale = match &args.noise_from {
         Some(path) => {
             let (sigma, walk) = scale_from(path)?;
-            Scale { sigma, walk, carry: args.carry_over_pct / 100.0 }
+            Scale {
+                sigma,
+                walk,
+                carry: args.carry_over_pct / 100.0,
+            }
         }
         None => {
             let sigma = args.noise_pct / 100.0;
-            Scale { sigma, walk: sigma / 2.0, carry: args.carry_over_pct / 100.0 }
+            Scale {
+                sigma,
+                walk: sigma / 2.0,
+                carry: args.carry_over_pct / 100.0,
+            }
         }
     };
     let models: Vec<NoiseModel> = if args.models.is_empty() {
@@ -402,22 +517,36 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<(Scale, Vec<Rates>)> {
         args.models
             .iter()
             .map(|m| {
-                NoiseModel::ALL.into_iter().find(|x| x.name() == m).with_context(|| {
-                    let names: Vec<&str> = NoiseModel::ALL.iter().map(|x| x.name()).collect();
-                    format!("--models: unknown noise model {m:?}; use some of {}", names.join(", "))
-                })
+                NoiseModel::ALL
+                    .into_iter()
+                    .find(|x| x.name() == m)
+                    .with_context(|| {
+                        let names: Vec<&str> = NoiseModel::ALL.iter().map(|x| x.name()).collect();
+                        format!(
+                            "--models: unknown noise model {m:?}; use some of {}",
+                            names.join(", ")
+                        )
+                    })
             })
             .collect::<anyhow::Result<_>>()?
     };
     let mut out = Vec::new();
     for (s, path) in args.specs.iter().enumerate() {
         let loaded = Spec::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let plan = plan(&loaded.spec, args.effect_pct).with_context(|| path.display().to_string())?;
+        let plan =
+            plan(&loaded.spec, args.effect_pct).with_context(|| path.display().to_string())?;
         for (k, &model) in models.iter().enumerate() {
             let base_seed = args.seed ^ ((s as u64) << 40) ^ ((k as u64) << 32);
             let tallies: Vec<Tally> = (0..args.ladders)
                 .into_par_iter()
-                .map(|i| read_one(&plan, model, &scale, base_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64))
+                .map(|i| {
+                    read_one(
+                        &plan,
+                        model,
+                        &scale,
+                        base_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64,
+                    )
+                })
                 .collect();
             out.push(rates(&path.display().to_string(), &plan, model, &tallies));
         }
@@ -441,9 +570,14 @@ pub fn render(args: &CalibrateArgs, scale: &Scale, all: &[Rates]) -> String {
         "{} ladders per spec and model; cell noise {:.3} %{}; seed {}{}",
         args.ladders,
         100.0 * scale.sigma,
-        args.noise_from.as_ref().map_or(String::new(), |p| format!(" (from {})", p.display())),
+        args.noise_from
+            .as_ref()
+            .map_or(String::new(), |p| format!(" (from {})", p.display())),
         args.seed,
-        args.effect_pct.map_or(", no true effect".into(), |e| format!(", true effect {e} % on the `arm` arms"))
+        args.effect_pct
+            .map_or(", no true effect".into(), |e| format!(
+                ", true effect {e} % on the `arm` arms"
+            ))
     );
     let mut specs: Vec<&str> = Vec::new();
     for r in all {
@@ -456,7 +590,11 @@ pub fn render(args: &CalibrateArgs, scale: &Scale, all: &[Rates]) -> String {
         out.push_str("| model | false positives [95 % CI] | Holm family | disqualified (gate; controls) | order-sensitive | coverage | power | mean estimate | carry-free bias | mean passes |\n");
         out.push_str("|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
         for r in all.iter().filter(|r| r.spec == *spec) {
-            let controls: Vec<String> = r.control_rates.iter().map(|(n, v)| format!("{n} {}", pct(*v))).collect();
+            let controls: Vec<String> = r
+                .control_rates
+                .iter()
+                .map(|(n, v)| format!("{n} {}", pct(*v)))
+                .collect();
             let _ = writeln!(
                 out,
                 "| {} | {} [{}, {}] ({}/{}) | {} | {} ({}; {}) | {} | {} | {} | {:+.3} % | {} | {:.1} |",
@@ -481,14 +619,21 @@ pub fn render(args: &CalibrateArgs, scale: &Scale, all: &[Rates]) -> String {
     }
     out.push_str("\nPooled over the specs:\n\n| model | false positives [95 % CI] | worst spec | disqualified | control failures | order-sensitive | coverage |\n|---|---|---:|---:|---:|---:|---:|\n");
     let pooled = |rows: Vec<&Rates>, label: &str, out: &mut String| {
-        let (k, n): (usize, usize) = rows.iter().fold((0, 0), |(k, n), r| (k + r.false_positives, n + r.verdicts));
+        let (k, n): (usize, usize) = rows
+            .iter()
+            .fold((0, 0), |(k, n), r| (k + r.false_positives, n + r.verdicts));
         let ladders: usize = rows.iter().map(|r| r.ladders).sum();
-        let weighted = |f: &dyn Fn(&Rates) -> f64| rows.iter().map(|r| f(r) * r.ladders as f64).sum::<f64>() / ladders.max(1) as f64;
+        let weighted = |f: &dyn Fn(&Rates) -> f64| {
+            rows.iter().map(|r| f(r) * r.ladders as f64).sum::<f64>() / ladders.max(1) as f64
+        };
         let coverage = match rows.iter().all(|r| r.coverage.is_some()) {
             true => pct(weighted(&|r| r.coverage.unwrap_or(f64::NAN))),
             false => "n/a".into(),
         };
-        let worst = rows.iter().map(|r| r.false_positive_rate).fold(f64::NAN, f64::max);
+        let worst = rows
+            .iter()
+            .map(|r| r.false_positive_rate)
+            .fold(f64::NAN, f64::max);
         let ci = clopper_pearson(k, n);
         let _ = writeln!(
             out,
@@ -509,14 +654,25 @@ pub fn render(args: &CalibrateArgs, scale: &Scale, all: &[Rates]) -> String {
         }
     }
     for model in &models {
-        pooled(all.iter().filter(|r| r.model == *model).collect(), model.name(), &mut out);
+        pooled(
+            all.iter().filter(|r| r.model == *model).collect(),
+            model.name(),
+            &mut out,
+        );
     }
     let targeted: Vec<&Rates> = all.iter().filter(|r| r.model.targeted()).collect();
     if !targeted.is_empty() {
-        pooled(targeted, "independent, random-walk, ar1, heavy-tails", &mut out);
+        pooled(
+            targeted,
+            "independent, random-walk, ar1, heavy-tails",
+            &mut out,
+        );
     }
     out.push_str("\nModels: ");
-    let words: Vec<String> = models.iter().map(|m| format!("`{}`: {}", m.name(), m.words(scale))).collect();
+    let words: Vec<String> = models
+        .iter()
+        .map(|m| format!("`{}`: {}", m.name(), m.words(scale)))
+        .collect();
     out.push_str(&words.join("; "));
     out.push_str(".\n");
     out
@@ -526,7 +682,10 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<i32> {
     let clock = std::time::Instant::now();
     let (scale, all) = calibrate(args)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"scale": scale, "rates": all}))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"scale": scale, "rates": all}))?
+        );
     } else {
         print!("{}", render(args, &scale, &all));
         println!("\n{:.1} s", clock.elapsed().as_secs_f64());

@@ -78,7 +78,11 @@ impl LadderInfo {
 
     /// The looks of a `[stop]` ladder, as the start record (or else the spec) gives them.
     pub fn stop_looks(&self) -> Option<Vec<usize>> {
-        self.start.order.looks.clone().or_else(|| self.spec.stop.as_ref().map(|s| s.looks.clone()))
+        self.start
+            .order
+            .looks
+            .clone()
+            .or_else(|| self.spec.stop.as_ref().map(|s| s.looks.clone()))
     }
 }
 
@@ -136,7 +140,10 @@ pub fn load(paths: &[impl AsRef<Path> + Sync], allow_defects: bool) -> anyhow::R
         Column::new(PASS.into(), all.pass),
         Column::new(SLOT.into(), all.slot),
         Column::new(ARM.into(), all.arm),
-        Column::new(LN.into(), all.value.iter().map(|v| v.ln()).collect::<Vec<f64>>()),
+        Column::new(
+            LN.into(),
+            all.value.iter().map(|v| v.ln()).collect::<Vec<f64>>(),
+        ),
         Column::new(VALUE.into(), all.value),
         Column::new(ANALYSIS.into(), all.analysis),
         Column::new(BASE.into(), all.base),
@@ -215,7 +222,8 @@ fn read_ladder(
 /// The passes run: the done record's `passes` (`ladder/2`, a stopped ladder's look), else
 /// the order's `passes`.
 pub fn passes_run(start: &StartRecord, end: Option<&EndRecord>) -> usize {
-    end.and_then(|e| e.passes).map_or(start.order.passes, |p| p.min(start.order.passes))
+    end.and_then(|e| e.passes)
+        .map_or(start.order.passes, |p| p.min(start.order.passes))
 }
 
 /// The analysis passes of a ladder: those after the warm-up, up to the passes run.
@@ -365,7 +373,10 @@ pub struct Drift {
 /// The drift of every (file, series), from two polars group-bys over the analysis cells:
 /// the base's mean and sd, and each pass's mean log value. `drifts[file][series]`.
 pub fn drifts(loaded: &Loaded) -> anyhow::Result<Vec<Vec<Drift>>> {
-    let none = Drift { spread_pct: f64::NAN, step_pct: f64::NAN };
+    let none = Drift {
+        spread_pct: f64::NAN,
+        step_pct: f64::NAN,
+    };
     let mut drifts: Vec<Vec<Drift>> = loaded
         .files
         .iter()
@@ -390,16 +401,31 @@ pub fn drifts(loaded: &Loaded) -> anyhow::Result<Vec<Vec<Drift>>> {
         .agg([col(LN).mean().alias("mu")])
         .sort([FILE, SERIES, PASS], Default::default())
         .collect()?;
-    let (file, series, pass) = (mu.column(FILE)?.u32()?, mu.column(SERIES)?.u32()?, mu.column(PASS)?.u32()?);
+    let (file, series, pass) = (
+        mu.column(FILE)?.u32()?,
+        mu.column(SERIES)?.u32()?,
+        mu.column(PASS)?.u32()?,
+    );
     let mu = mu.column("mu")?.f64()?;
     let mut last: Option<(u32, u32, u32, f64)> = None;
-    for (((f, s), p), m) in file.iter().zip(series.iter()).zip(pass.iter()).zip(mu.iter()) {
-        let (Some(f), Some(s), Some(p), Some(m)) = (f, s, p, m) else { continue };
+    for (((f, s), p), m) in file
+        .iter()
+        .zip(series.iter())
+        .zip(pass.iter())
+        .zip(mu.iter())
+    {
+        let (Some(f), Some(s), Some(p), Some(m)) = (f, s, p, m) else {
+            continue;
+        };
         let drift = &mut drifts[f as usize][s as usize];
         match last {
             Some((lf, ls, lp, lm)) if (lf, ls) == (f, s) && lp + 1 == p => {
                 let step = 100.0 * (m - lm).abs().exp_m1();
-                drift.step_pct = if drift.step_pct.is_nan() { step } else { drift.step_pct.max(step) };
+                drift.step_pct = if drift.step_pct.is_nan() {
+                    step
+                } else {
+                    drift.step_pct.max(step)
+                };
             }
             _ => {}
         }

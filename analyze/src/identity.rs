@@ -27,7 +27,12 @@ pub struct DifferingCell {
 
 /// `None` when the spec names no identity column; an error naming the file when the
 /// header lacks it. `passes` are the analysis passes.
-pub fn read(shown: &str, spec: &Spec, ladder: &Ladder, passes: Range<usize>) -> anyhow::Result<Option<Identity>> {
+pub fn read(
+    shown: &str,
+    spec: &Spec,
+    ladder: &Ladder,
+    passes: Range<usize>,
+) -> anyhow::Result<Option<Identity>> {
     let Some(spec) = &spec.identity else {
         return Ok(None);
     };

@@ -70,7 +70,8 @@ impl Cells {
     fn double_centered(&self, v: &[f64]) -> Vec<f64> {
         let mut out = self.pass_centered(v);
         for a in 0..self.arms {
-            let mean = (0..self.passes).map(|p| out[self.at(p, a)]).sum::<f64>() / self.passes as f64;
+            let mean =
+                (0..self.passes).map(|p| out[self.at(p, a)]).sum::<f64>() / self.passes as f64;
             for p in 0..self.passes {
                 out[self.at(p, a)] -= mean;
             }
@@ -104,9 +105,14 @@ impl Cells {
     /// The raw indicator columns: one per slot, then one per previous arm (and "none").
     fn indicators(&self) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
         let cells = self.y.len();
-        let column = |pick: &dyn Fn(usize) -> bool| (0..cells).map(|i| f64::from(pick(i) as u8)).collect();
-        let slots = (0..self.arms).map(|s| column(&|i| self.slot[i] == s)).collect();
-        let prevs = (0..=self.arms).map(|g| column(&|i| self.prev[i] == g)).collect();
+        let column =
+            |pick: &dyn Fn(usize) -> bool| (0..cells).map(|i| f64::from(pick(i) as u8)).collect();
+        let slots = (0..self.arms)
+            .map(|s| column(&|i| self.slot[i] == s))
+            .collect();
+        let prevs = (0..=self.arms)
+            .map(|g| column(&|i| self.prev[i] == g))
+            .collect();
         (slots, prevs)
     }
 
@@ -115,14 +121,19 @@ impl Cells {
         let cells = self.y.len();
         let (slots, prevs) = self.indicators();
         let (n_slot, n_prev) = (slots.len(), prevs.len());
-        let dc: Vec<Vec<f64>> = slots.iter().chain(&prevs).map(|c| self.double_centered(c)).collect();
+        let dc: Vec<Vec<f64>> = slots
+            .iter()
+            .chain(&prevs)
+            .map(|c| self.double_centered(c))
+            .collect();
         let y = self.double_centered(&self.y);
         let normal = Normal::new(&dc, &y);
         let all: Vec<usize> = (0..n_slot + n_prev).collect();
         let full = normal.fit(&all);
         let only_s = normal.fit(&all[..n_slot]);
         let only_g = normal.fit(&all[n_slot..]);
-        let df2 = cells as isize - self.passes as isize - (self.arms as isize - 1) - full.rank as isize;
+        let df2 =
+            cells as isize - self.passes as isize - (self.arms as isize - 1) - full.rank as isize;
         let f_test = |reduced: &Fit| -> Option<f64> {
             let df1 = full.rank.checked_sub(reduced.rank).filter(|&d| d > 0)?;
             if df2 <= 0 {
@@ -130,7 +141,11 @@ impl Cells {
             }
             let f = ((reduced.rss - full.rss) / df1 as f64) / (full.rss / df2 as f64);
             let dist = FisherSnedecor::new(df1 as f64, df2 as f64).ok()?;
-            Some(if f.is_finite() { dist.sf(f.max(0.0)) } else { 0.0 })
+            Some(if f.is_finite() {
+                dist.sf(f.max(0.0))
+            } else {
+                0.0
+            })
         };
         let mut effects = OrderEffects {
             position_p: f_test(&only_g),
@@ -144,15 +159,26 @@ impl Cells {
         }
         // α is identified beside β and γ when centering on the pass alone leaves the slot
         // and previous-arm columns no more room than centering on pass and arm did.
-        let rc: Vec<Vec<f64>> = slots.iter().chain(&prevs).map(|c| self.pass_centered(c)).collect();
+        let rc: Vec<Vec<f64>> = slots
+            .iter()
+            .chain(&prevs)
+            .map(|c| self.pass_centered(c))
+            .collect();
         let identified = Normal::new(&rc, &y).fit(&all).rank == full.rank;
         if effects.carry_over_estimable && identified {
             let raw: Vec<&Vec<f64>> = slots.iter().chain(&prevs).collect();
             let fitted: Vec<f64> = (0..cells)
-                .map(|i| raw.iter().zip(full.coef.iter()).map(|(c, b)| c[i] * b).sum())
+                .map(|i| {
+                    raw.iter()
+                        .zip(full.coef.iter())
+                        .map(|(c, b)| c[i] * b)
+                        .sum()
+                })
                 .collect();
             let mean_of = |a: usize| {
-                (0..self.passes).map(|p| self.y[self.at(p, a)] - fitted[self.at(p, a)]).sum::<f64>()
+                (0..self.passes)
+                    .map(|p| self.y[self.at(p, a)] - fitted[self.at(p, a)])
+                    .sum::<f64>()
                     / self.passes as f64
             };
             effects.carry_free = (0..self.arms)
@@ -222,7 +248,11 @@ impl Normal {
                 *c += vi * along / lambda;
             }
         }
-        Fit { rank, rss: (self.yty - explained).max(0.0), coef }
+        Fit {
+            rank,
+            rss: (self.yty - explained).max(0.0),
+            coef,
+        }
     }
 }
 
@@ -231,13 +261,29 @@ mod tests {
     use super::*;
 
     /// A rotate design of `arms` × `passes` with `prev` from the cell before.
-    fn rotate(arms: usize, passes: usize, value: impl Fn(usize, usize, usize, usize) -> f64) -> Cells {
-        let mut cells = Cells { passes, arms, y: vec![0.0; arms * passes], slot: vec![0; arms * passes], prev: vec![0; arms * passes] };
+    fn rotate(
+        arms: usize,
+        passes: usize,
+        value: impl Fn(usize, usize, usize, usize) -> f64,
+    ) -> Cells {
+        let mut cells = Cells {
+            passes,
+            arms,
+            y: vec![0.0; arms * passes],
+            slot: vec![0; arms * passes],
+            prev: vec![0; arms * passes],
+        };
         let arm_at = |p: usize, s: usize| (s + p) % arms;
         for p in 0..passes {
             for s in 0..arms {
                 let a = arm_at(p, s);
-                let prev = if s > 0 { arm_at(p, s - 1) } else if p > 0 { arm_at(p - 1, arms - 1) } else { arms };
+                let prev = if s > 0 {
+                    arm_at(p, s - 1)
+                } else if p > 0 {
+                    arm_at(p - 1, arms - 1)
+                } else {
+                    arms
+                };
                 cells.slot[p * arms + a] = s;
                 cells.prev[p * arms + a] = prev;
                 cells.y[p * arms + a] = value(p, a, s, prev);
@@ -250,7 +296,9 @@ mod tests {
     fn paired_noise_by_hand() {
         // 4 passes × 2 arms: y = μ[p] + α[a] + e with e = ±0.01 in a checkerboard, whose
         // pass and arm means are 0: the residuals are exactly e, RSS = 8e-4, σ² = 8e-4 / (3·1).
-        let cells = rotate(2, 4, |p, a, _, _| p as f64 * 0.3 + a as f64 * 0.1 + if (p + a) % 2 == 0 { 0.01 } else { -0.01 });
+        let cells = rotate(2, 4, |p, a, _, _| {
+            p as f64 * 0.3 + a as f64 * 0.1 + if (p + a) % 2 == 0 { 0.01 } else { -0.01 }
+        });
         assert!((cells.additive_sigma2() - 8e-4 / 3.0).abs() < 1e-15);
         assert!((cells.paired_noise_pct() - 100.0 * (2.0 * 8e-4 / 3.0f64).sqrt()).abs() < 1e-12);
     }
@@ -258,7 +306,9 @@ mod tests {
     #[test]
     fn a_pure_slot_effect_is_found_and_an_additive_ladder_is_not() {
         let noise = |p: usize, a: usize| (((p * 31 + a * 17) % 11) as f64 - 5.0) * 1e-4;
-        let slot = rotate(3, 9, |p, a, s, _| noise(p, a) + if s == 0 { -0.01 } else { 0.0 });
+        let slot = rotate(3, 9, |p, a, s, _| {
+            noise(p, a) + if s == 0 { -0.01 } else { 0.0 }
+        });
         let e = slot.order_effects(&names(3), 0);
         assert!(e.position_p.unwrap() < 1e-6, "{e:?}");
         let clean = rotate(3, 9, |p, a, _, _| noise(p, a) + 0.2 * p as f64);
@@ -273,9 +323,22 @@ mod tests {
     #[test]
     fn williams_separates_carry_over_and_removes_it() {
         // Williams for 3 arms (6 rows): the cell after arm 2 is 1 % slower; no true effect.
-        let rows = [[0, 1, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0], [0, 2, 1], [1, 0, 2]];
+        let rows = [
+            [0, 1, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+            [0, 2, 1],
+            [1, 0, 2],
+        ];
         let passes = 12;
-        let mut cells = Cells { passes, arms: 3, y: vec![0.0; 36], slot: vec![0; 36], prev: vec![0; 36] };
+        let mut cells = Cells {
+            passes,
+            arms: 3,
+            y: vec![0.0; 36],
+            slot: vec![0; 36],
+            prev: vec![0; 36],
+        };
         let mut last = 3;
         for p in 0..passes {
             for (s, &a) in rows[p % 6].iter().enumerate() {

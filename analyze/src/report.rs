@@ -99,15 +99,22 @@ fn output(path: &Path, flag: &str) -> anyhow::Result<Box<dyn std::io::Write>> {
     if path.as_os_str() == "-" {
         return Ok(Box::new(std::io::stdout().lock()));
     }
-    let file = std::fs::File::create(path)
-        .with_context(|| format!("cannot create {}; pass {flag} with a writable path", path.display()))?;
+    let file = std::fs::File::create(path).with_context(|| {
+        format!(
+            "cannot create {}; pass {flag} with a writable path",
+            path.display()
+        )
+    })?;
     Ok(Box::new(std::io::BufWriter::new(file)))
 }
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     let options = Options {
         allow_defects: args.allow_defects,
-        extras: ExtrasConfig { resamples: args.bootstrap, seed: args.seed },
+        extras: ExtrasConfig {
+            resamples: args.bootstrap,
+            seed: args.seed,
+        },
         compare: args.compare.clone(),
     };
     let reading = read(&args.files, &options)?;
@@ -123,9 +130,17 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     if args.summary {
         print!("{}", markdown::summary(&reading.reports));
     } else if args.out.is_none() && args.json.is_none() && args.csv.is_none() {
-        print!("{}", markdown::render(&markdown::Doc::without_figures(&reading)));
+        print!(
+            "{}",
+            markdown::render(&markdown::Doc::without_figures(&reading))
+        );
     }
-    let unconnected: Vec<&str> = reading.reports.iter().filter(|r| !r.connected).map(|r| r.file.as_str()).collect();
+    let unconnected: Vec<&str> = reading
+        .reports
+        .iter()
+        .filter(|r| !r.connected)
+        .map(|r| r.file.as_str())
+        .collect();
     if !unconnected.is_empty() && !args.allow_defects {
         eprintln!(
             "analyze report: {} file(s) not one connected run, reported with their defects and no statistics: {}\n  fix: rerun those ladders, or pass --allow-defects to read them, marked as such",

@@ -51,10 +51,13 @@ pub fn t_quantile(q: f64, df: usize) -> f64 {
         static CACHE: std::cell::RefCell<std::collections::HashMap<(u64, usize), f64>> = Default::default();
     }
     CACHE.with(|cache| {
-        *cache.borrow_mut().entry((q.to_bits(), df)).or_insert_with(|| match StudentsT::new(0.0, 1.0, df as f64) {
-            Ok(t) if df > 0 => t.inverse_cdf(q),
-            _ => f64::NAN,
-        })
+        *cache
+            .borrow_mut()
+            .entry((q.to_bits(), df))
+            .or_insert_with(|| match StudentsT::new(0.0, 1.0, df as f64) {
+                Ok(t) if df > 0 => t.inverse_cdf(q),
+                _ => f64::NAN,
+            })
     })
 }
 
@@ -85,7 +88,12 @@ impl LogSeries {
             Spread::FirstLook(m0) if m0 < n => (sample_sd(&logs[..m0]), m0.saturating_sub(1)),
             _ => (sample_sd(logs), n.saturating_sub(1)),
         };
-        LogSeries { mean: if n == 0 { f64::NAN } else { mean(logs) }, sd, n, df }
+        LogSeries {
+            mean: if n == 0 { f64::NAN } else { mean(logs) },
+            sd,
+            n,
+            df,
+        }
     }
 
     /// `s / √n` in log space.
@@ -205,7 +213,8 @@ mod tests {
         let l = [1.01f64.ln(), 1.02f64.ln(), 1.03f64.ln()];
         let s = Summary::of(&l, Spread::Own);
         let m = (1.01f64 * 1.02 * 1.03).ln() / 3.0;
-        let sd = ((l[0] - m).powi(2) + (l[1] - m).powi(2) + (l[2] - m).powi(2)).sqrt() / 2f64.sqrt();
+        let sd =
+            ((l[0] - m).powi(2) + (l[1] - m).powi(2) + (l[2] - m).powi(2)).sqrt() / 2f64.sqrt();
         let half = 4.302652729911275 * sd / 3f64.sqrt();
         assert!((s.estimate - 100.0 * (m.exp() - 1.0)).abs() < 1e-12);
         assert!((s.sem - 100.0 * sd / 3f64.sqrt()).abs() < 1e-12);
@@ -225,7 +234,11 @@ mod tests {
         let s0 = 0.01;
         let m = 0.1 / 5.0;
         let half = 4.302652729911275 * s0 / 5f64.sqrt();
-        assert!((s.sem - 100.0 * s0 / 5f64.sqrt()).abs() < 1e-12, "{}", s.sem);
+        assert!(
+            (s.sem - 100.0 * s0 / 5f64.sqrt()).abs() < 1e-12,
+            "{}",
+            s.sem
+        );
         assert!((s.ci_low - 100.0 * ((m - half).exp() - 1.0)).abs() < 1e-9);
         assert!((s.ci_high - 100.0 * ((m + half).exp() - 1.0)).abs() < 1e-9);
         assert_eq!(s.n, 5);
@@ -234,8 +247,17 @@ mod tests {
     #[test]
     fn the_t_test_p_value_matches_a_table() {
         // t = 2.446911851144969 with 6 df is the 0.975 quantile: p = 0.05 exactly.
-        let series = LogSeries { mean: 2.446911851144969, sd: 7f64.sqrt(), n: 7, df: 6 };
-        assert!((series.p_value() - 0.05).abs() < 1e-9, "{}", series.p_value());
+        let series = LogSeries {
+            mean: 2.446911851144969,
+            sd: 7f64.sqrt(),
+            n: 7,
+            df: 6,
+        };
+        assert!(
+            (series.p_value() - 0.05).abs() < 1e-9,
+            "{}",
+            series.p_value()
+        );
     }
 
     #[test]
@@ -264,7 +286,12 @@ mod tests {
     #[test]
     fn the_interval_at_another_level() {
         // Level 0.975 uses t(0.9875, df).
-        let series = LogSeries { mean: 0.0, sd: 0.01, n: 4, df: 3 };
+        let series = LogSeries {
+            mean: 0.0,
+            sd: 0.01,
+            n: 4,
+            df: 3,
+        };
         let (lo, hi) = series.interval(0.975);
         let t = t_quantile(0.9875, 3);
         assert!((t - 4.176534).abs() < 1e-5, "{t}");

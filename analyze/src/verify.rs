@@ -39,7 +39,10 @@ pub fn verify_file(path: &Path) -> FileVerdict {
             }],
         },
     };
-    FileVerdict { file: path.display().to_string(), verdict }
+    FileVerdict {
+        file: path.display().to_string(),
+        verdict,
+    }
 }
 
 /// Replays many files in parallel; the verdicts come back in the order given.
@@ -56,7 +59,11 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<i32> {
             print!("{}", words(v));
         }
     }
-    Ok(if verdicts.iter().all(|v| v.verdict.connected) { 0 } else { 1 })
+    Ok(if verdicts.iter().all(|v| v.verdict.connected) {
+        0
+    } else {
+        1
+    })
 }
 
 /// The verdict in words, every defect on its own line.

@@ -17,7 +17,11 @@ fn three_arms() -> Hand {
     );
     hand.sample.split = true;
     hand.sample.digest = true;
-    hand.extra_columns = vec!["spec_rounds".into(), "decode_seconds_mean".into(), "output_digest".into()];
+    hand.extra_columns = vec![
+        "spec_rounds".into(),
+        "decode_seconds_mean".into(),
+        "output_digest".into(),
+    ];
     hand
 }
 
@@ -47,7 +51,11 @@ fn sd(v: &[f64]) -> f64 {
 #[test]
 fn geometric_mean_and_its_interval_by_hand() {
     let report = one("by_hand", three_arms().text(value));
-    assert!(report.connected && report.statistics, "{:?}", report.defects);
+    assert!(
+        report.connected && report.statistics,
+        "{:?}",
+        report.defects
+    );
     assert_eq!(report.analysis_passes, 3);
     let on = &report.metrics[0].arms[0];
     assert_eq!((on.arm.as_str(), on.against.as_str()), ("on", "off"));
@@ -59,12 +67,19 @@ fn geometric_mean_and_its_interval_by_hand() {
     let mean = l.iter().sum::<f64>() / 3.0;
     let se = sd(&l) / 3f64.sqrt();
     let f = &on.figures;
-    assert!(close(f.estimate_pct, 100.0 * (mean.exp() - 1.0)), "{}", f.estimate_pct);
+    assert!(
+        close(f.estimate_pct, 100.0 * (mean.exp() - 1.0)),
+        "{}",
+        f.estimate_pct
+    );
     assert!(close(f.sem_pct, 100.0 * se));
     assert!((f.ci_low_pct - 100.0 * ((mean - T975_2 * se).exp() - 1.0)).abs() < 1e-9);
     assert!((f.ci_high_pct - 100.0 * ((mean + T975_2 * se).exp() - 1.0)).abs() < 1e-9);
     assert!((f.median_pct - 2.0).abs() < 1e-9);
-    assert_eq!((f.n, f.verdict, on.holm_verdict), (3, "not resolved", "not resolved"));
+    assert_eq!(
+        (f.n, f.verdict, on.holm_verdict),
+        (3, "not resolved", "not resolved")
+    );
 }
 
 #[test]
@@ -81,13 +96,24 @@ fn paired_noise_drift_and_the_gate_by_hand() {
     let row = |p: usize| y[p].iter().sum::<f64>() / 3.0;
     let col = |a: usize| y.iter().map(|r| r[a]).sum::<f64>() / 3.0;
     let grand = (0..3).map(row).sum::<f64>() / 3.0;
-    let rss: f64 = (0..3).flat_map(|p| (0..3).map(move |a| (p, a))).map(|(p, a)| (y[p][a] - row(p) - col(a) + grand).powi(2)).sum();
+    let rss: f64 = (0..3)
+        .flat_map(|p| (0..3).map(move |a| (p, a)))
+        .map(|(p, a)| (y[p][a] - row(p) - col(a) + grand).powi(2))
+        .sum();
     let want = 100.0 * (2.0 * rss / 4.0).sqrt();
-    assert!(close(m.paired_noise_pct, want), "{} {want}", m.paired_noise_pct);
+    assert!(
+        close(m.paired_noise_pct, want),
+        "{} {want}",
+        m.paired_noise_pct
+    );
     // Drift: the base spread (sd 1 of 99, 100, 101 over the mean 100) and the largest step of μ.
     assert!(close(m.drift_pct, 1.0), "{}", m.drift_pct);
     let step = (row(1) - row(0)).abs().max((row(2) - row(1)).abs());
-    assert!((m.drift_step_pct - 100.0 * step.exp_m1()).abs() < 1e-9, "{}", m.drift_step_pct);
+    assert!(
+        (m.drift_step_pct - 100.0 * step.exp_m1()).abs() < 1e-9,
+        "{}",
+        m.drift_step_pct
+    );
     // The paired noise (about 0.6 %) exceeds the limit of 0.2 %: disqualified, every number kept.
     assert!(!m.within_noise_limit);
     assert_eq!(report.disqualified_by, vec!["noise-limit"]);
@@ -96,9 +122,18 @@ fn paired_noise_drift_and_the_gate_by_hand() {
 #[test]
 fn drift_alone_never_disqualifies_and_no_limit_means_no_gate() {
     // The base wanders 20 % over the ladder; the arm is 1 % better in every pass, exactly.
-    let mut hand = Hand::new(&[("off", Role::Base), ("on", Role::Arm)], &[("x", Better::Higher)], 6);
+    let mut hand = Hand::new(
+        &[("off", Role::Base), ("on", Role::Arm)],
+        &[("x", Better::Higher)],
+        6,
+    );
     hand.sample.noise_limit_pct = Some(0.1);
-    let drifting = |_: &str, p: usize, a: usize| format!("{}", 100.0 * (1.0 + 0.04 * p as f64) * if a == 1 { 1.01 } else { 1.0 });
+    let drifting = |_: &str, p: usize, a: usize| {
+        format!(
+            "{}",
+            100.0 * (1.0 + 0.04 * p as f64) * if a == 1 { 1.01 } else { 1.0 }
+        )
+    };
     let report = one("drift", hand.text(drifting));
     let m = &report.metrics[0];
     assert!(m.drift_pct > 5.0, "{}", m.drift_pct);
@@ -114,20 +149,35 @@ fn drift_alone_never_disqualifies_and_no_limit_means_no_gate() {
 fn controls_are_read_at_level_one_minus_005_over_k() {
     // Two controls: k = 2, level 0.975, t(0.9875, 3) over 4 analysis passes.
     let mut hand = Hand::new(
-        &[("off", Role::Base), ("null", Role::Null), ("again", Role::Reflexive)],
+        &[
+            ("off", Role::Base),
+            ("null", Role::Null),
+            ("again", Role::Reflexive),
+        ],
         &[("x", Better::Higher)],
         5,
     );
     hand.sample.noise_limit_pct = None;
     let ratios: [f64; 5] = [1.0, 1.001, 0.999, 1.002, 0.998];
-    let report = one("controls", hand.text(|_, p, a| format!("{}", 100.0 * if a == 1 { ratios[p] } else { 1.0 })));
+    let report = one(
+        "controls",
+        hand.text(|_, p, a| format!("{}", 100.0 * if a == 1 { ratios[p] } else { 1.0 })),
+    );
     let c = &report.metrics[0].controls[0];
     assert_eq!((c.arm.as_str(), c.level), ("null", 0.975));
     let l: Vec<f64> = ratios[1..].iter().map(|r| r.ln()).collect();
     let mean = l.iter().sum::<f64>() / 4.0;
     let half = 4.176534 * sd(&l) / 2.0;
-    assert!((c.ci_low_pct - 100.0 * (mean - half).exp_m1()).abs() < 1e-5, "{}", c.ci_low_pct);
-    assert!((c.ci_high_pct - 100.0 * (mean + half).exp_m1()).abs() < 1e-5, "{}", c.ci_high_pct);
+    assert!(
+        (c.ci_low_pct - 100.0 * (mean - half).exp_m1()).abs() < 1e-5,
+        "{}",
+        c.ci_low_pct
+    );
+    assert!(
+        (c.ci_high_pct - 100.0 * (mean + half).exp_m1()).abs() < 1e-5,
+        "{}",
+        c.ci_high_pct
+    );
     assert_eq!(c.holds, Some(true));
     assert_eq!(report.metrics[0].controls[1].level, 0.975);
     assert!(report.qualified);
@@ -153,28 +203,53 @@ fn a_control_whose_interval_excludes_0_disqualifies() {
 fn contrasts_in_log_space_and_holm_over_the_arms() {
     let report = one("contrasts", three_arms().text(value));
     let m = &report.metrics[0];
-    let names: Vec<(&str, &str)> = m.contrasts.iter().map(|c| (c.arm.as_str(), c.against.as_str())).collect();
+    let names: Vec<(&str, &str)> = m
+        .contrasts
+        .iter()
+        .map(|c| (c.arm.as_str(), c.against.as_str()))
+        .collect();
     assert_eq!(names, [("on", "off"), ("null", "off"), ("null", "on")]);
     // null against on: exactly minus on against off, in log space.
     let mean = (1.01f64 * 1.02 * 1.03).ln() / 3.0;
-    assert!(close(m.contrasts[2].figures.estimate_pct, 100.0 * ((-mean).exp() - 1.0)));
-    assert_eq!(m.contrasts[0].figures.estimate_pct, m.arms[0].figures.estimate_pct);
+    assert!(close(
+        m.contrasts[2].figures.estimate_pct,
+        100.0 * ((-mean).exp() - 1.0)
+    ));
+    assert_eq!(
+        m.contrasts[0].figures.estimate_pct,
+        m.arms[0].figures.estimate_pct
+    );
 }
 
 #[test]
 fn holm_adjusts_the_family_of_arms_against_the_base() {
     // Two arms, both about 1 % better with small noise: p of each from its t test, and Holm
     // multiplies the smaller by 2 and the larger by 1 (keeping the order).
-    let mut hand = Hand::new(&[("off", Role::Base), ("a", Role::Arm), ("b", Role::Arm)], &[("x", Better::Higher)], 5);
+    let mut hand = Hand::new(
+        &[("off", Role::Base), ("a", Role::Arm), ("b", Role::Arm)],
+        &[("x", Better::Higher)],
+        5,
+    );
     hand.sample.noise_limit_pct = None;
     let a = [1.0, 1.010, 1.012, 1.008, 1.011];
     let b = [1.0, 1.004, 1.0, 1.012, 1.002];
-    let report = one("holm", hand.text(|_, p, arm| format!("{}", 100.0 * [1.0, a[p], b[p]][arm])));
+    let report = one(
+        "holm",
+        hand.text(|_, p, arm| format!("{}", 100.0 * [1.0, a[p], b[p]][arm])),
+    );
     let arms = &report.metrics[0].arms;
     let (pa, pb) = (arms[0].p_value, arms[1].p_value);
     assert!(pa < pb);
-    assert!(close(arms[0].holm_p, (2.0 * pa).min(1.0)), "{} {pa}", arms[0].holm_p);
-    assert!(close(arms[1].holm_p, pb.max(2.0 * pa).min(1.0)), "{} {pb}", arms[1].holm_p);
+    assert!(
+        close(arms[0].holm_p, (2.0 * pa).min(1.0)),
+        "{} {pa}",
+        arms[0].holm_p
+    );
+    assert!(
+        close(arms[1].holm_p, pb.max(2.0 * pa).min(1.0)),
+        "{} {pb}",
+        arms[1].holm_p
+    );
     assert_eq!(arms[0].holm_verdict, "better");
 }
 
@@ -185,28 +260,52 @@ fn round_split_is_the_geometric_mean_of_each_factor() {
     let on = &split.arms[0];
     assert!(close(on.total_pct, 100.0 * (1.0 / 0.9 - 1.0)));
     assert!(close(on.count_pct, 25.0));
-    assert!(close(on.speed_pct, 100.0 * ((1.0 / 10.0) / (0.9 / 8.0) - 1.0)));
+    assert!(close(
+        on.speed_pct,
+        100.0 * ((1.0 / 10.0) / (0.9 / 8.0) - 1.0)
+    ));
     assert!(!split.rounds_identical);
     assert_eq!((split.differing_cells.len(), split.cells), (3, 9));
     let identity = report.identity.as_ref().unwrap();
-    assert_eq!((identity.comparisons, identity.identical, identity.distinct), (6, 5, 2));
-    assert_eq!((identity.differing[0].pass, identity.differing[0].arm.as_str()), (2, "null"));
+    assert_eq!(
+        (identity.comparisons, identity.identical, identity.distinct),
+        (6, 5, 2)
+    );
+    assert_eq!(
+        (
+            identity.differing[0].pass,
+            identity.differing[0].arm.as_str()
+        ),
+        (2, "null")
+    );
 }
 
 #[test]
 fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
     // Looks at 4, 7 and 10 passes (1 warm-up); the ladder stopped at look 7. The interval
     // uses s0 of the first look's 3 analysis passes, t(0.975, 2), and √6.
-    let mut hand = Hand::new(&[("off", Role::Base), ("on", Role::Arm)], &[("x", Better::Higher)], 10);
+    let mut hand = Hand::new(
+        &[("off", Role::Base), ("on", Role::Arm)],
+        &[("x", Better::Higher)],
+        10,
+    );
     hand.sample.noise_limit_pct = None;
-    hand.sample.stop = Some(StopSpec { halfwidth_pct: 0.5, looks: vec![4, 7, 10] });
+    hand.sample.stop = Some(StopSpec {
+        halfwidth_pct: 0.5,
+        looks: vec![4, 7, 10],
+    });
     let r: [f64; 10] = [1.0, 1.01, 1.02, 1.03, 1.00, 1.04, 1.02, 9.0, 9.0, 9.0];
-    let text = hand.text_until(7, |_, p, a| format!("{}", 100.0 * if a == 1 { r[p] } else { 1.0 }));
+    let text = hand.text_until(7, |_, p, a| {
+        format!("{}", 100.0 * if a == 1 { r[p] } else { 1.0 })
+    });
     let reading = common::read_with("stopped", &[text], true);
     let report = &reading.reports[0];
     assert_eq!(report.analysis_passes, 6);
     let stop = report.stopped.as_ref().unwrap();
-    assert_eq!((stop.look, stop.reason.as_str(), stop.first_look), (7, "precision", 4));
+    assert_eq!(
+        (stop.look, stop.reason.as_str(), stop.first_look),
+        (7, "precision", 4)
+    );
     let l: Vec<f64> = r[1..7].iter().map(|x| x.ln()).collect();
     let s0 = sd(&l[..3]);
     let mean = l.iter().sum::<f64>() / 6.0;
@@ -225,7 +324,9 @@ fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
 
 /// The start record's binary blake3 replaced, as if another build had run the same spec.
 fn with_binary(text: &str, blake3: &str) -> String {
-    let at = text.find("\"binary\"").expect("start record names its binary");
+    let at = text
+        .find("\"binary\"")
+        .expect("start record names its binary");
     let key = "\"blake3\":\"";
     let from = at + text[at..].find(key).expect("binary blake3") + key.len();
     let to = from + text[from..].find('"').unwrap();
@@ -237,7 +338,12 @@ fn ladders_of_different_binaries_are_not_called_replications() {
     let text = three_arms().text(value);
     let same = common::read("same_binary", &[text.clone(), text.clone()]);
     assert!(!same.replications.is_empty());
-    assert!(same.replications.iter().all(|q| q.same_binary && q.replicates), "one binary twice replicates");
+    assert!(
+        same.replications
+            .iter()
+            .all(|q| q.same_binary && q.replicates),
+        "one binary twice replicates"
+    );
 
     let other = with_binary(&text, &"0".repeat(64));
     let differ = common::read("two_binaries", &[text, other]);
@@ -252,6 +358,10 @@ fn ladders_of_different_binaries_are_not_called_replications() {
     analyze::export::markdown::write(&differ, &md).unwrap();
     let text = std::fs::read_to_string(&md).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(text.contains("**Different binaries**") && text.contains("binaries differ: a change, not a replication"), "{text}");
+    assert!(
+        text.contains("**Different binaries**")
+            && text.contains("binaries differ: a change, not a replication"),
+        "{text}"
+    );
     assert!(!text.contains("replicates: within the limit"), "{text}");
 }

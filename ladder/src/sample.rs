@@ -153,7 +153,9 @@ impl Sample {
             "metric": metrics,
         });
         if self.noise_limit_pct.is_none() {
-            spec.as_object_mut().expect("an object").remove("noise_limit_pct");
+            spec.as_object_mut()
+                .expect("an object")
+                .remove("noise_limit_pct");
         }
         if let Some(stop) = &self.stop {
             spec["stop"] = json!({"halfwidth_pct": stop.halfwidth_pct, "looks": stop.looks});

@@ -6,14 +6,35 @@ use ladder::ladder_file::csv_line;
 use std::io::Write;
 
 pub const COLUMNS: [&str; 17] = [
-    "file", "ladder", "tag", "qualified", "disqualified_by", "metric", "better", "arm", "role", "against",
-    "estimate_pct", "ci_low_pct", "ci_high_pct", "sem_pct", "n", "verdict", "holm_verdict",
+    "file",
+    "ladder",
+    "tag",
+    "qualified",
+    "disqualified_by",
+    "metric",
+    "better",
+    "arm",
+    "role",
+    "against",
+    "estimate_pct",
+    "ci_low_pct",
+    "ci_high_pct",
+    "sem_pct",
+    "n",
+    "verdict",
+    "holm_verdict",
 ];
 
 /// Writes the header and one row per arm of every metric of every ladder with statistics.
 pub fn write(reports: &[LadderReport], mut out: impl Write) -> anyhow::Result<()> {
     writeln!(out, "{}", csv_line(&COLUMNS))?;
-    let number = |v: f64| if v.is_finite() { format!("{v}") } else { String::new() };
+    let number = |v: f64| {
+        if v.is_finite() {
+            format!("{v}")
+        } else {
+            String::new()
+        }
+    };
     for r in reports.iter().filter(|r| r.statistics) {
         for m in &r.metrics {
             for a in &m.arms {

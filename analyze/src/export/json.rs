@@ -30,4 +30,3 @@ pub fn write(reading: &Reading, mut out: impl Write) -> anyhow::Result<()> {
     out.write_all(b"}\n")?;
     Ok(())
 }
-

@@ -4,6 +4,7 @@
 //! JSON report's, rounded for reading; every name that comes from a file goes through
 //! [`name`], so that no ladder, tag, arm or column can break a table or inject HTML.
 
+use super::svg::{self, DeltaColumn, ForestRow};
 use crate::across::{ArmPair, Replication};
 use crate::analysis::{Contrast, ExtrasConfig, Figures, LadderReport, MetricReport};
 use crate::identity::Identity;
@@ -12,7 +13,6 @@ use crate::witness::Witness;
 use anyhow::Context;
 use std::fmt::Write;
 use std::path::Path;
-use super::svg::{self, DeltaColumn, ForestRow};
 
 /// Everything one markdown document shows.
 pub struct Doc<'a> {
@@ -153,7 +153,11 @@ pub fn status_plain(r: &LadderReport) -> String {
 /// The line above every table of a ladder that is not qualified.
 fn mark(r: &LadderReport, out: &mut String) {
     if r.statistics && !r.qualified {
-        let _ = writeln!(out, "> **{}**: every number is kept and shown, none is to be relied on.\n", status(r));
+        let _ = writeln!(
+            out,
+            "> **{}**: every number is kept and shown, none is to be relied on.\n",
+            status(r)
+        );
     }
 }
 
@@ -212,7 +216,13 @@ pub fn render(doc: &Doc) -> String {
 pub fn summary(reports: &[LadderReport]) -> String {
     let mut out = String::from("## Summary\n\n");
     for r in reports {
-        let _ = write!(out, "**{} / {}: {}**", opt_name(r.ladder.as_deref()), opt_name(r.tag.as_deref()), status(r));
+        let _ = write!(
+            out,
+            "**{} / {}: {}**",
+            opt_name(r.ladder.as_deref()),
+            opt_name(r.tag.as_deref()),
+            status(r)
+        );
         if r.statistics {
             let _ = write!(out, " ({} analysis passes", r.analysis_passes);
             if r.stopped.is_some() {
@@ -227,7 +237,9 @@ pub fn summary(reports: &[LadderReport]) -> String {
         if !r.statistics {
             continue;
         }
-        out.push_str("| metric | arm | estimate [95 % interval] | verdict | Holm |\n|---|---|---|---|---|\n");
+        out.push_str(
+            "| metric | arm | estimate [95 % interval] | verdict | Holm |\n|---|---|---|---|---|\n",
+        );
         for m in &r.metrics {
             for a in &m.arms {
                 let f = &a.figures;
@@ -264,7 +276,11 @@ pub fn summary(reports: &[LadderReport]) -> String {
         let _ = writeln!(
             out,
             "\nControls: {}.\n",
-            if controls.is_empty() { "none".to_string() } else { controls.join("; ") }
+            if controls.is_empty() {
+                "none".to_string()
+            } else {
+                controls.join("; ")
+            }
         );
     }
     out
@@ -301,17 +317,29 @@ fn ladder_section(doc: &Doc, i: usize, r: &LadderReport, out: &mut String) {
         );
     }
     for (k, m) in r.metrics.iter().enumerate() {
-        let svg = |all: &[Vec<String>]| all.get(i).and_then(|s| s.get(k)).cloned().unwrap_or_default();
+        let svg = |all: &[Vec<String>]| {
+            all.get(i)
+                .and_then(|s| s.get(k))
+                .cloned()
+                .unwrap_or_default()
+        };
         metric_section(doc, r, m, &svg(doc.metric_svgs), &svg(doc.scan_svgs), out);
     }
     if let Some(split) = &r.round_split {
-        let _ = writeln!(out, "\n### Round count against round speed ({}, {})\n", name(&split.rounds), name(&split.time));
+        let _ = writeln!(
+            out,
+            "\n### Round count against round speed ({}, {})\n",
+            name(&split.rounds),
+            name(&split.time)
+        );
         mark(r, out);
         out.push_str(
             "Per pass `T[base]/T[arm] = (R[base]/R[arm]) · ((T[base]/R[base]) / (T[arm]/R[arm]))`; \
              each column is the geometric mean over the analysis passes of that factor, as a percent.\n\n",
         );
-        out.push_str("| arm | total | round count | round speed | n |\n|---|---:|---:|---:|---:|\n");
+        out.push_str(
+            "| arm | total | round count | round speed | n |\n|---|---:|---:|---:|---:|\n",
+        );
         for a in &split.arms {
             let _ = writeln!(
                 out,
@@ -334,7 +362,15 @@ fn ladder_section(doc: &Doc, i: usize, r: &LadderReport, out: &mut String) {
                 split.cells
             );
             for c in &split.differing_cells {
-                let _ = writeln!(out, "- pass {} slot {} {}: {} rounds, base {}", c.pass, c.slot, name(&c.arm), c.rounds, c.base_rounds);
+                let _ = writeln!(
+                    out,
+                    "- pass {} slot {} {}: {} rounds, base {}",
+                    c.pass,
+                    c.slot,
+                    name(&c.arm),
+                    c.rounds,
+                    c.base_rounds
+                );
             }
         }
     }
@@ -359,8 +395,16 @@ fn what_ran(r: &LadderReport, out: &mut String) {
         let _ = writeln!(out, "| card | {card} |");
         let _ = writeln!(out, "| spec blake3 | {} |", name(&run.spec_blake3));
         let _ = writeln!(out, "| started | {} |", name(&run.started));
-        let _ = writeln!(out, "| ended | {} |", run.ended.as_deref().map_or("no end record".into(), name));
-        let _ = writeln!(out, "| duration | {} |", run.duration_s.map_or("unknown".into(), duration));
+        let _ = writeln!(
+            out,
+            "| ended | {} |",
+            run.ended.as_deref().map_or("no end record".into(), name)
+        );
+        let _ = writeln!(
+            out,
+            "| duration | {} |",
+            run.duration_s.map_or("unknown".into(), duration)
+        );
         let _ = writeln!(
             out,
             "| cells | {} of {}: {} passes × {} arms ({} order), {} warm-up, {} analysis passes |",
@@ -377,7 +421,14 @@ fn what_ran(r: &LadderReport, out: &mut String) {
     if let Some(run) = &r.run {
         out.push_str("\n| arm | role | binary that ran | blake3 |\n|---|---|---|---|\n");
         for a in &run.arms {
-            let _ = writeln!(out, "| {} | {} | {} | {} |", name(&a.name), a.role, name(&a.binary), name(&a.blake3));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                name(&a.name),
+                a.role,
+                name(&a.binary),
+                name(&a.blake3)
+            );
         }
     }
 }
@@ -396,8 +447,13 @@ fn figures_cells(f: &Figures) -> String {
 fn noise_lines(m: &MetricReport, out: &mut String) {
     let gate = match m.noise_limit_pct {
         None => "no noise limit was registered, so there is no gate".to_string(),
-        Some(limit) if m.within_noise_limit => format!("within the pre-registered noise limit {} %", num(limit)),
-        Some(limit) => format!("**above the pre-registered noise limit {} %: the ladder is disqualified**", num(limit)),
+        Some(limit) if m.within_noise_limit => {
+            format!("within the pre-registered noise limit {} %", num(limit))
+        }
+        Some(limit) => format!(
+            "**above the pre-registered noise limit {} %: the ladder is disqualified**",
+            num(limit)
+        ),
     };
     let _ = writeln!(
         out,
@@ -412,7 +468,14 @@ fn noise_lines(m: &MetricReport, out: &mut String) {
     );
 }
 
-fn metric_section(doc: &Doc, r: &LadderReport, m: &MetricReport, svg: &str, scan_svg: &str, out: &mut String) {
+fn metric_section(
+    doc: &Doc,
+    r: &LadderReport,
+    m: &MetricReport,
+    svg: &str,
+    scan_svg: &str,
+    out: &mut String,
+) {
     let _ = writeln!(out, "\n### {} ({} is better)\n", name(&m.column), m.better);
     mark(r, out);
     noise_lines(m, out);
@@ -438,7 +501,10 @@ fn metric_section(doc: &Doc, r: &LadderReport, m: &MetricReport, svg: &str, scan
         );
     }
     if !svg.is_empty() {
-        let _ = writeln!(out, "\n![per-pass paired deltas of every arm against the base]({svg})\n");
+        let _ = writeln!(
+            out,
+            "\n![per-pass paired deltas of every arm against the base]({svg})\n"
+        );
         out.push_str("Dots: one paired delta per analysis pass; red bar: the geometric-mean estimate; whisker: its 95 % interval.\n");
     }
     if !scan_svg.is_empty() {
@@ -447,7 +513,9 @@ fn metric_section(doc: &Doc, r: &LadderReport, m: &MetricReport, svg: &str, scan
     }
     controls_section(r, m, out);
     order_section(r, m, out);
-    out.push_str("\nAll arm-to-arm contrasts (each later-declared arm against each earlier one):\n\n");
+    out.push_str(
+        "\nAll arm-to-arm contrasts (each later-declared arm against each earlier one):\n\n",
+    );
     mark(r, out);
     contrast_table(&m.contrasts, out);
     extras_section(doc, r, m, out);
@@ -459,7 +527,9 @@ fn controls_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
     }
     out.push_str("\nControls (null and reflexive hold when their interval at level 1 − 0.05/k contains 0, k the number of such arms):\n\n");
     mark(r, out);
-    out.push_str("| control | role | estimate | interval | level | reading |\n|---|---|---:|---|---:|---|\n");
+    out.push_str(
+        "| control | role | estimate | interval | level | reading |\n|---|---|---:|---|---:|---|\n",
+    );
     for c in &m.controls {
         let mut reading = match c.holds {
             Some(true) => "holds: the interval contains 0".to_string(),
@@ -467,7 +537,11 @@ fn controls_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
             None => "the cost of the mechanism alone".to_string(),
         };
         if let Some(eq) = c.equivalence {
-            let _ = write!(reading, "; {eq} (margin ±{} %)", num(m.equivalence_margin_pct.unwrap_or(f64::NAN)));
+            let _ = write!(
+                reading,
+                "; {eq} (margin ±{} %)",
+                num(m.equivalence_margin_pct.unwrap_or(f64::NAN))
+            );
         }
         let _ = writeln!(
             out,
@@ -488,11 +562,21 @@ fn controls_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
 fn order_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
     let e = &m.order_effects;
     out.push_str("\nOrder effects (`ln x = μ[p] + α[arm] + β[slot] + γ[prev] + ε`, F tests by nested least squares):\n\n");
-    let _ = writeln!(out, "- Position (all β equal): p = {}.", p_value(e.position_p));
+    let _ = writeln!(
+        out,
+        "- Position (all β equal): p = {}.",
+        p_value(e.position_p)
+    );
     if e.carry_over_estimable {
-        let _ = writeln!(out, "- Carry-over (all γ equal): p = {}.", p_value(e.carry_over_p));
+        let _ = writeln!(
+            out,
+            "- Carry-over (all γ equal): p = {}.",
+            p_value(e.carry_over_p)
+        );
     } else {
-        out.push_str("- Carry-over: not estimable in this design (γ cannot be told apart from α and β).\n");
+        out.push_str(
+            "- Carry-over: not estimable in this design (γ cannot be told apart from α and β).\n",
+        );
     }
     if e.sensitive() {
         out.push_str("- **Order-sensitive**: a test rejects at 1 %; the ladder stays qualified, but where a cell sits or what ran before it moves the metric.\n");
@@ -500,8 +584,16 @@ fn order_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
         out.push_str("- Neither test rejects at 1 %.\n");
     }
     if !e.adjusted.is_empty() {
-        let adjusted: Vec<String> = e.adjusted.iter().map(|a| format!("{} {} %", name(&a.arm), pct(a.estimate_pct))).collect();
-        let _ = writeln!(out, "- Estimates with carry-over removed (α from the model): {}.", adjusted.join(", "));
+        let adjusted: Vec<String> = e
+            .adjusted
+            .iter()
+            .map(|a| format!("{} {} %", name(&a.arm), pct(a.estimate_pct)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "- Estimates with carry-over removed (α from the model): {}.",
+            adjusted.join(", ")
+        );
     }
     if r.run.as_ref().is_some_and(|run| run.order == "rotate") {
         out.push_str(
@@ -516,7 +608,13 @@ fn order_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
 fn contrast_table(pairs: &[Contrast], out: &mut String) {
     out.push_str("| arm | against | estimate | sem | 95 % interval | n | verdict |\n|---|---|---:|---:|---|---:|---|\n");
     for c in pairs {
-        let _ = writeln!(out, "| {} | {} | {} |", name(&c.arm), name(&c.against), figures_cells(&c.figures));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            name(&c.arm),
+            name(&c.against),
+            figures_cells(&c.figures)
+        );
     }
 }
 
@@ -533,7 +631,12 @@ fn extras_section(doc: &Doc, r: &LadderReport, m: &MetricReport, out: &mut Strin
             (Some(lo), Some(hi)) => interval(lo, hi),
             _ => "n/a".into(),
         };
-        let _ = writeln!(out, "| {} | {boot} | {} |", name(&a.arm), p_value(e.wilcoxon_p));
+        let _ = writeln!(
+            out,
+            "| {} | {boot} | {} |",
+            name(&a.arm),
+            p_value(e.wilcoxon_p)
+        );
     }
     let _ = writeln!(
         out,
@@ -785,10 +888,18 @@ pub fn write(reading: &Reading, path: &Path) -> anyhow::Result<()> {
                             Some(f) => (f.estimate_pct, (f.ci_low_pct, f.ci_high_pct)),
                             None => (0.0, (0.0, 0.0)),
                         };
-                        DeltaColumn { arm: value, deltas: &[], estimate, ci }
+                        DeltaColumn {
+                            arm: value,
+                            deltas: &[],
+                            estimate,
+                            ci,
+                        }
                     })
                     .collect();
-                let title = format!("{}: estimate [95 % interval] against the scanned value", m.column);
+                let title = format!(
+                    "{}: estimate [95 % interval] against the scanned value",
+                    m.column
+                );
                 svg::deltas_svg(&dir.join(&scan_name), &title, &columns)?;
                 scans.push(scan_name);
             } else {
@@ -840,4 +951,3 @@ pub fn write(reading: &Reading, path: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
-
