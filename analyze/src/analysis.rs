@@ -7,7 +7,7 @@
 //! calls it on simulated grids, so that what is calibrated is exactly what is reported.
 
 use crate::extras;
-use crate::frames::{Drift, Grid, LadderInfo, LoadedFile, SeriesKind};
+use crate::frames::{Grid, LadderInfo, LoadedFile, SeriesKind};
 use crate::identity::Identity;
 use crate::model::{Cells, OrderEffects};
 use crate::stats::{self, LogSeries, Spread, Summary};
@@ -272,11 +272,11 @@ pub fn split_factors(t_base: f64, t_arm: f64, r_base: f64, r_arm: f64) -> (f64, 
     )
 }
 
-/// Reads one loaded file. `grids` and `drifts` are its series' grids and drift figures.
+/// Reads one loaded file. `grids` and `spreads` are its series' grids and base spreads.
 pub fn read(
     file: &LoadedFile,
     grids: &[Grid],
-    drifts: &[Drift],
+    spreads: &[f64],
     extras: ExtrasConfig,
 ) -> LadderReport {
     let verdict = &file.verdict;
@@ -337,8 +337,7 @@ pub fn read(
                 spread,
                 Some((extras, seeds)),
             );
-            m.drift_pct = drifts[series].spread_pct;
-            m.drift_step_pct = drifts[series].step_pct;
+            m.drift_pct = spreads[series];
             report.metrics.push(m);
         }
     }
@@ -443,8 +442,8 @@ pub struct SeedNames<'a> {
 }
 
 /// Every figure of one metric from its grid over `passes`. `extras` (None in calibration)
-/// adds the bootstrap and Wilcoxon figures. The drift figures need the whole frame and are
-/// filled in by the caller (NaN here).
+/// adds the bootstrap and Wilcoxon figures. The base spread is a group-by over the whole
+/// frame and is filled in by the caller (NaN here).
 pub fn read_metric(
     design: &Design,
     metric: &MetricSpec,
@@ -505,6 +504,7 @@ pub fn read_metric(
         .collect();
     let cells = model_cells(grid, metric.better, passes.clone());
     let paired_noise_pct = cells.as_ref().map_or(f64::NAN, Cells::paired_noise_pct);
+    let drift_step_pct = cells.as_ref().map_or(f64::NAN, Cells::largest_step_pct);
     let order_effects = cells
         .map(|c| c.order_effects(names, base))
         .unwrap_or_default();
@@ -513,7 +513,7 @@ pub fn read_metric(
         better: metric.better,
         paired_noise_pct,
         drift_pct: f64::NAN,
-        drift_step_pct: f64::NAN,
+        drift_step_pct,
         noise_limit_pct: design.noise_limit_pct,
         // Noise that cannot be computed (under two complete passes) exceeds nothing.
         within_noise_limit: design

@@ -25,8 +25,6 @@ pub const VALUE: &str = "value";
 pub const ANALYSIS: &str = "analysis";
 /// True in the base arm's cells.
 pub const BASE: &str = "base";
-/// `ln(value)`, for the per-pass means of the additive model.
-pub const LN: &str = "ln_value";
 
 /// What one series of a file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,10 +138,6 @@ pub fn load(paths: &[impl AsRef<Path> + Sync], allow_defects: bool) -> anyhow::R
         Column::new(PASS.into(), all.pass),
         Column::new(SLOT.into(), all.slot),
         Column::new(ARM.into(), all.arm),
-        Column::new(
-            LN.into(),
-            all.value.iter().map(|v| v.ln()).collect::<Vec<f64>>(),
-        ),
         Column::new(VALUE.into(), all.value),
         Column::new(ANALYSIS.into(), all.analysis),
         Column::new(BASE.into(), all.base),
@@ -360,76 +354,28 @@ pub fn grids(loaded: &Loaded) -> anyhow::Result<Vec<Vec<Grid>>> {
     Ok(grids)
 }
 
-/// The drift of one series: reported beside the paired noise, never disqualifying.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Drift {
-    /// Method 1's base spread: `100 · sd / mean` of the base over the analysis passes.
-    pub spread_pct: f64,
-    /// The largest step of `μ[p]` (the mean log value of pass `p`) between consecutive
-    /// analysis passes, as a percent.
-    pub step_pct: f64,
-}
-
-/// The drift of every (file, series), from two polars group-bys over the analysis cells:
-/// the base's mean and sd, and each pass's mean log value. `drifts[file][series]`.
-pub fn drifts(loaded: &Loaded) -> anyhow::Result<Vec<Vec<Drift>>> {
-    let none = Drift {
-        spread_pct: f64::NAN,
-        step_pct: f64::NAN,
-    };
-    let mut drifts: Vec<Vec<Drift>> = loaded
+/// The base spread of every (file, series) over the analysis passes (method 1's figure,
+/// reported as drift), computed by polars: `spreads[file][series]`, NaN where there is none.
+pub fn base_spreads(loaded: &Loaded) -> anyhow::Result<Vec<Vec<f64>>> {
+    let mut spreads: Vec<Vec<f64>> = loaded
         .files
         .iter()
-        .map(|f| vec![none; f.ladder.as_ref().map_or(0, |l| l.series.len())])
+        .map(|f| vec![f64::NAN; f.ladder.as_ref().map_or(0, |l| l.series.len())])
         .collect();
-    let analysis = loaded.cells.clone().lazy().filter(col(ANALYSIS));
-    let spreads = analysis
+    let table = loaded
+        .cells
         .clone()
-        .filter(col(BASE))
+        .lazy()
+        .filter(col(ANALYSIS).and(col(BASE)))
         .group_by([col(FILE), col(SERIES)])
         .agg([(lit(100.0) * col(VALUE).std(1) / col(VALUE).mean()).alias("spread")])
         .collect()?;
-    let (file, series) = (spreads.column(FILE)?.u32()?, spreads.column(SERIES)?.u32()?);
-    let spread = spreads.column("spread")?.f64()?;
+    let (file, series) = (table.column(FILE)?.u32()?, table.column(SERIES)?.u32()?);
+    let spread = table.column("spread")?.f64()?;
     for ((f, s), v) in file.iter().zip(series.iter()).zip(spread.iter()) {
         if let (Some(f), Some(s)) = (f, s) {
-            drifts[f as usize][s as usize].spread_pct = v.unwrap_or(f64::NAN);
+            spreads[f as usize][s as usize] = v.unwrap_or(f64::NAN);
         }
     }
-    let mu = analysis
-        .group_by([col(FILE), col(SERIES), col(PASS)])
-        .agg([col(LN).mean().alias("mu")])
-        .sort([FILE, SERIES, PASS], Default::default())
-        .collect()?;
-    let (file, series, pass) = (
-        mu.column(FILE)?.u32()?,
-        mu.column(SERIES)?.u32()?,
-        mu.column(PASS)?.u32()?,
-    );
-    let mu = mu.column("mu")?.f64()?;
-    let mut last: Option<(u32, u32, u32, f64)> = None;
-    for (((f, s), p), m) in file
-        .iter()
-        .zip(series.iter())
-        .zip(pass.iter())
-        .zip(mu.iter())
-    {
-        let (Some(f), Some(s), Some(p), Some(m)) = (f, s, p, m) else {
-            continue;
-        };
-        let drift = &mut drifts[f as usize][s as usize];
-        match last {
-            Some((lf, ls, lp, lm)) if (lf, ls) == (f, s) && lp + 1 == p => {
-                let step = 100.0 * (m - lm).abs().exp_m1();
-                drift.step_pct = if drift.step_pct.is_nan() {
-                    step
-                } else {
-                    drift.step_pct.max(step)
-                };
-            }
-            _ => {}
-        }
-        last = Some((f, s, p, m));
-    }
-    Ok(drifts)
+    Ok(spreads)
 }

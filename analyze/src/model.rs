@@ -5,11 +5,9 @@
 //!
 //! Every pass used is complete (each arm once), so the design is balanced in pass and arm:
 //! those two terms are swept out exactly by centering each pass and each arm (Frisch–Waugh),
-//! and only the slot and previous-arm columns go through least squares: nalgebra's
-//! eigen-decomposition of their normal equations, whose eigenvalues also give the ranks that
-//! say what the design can estimate.
+//! and only the slot and previous-arm columns go through least squares: a sweep of their
+//! normal equations, whose pivots also give the ranks that say what the design can estimate.
 
-use nalgebra::{DMatrix, DVector, SymmetricEigen};
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, FisherSnedecor};
 
@@ -100,6 +98,21 @@ impl Cells {
             return f64::NAN;
         }
         100.0 * (2.0 * self.additive_sigma2()).sqrt()
+    }
+
+    /// The largest step of `μ[p]` (each pass's mean log value) between consecutive passes,
+    /// as a percent.
+    pub fn largest_step_pct(&self) -> f64 {
+        let mu: Vec<f64> = self
+            .y
+            .chunks(self.arms)
+            .map(|row| row.iter().sum::<f64>() / row.len() as f64)
+            .collect();
+        let step = mu
+            .windows(2)
+            .map(|w| (w[1] - w[0]).abs())
+            .fold(f64::NAN, f64::max);
+        100.0 * step.exp_m1()
     }
 
     /// The raw indicator columns: one per slot, then one per previous arm (and "none").
@@ -196,20 +209,21 @@ impl Cells {
     }
 }
 
-/// The normal equations of `y` on some columns: `XᵀX`, `Xᵀy` and `yᵀy`. Every nested fit
-/// is a principal block of them, so the columns are multiplied out once.
+/// The normal equations of `y` on some columns, as the augmented cross-product matrix
+/// `[[XᵀX, Xᵀy], [yᵀX, yᵀy]]`. Every nested fit sweeps some of its pivots, so the columns
+/// are multiplied out once.
 struct Normal {
-    gram: DMatrix<f64>,
-    xty: DVector<f64>,
-    yty: f64,
+    /// Row-major, `(q + 1) × (q + 1)`; row and column `q` are `y`'s.
+    a: Vec<f64>,
+    q: usize,
 }
 
-/// Eigenvalues of `XᵀX` below this fraction of the largest count as zero (the design's
-/// columns are indicators: a real direction has an eigenvalue of order 1, a dependent one
-/// of order 1e-15).
+/// A pivot whose remaining variance is below this fraction of its column's own sum of
+/// squares is a linear combination of the pivots already swept: it adds no rank.
 const RANK_TOLERANCE: f64 = 1e-9;
 
-/// A least-squares fit: its rank, residual sum of squares and minimum-norm coefficients.
+/// A least-squares fit: its rank, residual sum of squares and one set of coefficients
+/// (zero on the columns that add nothing; the fitted values are the same for any set).
 struct Fit {
     rank: usize,
     rss: f64,
@@ -220,40 +234,60 @@ impl Normal {
     fn new(cols: &[Vec<f64>], y: &[f64]) -> Normal {
         let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
         let q = cols.len();
-        Normal {
-            gram: DMatrix::from_fn(q, q, |i, j| dot(&cols[i], &cols[j])),
-            xty: DVector::from_fn(q, |i, _| dot(&cols[i], y)),
-            yty: dot(y, y),
+        let column = |i: usize| if i < q { &cols[i][..] } else { y };
+        let mut a = vec![0.0; (q + 1) * (q + 1)];
+        for i in 0..=q {
+            for j in i..=q {
+                let v = dot(column(i), column(j));
+                a[i * (q + 1) + j] = v;
+                a[j * (q + 1) + i] = v;
+            }
         }
+        Normal { a, q }
     }
 
-    /// The fit on the columns `which`, through the eigen-decomposition of their block.
+    /// The fit on the columns `which`, by Goodnight's sweep of their pivots in that order.
     fn fit(&self, which: &[usize]) -> Fit {
-        let q = which.len();
-        let block = DMatrix::from_fn(q, q, |i, j| self.gram[(which[i], which[j])]);
-        let b = DVector::from_fn(q, |i, _| self.xty[which[i]]);
-        let eigen = SymmetricEigen::new(block);
-        let tol = eigen.eigenvalues.iter().fold(0.0f64, |m, &l| m.max(l)) * RANK_TOLERANCE;
-        let (mut rank, mut explained) = (0, 0.0);
-        let mut coef = vec![0.0; q];
-        for (k, &lambda) in eigen.eigenvalues.iter().enumerate() {
-            if lambda <= tol || lambda <= 0.0 {
+        let w = self.q + 1;
+        let mut a = self.a.clone();
+        let mut swept = Vec::new();
+        for &k in which {
+            let d = a[k * w + k];
+            if d <= RANK_TOLERANCE * self.a[k * w + k] || d <= 0.0 {
                 continue;
             }
-            rank += 1;
-            let v = eigen.eigenvectors.column(k);
-            let along = v.dot(&b);
-            explained += along * along / lambda;
-            for (c, vi) in coef.iter_mut().zip(v.iter()) {
-                *c += vi * along / lambda;
-            }
+            sweep(&mut a, w, k);
+            swept.push(k);
+        }
+        let mut coef = vec![0.0; self.q];
+        for &k in &swept {
+            coef[k] = a[k * w + self.q];
         }
         Fit {
-            rank,
-            rss: (self.yty - explained).max(0.0),
+            rank: swept.len(),
+            rss: a[self.q * w + self.q].max(0.0),
             coef,
         }
     }
+}
+
+/// Sweeps pivot `k` of the symmetric `w × w` matrix `a` in place.
+fn sweep(a: &mut [f64], w: usize, k: usize) {
+    let d = a[k * w + k];
+    for j in 0..w {
+        a[k * w + j] /= d;
+    }
+    for i in (0..w).filter(|&i| i != k) {
+        let b = a[i * w + k];
+        if b == 0.0 {
+            continue;
+        }
+        for j in 0..w {
+            a[i * w + j] -= b * a[k * w + j];
+        }
+        a[i * w + k] = -b / d;
+    }
+    a[k * w + k] = 1.0 / d;
 }
 
 #[cfg(test)]

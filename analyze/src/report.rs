@@ -73,13 +73,13 @@ pub struct Reading {
 pub fn read(paths: &[PathBuf], options: &Options) -> anyhow::Result<Reading> {
     let loaded = frames::load(paths, options.allow_defects)?;
     let grids = frames::grids(&loaded)?;
-    let drifts = frames::drifts(&loaded)?;
+    let spreads = frames::base_spreads(&loaded)?;
     let reports: Vec<LadderReport> = loaded
         .files
         .par_iter()
         .zip(&grids)
-        .zip(&drifts)
-        .map(|((file, grids), drifts)| analysis::read(file, grids, drifts, options.extras))
+        .zip(&spreads)
+        .map(|((file, grids), spreads)| analysis::read(file, grids, spreads, options.extras))
         .collect();
     let replications = across::replications(&reports);
     let wanted = across::pairs_to_compare(&loaded.files, &reports, &options.compare);
