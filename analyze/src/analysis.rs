@@ -92,6 +92,8 @@ pub struct StopPoint {
 #[derive(Debug, Serialize)]
 pub struct RunInfo {
     pub card: Option<serde_json::Value>,
+    /// The spec's binary: every arm's, unless the arm ran its own.
+    pub binary_path: String,
     pub binary_blake3: String,
     pub spec_blake3: String,
     pub started: String,
@@ -104,13 +106,14 @@ pub struct RunInfo {
     pub replication_limit_pp: f64,
 }
 
-/// One arm as it ran: `ladder/2` records each arm's own binary, `ladder/1` the spec's.
+/// One arm as it ran: `ladder/2` may record the arm's own binary; without it the arm ran
+/// the spec's.
 #[derive(Debug, Serialize)]
 pub struct RunArm {
     pub name: String,
     pub role: Role,
-    pub binary: String,
-    pub blake3: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binary: Option<ladder::ladder_file::BinaryRecord>,
 }
 
 #[derive(Debug, Serialize)]
@@ -409,6 +412,7 @@ fn run_info(info: &LadderInfo) -> RunInfo {
         .map(|(e, s)| (e - s) as f64 / 1e6);
     RunInfo {
         card: start.card.clone(),
+        binary_path: start.binary.path.clone(),
         binary_blake3: start.binary.blake3.clone(),
         spec_blake3: start.spec_blake3.clone(),
         started: start.started.clone(),
@@ -419,14 +423,10 @@ fn run_info(info: &LadderInfo) -> RunInfo {
         arms: start
             .arms
             .iter()
-            .map(|a| {
-                let binary = a.binary.as_ref().unwrap_or(&start.binary);
-                RunArm {
-                    name: a.name.clone(),
-                    role: a.role,
-                    binary: binary.path.clone(),
-                    blake3: binary.blake3.clone(),
-                }
+            .map(|a| RunArm {
+                name: a.name.clone(),
+                role: a.role,
+                binary: a.binary.clone().filter(|b| *b != start.binary),
             })
             .collect(),
         order: start.order.scheme.to_string(),

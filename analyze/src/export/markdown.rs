@@ -421,13 +421,17 @@ fn what_ran(r: &LadderReport, out: &mut String) {
     if let Some(run) = &r.run {
         out.push_str("\n| arm | role | binary that ran | blake3 |\n|---|---|---|---|\n");
         for a in &run.arms {
+            let (path, blake3) = a
+                .binary
+                .as_ref()
+                .map_or((&run.binary_path, &run.binary_blake3), |b| (&b.path, &b.blake3));
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} |",
                 name(&a.name),
                 a.role,
-                name(&a.binary),
-                name(&a.blake3)
+                name(path),
+                name(blake3)
             );
         }
     }
