@@ -660,13 +660,15 @@ pub fn render(args: &CalibrateArgs, scale: &Scale, all: &[Rates]) -> String {
             &mut out,
         );
     }
+    // The models the false-positive targets are set for, pooled, when more than one ran.
     let targeted: Vec<&Rates> = all.iter().filter(|r| r.model.targeted()).collect();
-    if !targeted.is_empty() {
-        pooled(
-            targeted,
-            "independent, random-walk, ar1, heavy-tails",
-            &mut out,
-        );
+    let names: Vec<&str> = models
+        .iter()
+        .filter(|m| m.targeted())
+        .map(|m| m.name())
+        .collect();
+    if names.len() > 1 {
+        pooled(targeted, &names.join(", "), &mut out);
     }
     out.push_str("\nModels: ");
     let words: Vec<String> = models

@@ -424,7 +424,9 @@ fn what_ran(r: &LadderReport, out: &mut String) {
             let (path, blake3) = a
                 .binary
                 .as_ref()
-                .map_or((&run.binary_path, &run.binary_blake3), |b| (&b.path, &b.blake3));
+                .map_or((&run.binary_path, &run.binary_blake3), |b| {
+                    (&b.path, &b.blake3)
+                });
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} |",
