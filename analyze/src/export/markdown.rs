@@ -216,13 +216,12 @@ pub fn render(doc: &Doc) -> String {
 pub fn summary(reports: &[LadderReport]) -> String {
     let mut out = String::from("## Summary\n\n");
     for r in reports {
-        let _ = write!(
-            out,
-            "**{} / {}: {}**",
-            opt_name(r.ladder.as_deref()),
-            opt_name(r.tag.as_deref()),
-            status(r)
-        );
+        // A file whose start record did not parse has no ladder or tag: name the file.
+        let title = match (&r.ladder, &r.tag) {
+            (Some(ladder), Some(tag)) => format!("{} / {}", name(ladder), name(tag)),
+            _ => name(&r.file),
+        };
+        let _ = write!(out, "**{title}: {}**", status(r));
         if r.statistics {
             let _ = write!(out, " ({} analysis passes", r.analysis_passes);
             if r.stopped.is_some() {
