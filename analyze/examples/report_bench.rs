@@ -25,7 +25,9 @@ fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let files: usize = args.next().map_or(Ok(10_000), |a| a.parse())?;
     let resamples: usize = args.next().map_or(Ok(0), |a| a.parse())?;
-    let dir = args.next().map_or_else(|| PathBuf::from("target/report-bench"), PathBuf::from);
+    let dir = args
+        .next()
+        .map_or_else(|| PathBuf::from("target/report-bench"), PathBuf::from);
     std::fs::create_dir_all(&dir)?;
     let paths = generate(&dir, files)?;
 
@@ -39,7 +41,10 @@ fn main() -> anyhow::Result<()> {
         let clock = Instant::now();
         let reading = report::read(&paths, &options)?;
         let read_s = clock.elapsed().as_secs_f64();
-        report::write_json(&reading, std::io::BufWriter::new(std::fs::File::create(&out)?))?;
+        analyze::export::json::write(
+            &reading,
+            std::io::BufWriter::new(std::fs::File::create(&out)?),
+        )?;
         Ok((clock.elapsed().as_secs_f64(), read_s))
     };
     run()?; // warms the page cache
@@ -97,10 +102,21 @@ fn generate(dir: &std::path::Path, count: usize) -> anyhow::Result<Vec<PathBuf>>
 
 /// Seconds the plain Python computation took on the same folder, if it ran.
 fn python_reference(dir: &std::path::Path, out: &std::path::Path) -> Option<f64> {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/report_reference.py");
-    let run = std::process::Command::new("python3").arg(script).arg(dir).arg(out).output().ok()?;
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/report_reference.py");
+    let run = std::process::Command::new("python3")
+        .arg(script)
+        .arg(dir)
+        .arg(out)
+        .output()
+        .ok()?;
     let text = String::from_utf8_lossy(&run.stdout);
-    text.split(" in ").nth(1)?.split_whitespace().next()?.parse().ok()
+    text.split(" in ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn peak_rss() -> String {

@@ -15,7 +15,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 fn sample(i: usize) -> String {
-    let roles = [Role::Base, Role::Arm, Role::Arm, Role::Null, Role::Reflexive, Role::StructuralZero];
+    let roles = [
+        Role::Base,
+        Role::Arm,
+        Role::Arm,
+        Role::Null,
+        Role::Reflexive,
+        Role::StructuralZero,
+    ];
     let arms = roles
         .iter()
         .enumerate()
@@ -57,16 +64,29 @@ fn timed(paths: &[PathBuf]) -> (f64, usize) {
     let verdicts = verify_files(paths);
     let seconds = clock.elapsed().as_secs_f64();
     let connected = verdicts.iter().filter(|v| v.verdict.connected).count();
-    assert_eq!(connected, paths.len(), "every generated file is one connected run");
+    assert_eq!(
+        connected,
+        paths.len(),
+        "every generated file is one connected run"
+    );
     (seconds, connected)
 }
 
 /// Seconds the Python reader took on the same folder, if it ran.
 fn python_reference(dir: &Path) -> Option<f64> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/verify_reference.py");
-    let out = std::process::Command::new("python3").arg(script).arg(dir).output().ok()?;
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(dir)
+        .output()
+        .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    text.split(" in ").nth(1)?.split_whitespace().next()?.parse().ok()
+    text.split(" in ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn main() {
@@ -74,7 +94,10 @@ fn main() {
     let files: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10_000);
     let dir = PathBuf::from(args.next().unwrap_or_else(|| "target/verify-bench".into()));
     let paths = generate(&dir, files);
-    let bytes: u64 = paths.iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum();
+    let bytes: u64 = paths
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum();
     let _ = timed(&paths); // warm the page cache
     let tenth = &paths[..(files / 10).max(1)];
     let (_, _) = timed(tenth);

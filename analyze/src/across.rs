@@ -1,7 +1,7 @@
 //! Across ladders: ladders of the same spec side by side (the range is the honest reading),
 //! and any two arms compared in every ladder that carries both.
 
-use crate::analysis::{paired_deltas, Figures, LadderReport};
+use crate::analysis::{paired_logs, spread_rule, Figures, LadderReport};
 use crate::frames::{Grid, LoadedFile, SeriesKind};
 use crate::stats::Summary;
 use serde::Serialize;
@@ -94,7 +94,14 @@ pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
             let min = estimates.iter().copied().fold(f64::INFINITY, f64::min);
             let max = estimates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let spread = max - min;
-            let binaries: Vec<String> = readings.iter().map(|(r, _)| r.run.as_ref().map_or_else(String::new, |run| run.binary_blake3.clone())).collect();
+            let binaries: Vec<String> = readings
+                .iter()
+                .map(|(r, _)| {
+                    r.run
+                        .as_ref()
+                        .map_or_else(String::new, |run| run.binary_blake3.clone())
+                })
+                .collect();
             out.push(Replication {
                 quantity: format!("{}:{}-vs-{}", key.0, key.1, key.2),
                 ladders: readings
@@ -200,14 +207,13 @@ pub fn arm_pairs(
                     continue;
                 };
                 let metric = &info.metrics[*m];
-                let (deltas, _) =
-                    paired_deltas(&grids[series], metric.better, a, b, passes.clone());
+                let logs = paired_logs(&grids[series], metric.better, a, b, passes.clone());
                 let reading = PairReading {
                     file: file.path.clone(),
                     ladder: info.start.ladder.clone(),
                     tag: info.start.tag.clone(),
                     qualified: report.qualified,
-                    figures: Summary::of(&deltas).into(),
+                    figures: Summary::of(&logs, spread_rule(info)).into(),
                 };
                 match out
                     .iter_mut()

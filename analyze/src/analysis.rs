@@ -1,11 +1,16 @@
-//! One ladder read as METHOD.md says: paired deltas of every arm against the base, all
-//! arm-to-arm contrasts, the noise gate, the controls, the round split and output identity,
-//! with the figures of `extras` beside them.
+//! One ladder read as METHOD.md (method 2) says: the log-ratio figures of every arm against
+//! the base with Holm's verdicts, all arm-to-arm contrasts, paired noise and the gate, the
+//! controls, the order effects, the round split and output identity, with the figures of
+//! `extras` beside them.
+//!
+//! [`read_metric`] is the whole reading of one metric from its grid; `analyze calibrate`
+//! calls it on simulated grids, so that what is calibrated is exactly what is reported.
 
 use crate::extras;
 use crate::frames::{Grid, LadderInfo, LoadedFile, SeriesKind};
 use crate::identity::Identity;
-use crate::stats::{self, Summary};
+use crate::model::{Cells, OrderEffects};
+use crate::stats::{self, LogSeries, Spread, Summary};
 use crate::witness::Witness;
 use ladder::spec::{Better, MetricSpec};
 use ladder::{Defect, Role};
@@ -20,6 +25,32 @@ pub struct ExtrasConfig {
     pub seed: u64,
 }
 
+/// What a reading needs to know about a ladder's arms and its pre-registered limits.
+#[derive(Clone, Debug)]
+pub struct Design {
+    pub names: Vec<String>,
+    pub roles: Vec<Role>,
+    pub base: usize,
+    pub noise_limit_pct: Option<f64>,
+    pub equivalence_margin_pct: Option<f64>,
+}
+
+impl Design {
+    fn arms(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The controls' family size `k`: null and reflexive arms.
+    pub fn inert_controls(&self) -> usize {
+        self.roles.iter().filter(|r| r.is_inert_control()).count()
+    }
+
+    /// The level of each control's interval, `1 − 0.05/k`.
+    pub fn control_level(&self) -> f64 {
+        1.0 - 0.05 / self.inert_controls().max(1) as f64
+    }
+}
+
 /// Everything the report says about one file; its JSON form is METHOD.md's, keys added beside.
 #[derive(Debug, Serialize)]
 pub struct LadderReport {
@@ -30,6 +61,8 @@ pub struct LadderReport {
     pub qualified: bool,
     pub disqualified_by: Vec<String>,
     pub analysis_passes: usize,
+    pub stopped: Option<StopPoint>,
+    pub order_sensitive: bool,
     pub metrics: Vec<MetricReport>,
     pub round_split: Option<RoundSplit>,
     pub identity: Option<Identity>,
@@ -41,12 +74,26 @@ pub struct LadderReport {
     pub defects: Vec<Defect>,
     pub run: Option<RunInfo>,
     pub witness: Option<Witness>,
+    /// The spec's `[scan]`: the scanned values in arm order, when there is one.
+    pub scan: Option<Vec<String>>,
+}
+
+/// Where a `[stop]` ladder ended, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct StopPoint {
+    pub look: usize,
+    pub reason: String,
+    /// The first look, whose spread every interval uses.
+    pub first_look: usize,
+    pub halfwidth_pct: f64,
 }
 
 /// What ran: the start and end records' facts.
 #[derive(Debug, Serialize)]
 pub struct RunInfo {
     pub card: Option<serde_json::Value>,
+    /// The spec's binary: every arm's, unless the arm ran its own.
+    pub binary_path: String,
     pub binary_blake3: String,
     pub spec_blake3: String,
     pub started: String,
@@ -54,30 +101,47 @@ pub struct RunInfo {
     pub duration_s: Option<f64>,
     pub passes: usize,
     pub warmup_passes: usize,
-    pub arms: Vec<String>,
+    pub arms: Vec<RunArm>,
     pub order: String,
     pub replication_limit_pp: f64,
+}
+
+/// One arm as it ran: `ladder/2` may record the arm's own binary; without it the arm ran
+/// the spec's.
+#[derive(Debug, Serialize)]
+pub struct RunArm {
+    pub name: String,
+    pub role: Role,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binary: Option<ladder::ladder_file::BinaryRecord>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct MetricReport {
     pub column: String,
     pub better: Better,
-    pub base_spread_pct: f64,
+    pub paired_noise_pct: f64,
+    /// Method 1's base spread, `100 · sd / mean` of the base: reported, never disqualifying.
+    pub drift_pct: f64,
+    /// The largest pass-to-pass step of `μ[p]`, as a percent.
+    pub drift_step_pct: f64,
     pub noise_limit_pct: Option<f64>,
+    pub within_noise_limit: bool,
+    pub equivalence_margin_pct: Option<f64>,
     pub arms: Vec<ArmReading>,
     pub contrasts: Vec<Contrast>,
     pub controls: Vec<Control>,
-    pub within_noise_limit: bool,
+    pub order_effects: OrderEffects,
 }
 
-/// METHOD.md's estimate, sem and interval of one quantity, with its verdict in words.
+/// METHOD.md's estimate, sem, interval and median of one quantity, with its verdict in words.
 #[derive(Clone, Debug, Serialize)]
 pub struct Figures {
     pub estimate_pct: f64,
     pub sem_pct: f64,
     pub ci_low_pct: f64,
     pub ci_high_pct: f64,
+    pub median_pct: f64,
     pub n: usize,
     pub verdict: &'static str,
 }
@@ -89,9 +153,17 @@ impl From<Summary> for Figures {
             sem_pct: s.sem,
             ci_low_pct: s.ci_low,
             ci_high_pct: s.ci_high,
+            median_pct: s.median,
             n: s.n,
             verdict: s.verdict(),
         }
+    }
+}
+
+impl Figures {
+    /// The median lies outside the interval: a few passes pull the mean.
+    pub fn pulled(&self) -> bool {
+        self.median_pct < self.ci_low_pct || self.median_pct > self.ci_high_pct
     }
 }
 
@@ -102,8 +174,12 @@ pub struct ArmReading {
     pub against: String,
     #[serde(flatten)]
     pub figures: Figures,
+    pub holm_verdict: &'static str,
+    /// Two-sided p of the one-sample t test of the log ratios, and Holm's adjusted p.
+    pub p_value: f64,
+    pub holm_p: f64,
     pub deltas_pct: Vec<f64>,
-    pub extras: Extras,
+    pub extras: Option<Extras>,
 }
 
 /// The figures beyond METHOD.md for one arm against the base.
@@ -114,11 +190,6 @@ pub struct Extras {
     pub bootstrap_resamples: usize,
     pub bootstrap_seed: u64,
     pub wilcoxon_p: Option<f64>,
-    /// Correlation of the delta with the arm's slot in the pass, and its p-value.
-    pub order_r: Option<f64>,
-    pub order_p: Option<f64>,
-    /// `order_p < 0.05`.
-    pub order_effect: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -134,9 +205,15 @@ pub struct Control {
     pub arm: String,
     pub role: Role,
     pub estimate_pct: f64,
-    /// Null and reflexive controls: whether `|estimate| ≤ base spread`. None for a
-    /// structural zero, which measures a cost instead.
+    /// The interval at `level`; for a structural zero, its 95 % interval.
+    pub ci_low_pct: f64,
+    pub ci_high_pct: f64,
+    pub level: f64,
+    /// Null and reflexive: the interval at `level` contains 0. None for a structural zero,
+    /// which measures a cost instead.
     pub holds: Option<bool>,
+    /// With `equivalence_margin_pct`: `equivalent` or `too wide to tell`.
+    pub equivalence: Option<&'static str>,
     /// Structural zero: every real arm against it, the gain from where the mechanism points.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gains: Vec<Contrast>,
@@ -171,22 +248,21 @@ pub struct RoundCell {
     pub base_rounds: f64,
 }
 
-/// The paired deltas of arm `a` against arm `b` over `passes` (skipping passes where either
-/// cell is missing), with the slot `a` ran in for each.
-pub fn paired_deltas(
+/// The log ratios of arm `a` against arm `b` over `passes`, skipping passes where either
+/// cell is missing.
+pub fn paired_logs(
     grid: &Grid,
     better: Better,
     a: usize,
     b: usize,
     passes: Range<usize>,
-) -> (Vec<f64>, Vec<f64>) {
+) -> Vec<f64> {
     passes
         .filter_map(|p| {
             let (xa, xb) = (grid.value(p, a), grid.value(p, b));
-            (xa.is_finite() && xb.is_finite())
-                .then(|| (stats::delta_pct(better, xa, xb), grid.slot(p, a) as f64))
+            (xa.is_finite() && xb.is_finite()).then(|| stats::log_ratio(better, xa, xb))
         })
-        .unzip()
+        .collect()
 }
 
 /// The three factors of one pass, each as a ratio: total `T[b]/T[a]`, count `R[b]/R[a]`,
@@ -215,6 +291,8 @@ pub fn read(
         qualified: false,
         disqualified_by: Vec::new(),
         analysis_passes: 0,
+        stopped: None,
+        order_sensitive: false,
         metrics: Vec::new(),
         round_split: None,
         identity: None,
@@ -225,6 +303,7 @@ pub fn read(
         defects: verdict.defects.clone(),
         run: None,
         witness: None,
+        scan: None,
     };
     if !verdict.connected {
         report.disqualified_by.push("not-connected".into());
@@ -236,32 +315,91 @@ pub fn read(
     report.tag = Some(info.start.tag.clone());
     report.run = Some(run_info(info));
     report.witness = info.witness.clone();
+    report.scan = scan_values(info);
     if !info.analyzed {
         return report;
     }
     report.statistics = true;
     let passes = info.analysis_passes();
     report.analysis_passes = passes.len();
+    report.stopped = stop_point(info);
+    let spread = spread_rule(info);
+    let design = design(info);
     for (series, kind) in info.series.iter().enumerate() {
         if let SeriesKind::Metric(i) = kind {
-            let metric = read_metric(
-                info,
-                &info.metrics[*i],
+            let metric = &info.metrics[*i];
+            let seeds = SeedNames {
+                ladder: &info.start.ladder,
+                tag: &info.start.tag,
+            };
+            let mut m = read_metric(
+                &design,
+                metric,
                 &grids[series],
-                spreads[series],
                 passes.clone(),
-                extras,
+                spread,
+                Some((extras, seeds)),
             );
-            report.metrics.push(metric);
+            m.drift_pct = spreads[series];
+            report.metrics.push(m);
         }
     }
     report.round_split = round_split(info, grids, passes.clone());
     report.identity = info.identity.clone();
+    report.order_sensitive = report.metrics.iter().any(|m| m.order_effects.sensitive());
     report
         .disqualified_by
         .extend(disqualifications(&report.metrics));
     report.qualified = report.disqualified_by.is_empty();
     report
+}
+
+/// The arms, roles and limits of a loaded ladder.
+pub fn design(info: &LadderInfo) -> Design {
+    Design {
+        names: info.start.arms.iter().map(|a| a.name.clone()).collect(),
+        roles: info.start.arms.iter().map(|a| a.role).collect(),
+        base: info.start.base_index(),
+        noise_limit_pct: info.spec.noise_limit_pct,
+        equivalence_margin_pct: info.spec.equivalence_margin_pct,
+    }
+}
+
+/// Under `[stop]` every interval uses the first look's spread.
+pub fn spread_rule(info: &LadderInfo) -> Spread {
+    match info.stop_looks() {
+        Some(looks) if !looks.is_empty() => {
+            Spread::FirstLook(looks[0].saturating_sub(info.start.warmup_passes))
+        }
+        _ => Spread::Own,
+    }
+}
+
+fn stop_point(info: &LadderInfo) -> Option<StopPoint> {
+    let looks = info.stop_looks()?;
+    let end = info.end.as_ref();
+    let reason = end
+        .and_then(|e| e.stopped.clone())
+        .unwrap_or_else(|| "unknown".into());
+    Some(StopPoint {
+        look: info.passes_run(),
+        reason,
+        first_look: looks.first().copied().unwrap_or(0),
+        halfwidth_pct: info
+            .spec
+            .stop
+            .as_ref()
+            .map_or(f64::NAN, |s| s.halfwidth_pct),
+    })
+}
+
+fn scan_values(info: &LadderInfo) -> Option<Vec<String>> {
+    let scan = info.spec.scan.as_ref()?;
+    match (&scan.values, &scan.args) {
+        (Some(values), _) => Some(values.clone()),
+        (None, Some(args)) => Some(args.iter().map(|a| a.join(" ")).collect()),
+        _ => None,
+    }
 }
 
 fn run_info(info: &LadderInfo) -> RunInfo {
@@ -274,118 +412,225 @@ fn run_info(info: &LadderInfo) -> RunInfo {
         .map(|(e, s)| (e - s) as f64 / 1e6);
     RunInfo {
         card: start.card.clone(),
+        binary_path: start.binary.path.clone(),
         binary_blake3: start.binary.blake3.clone(),
         spec_blake3: start.spec_blake3.clone(),
         started: start.started.clone(),
         ended,
         duration_s,
-        passes: start.order.passes,
+        passes: info.passes_run(),
         warmup_passes: start.warmup_passes,
-        arms: start.arms.iter().map(|a| a.name.clone()).collect(),
+        arms: start
+            .arms
+            .iter()
+            .map(|a| RunArm {
+                name: a.name.clone(),
+                role: a.role,
+                binary: a.binary.clone().filter(|b| *b != start.binary),
+            })
+            .collect(),
         order: start.order.scheme.to_string(),
         replication_limit_pp: info.spec.replication_limit_pp,
     }
 }
 
-fn read_metric(
-    info: &LadderInfo,
+/// The names a quantity's bootstrap seed is made from.
+#[derive(Clone, Copy)]
+pub struct SeedNames<'a> {
+    pub ladder: &'a str,
+    pub tag: &'a str,
+}
+
+/// Every figure of one metric from its grid over `passes`. `extras` (None in calibration)
+/// adds the bootstrap and Wilcoxon figures. The base spread is a group-by over the whole
+/// frame and is filled in by the caller (NaN here).
+pub fn read_metric(
+    design: &Design,
     metric: &MetricSpec,
     grid: &Grid,
-    spread: f64,
     passes: Range<usize>,
-    extras: ExtrasConfig,
+    spread: Spread,
+    extras: Option<(ExtrasConfig, SeedNames)>,
 ) -> MetricReport {
-    let arms = &info.start.arms;
-    let base = info.start.base_index();
-    let contrast = |a: usize, b: usize| -> Contrast {
-        let (deltas, _) = paired_deltas(grid, metric.better, a, b, passes.clone());
-        Contrast {
-            arm: arms[a].name.clone(),
-            against: arms[b].name.clone(),
-            figures: Summary::of(&deltas).into(),
-        }
+    let names = &design.names;
+    let base = design.base;
+    let logs = |a: usize, b: usize| paired_logs(grid, metric.better, a, b, passes.clone());
+    let contrast = |a: usize, b: usize| Contrast {
+        arm: names[a].clone(),
+        against: names[b].clone(),
+        figures: Summary::of(&logs(a, b), spread).into(),
     };
-    let readings: Vec<ArmReading> = (0..arms.len())
-        .filter(|&a| a != base)
-        .map(|a| {
-            let (deltas, slots) = paired_deltas(grid, metric.better, a, base, passes.clone());
-            let names = [
-                info.start.ladder.as_str(),
-                info.start.tag.as_str(),
-                metric.column.as_str(),
-                arms[a].name.as_str(),
-            ];
+    let others: Vec<usize> = (0..design.arms()).filter(|&a| a != base).collect();
+    let mut readings: Vec<ArmReading> = others
+        .iter()
+        .map(|&a| {
+            let l = logs(a, base);
+            let deltas: Vec<f64> = l.iter().map(|&x| stats::pct_of_log(x)).collect();
+            let extras = extras.map(|(config, seeds)| {
+                let names = [
+                    seeds.ladder,
+                    seeds.tag,
+                    metric.column.as_str(),
+                    names[a].as_str(),
+                ];
+                extras_of(&deltas, config, extras::quantity_seed(config.seed, &names))
+            });
             ArmReading {
-                arm: arms[a].name.clone(),
-                role: arms[a].role,
-                against: arms[base].name.clone(),
-                figures: Summary::of(&deltas).into(),
-                extras: extras_of(
-                    &deltas,
-                    &slots,
-                    extras,
-                    extras::quantity_seed(extras.seed, &names),
-                ),
+                arm: names[a].clone(),
+                role: design.roles[a],
+                against: names[base].clone(),
+                figures: Summary::of(&l, spread).into(),
+                p_value: LogSeries::of(&l, spread).p_value(),
+                holm_verdict: "not resolved",
+                holm_p: f64::NAN,
                 deltas_pct: deltas,
+                extras,
             }
         })
         .collect();
-    let contrasts = (0..arms.len())
-        .flat_map(|i| (i + 1..arms.len()).map(move |j| (j, i)))
+    let adjusted = stats::holm(&readings.iter().map(|r| r.p_value).collect::<Vec<_>>());
+    for (r, p) in readings.iter_mut().zip(adjusted) {
+        r.holm_p = p;
+        r.holm_verdict = stats::holm_verdict(r.figures.estimate_pct, p);
+    }
+    let contrasts = (0..design.arms())
+        .flat_map(|i| (i + 1..design.arms()).map(move |j| (j, i)))
         .map(|(j, i)| contrast(j, i))
         .collect();
-    let controls = readings
+    let controls = others
         .iter()
-        .filter(|r| r.role.is_inert_control() || r.role == Role::StructuralZero)
-        .map(|r| {
-            let estimate = r.figures.estimate_pct;
-            let (holds, gains) = if r.role == Role::StructuralZero {
-                let sz = arms.iter().position(|a| a.name == r.arm).unwrap_or(base);
-                let real = (0..arms.len()).filter(|&a| arms[a].role == Role::Arm);
-                (None, real.map(|a| contrast(a, sz)).collect())
-            } else {
-                (Some(stats::control_holds(estimate, spread)), Vec::new())
-            };
-            Control {
-                arm: r.arm.clone(),
-                role: r.role,
-                estimate_pct: estimate,
-                holds,
-                gains,
-            }
-        })
+        .filter(|&&a| design.roles[a].is_inert_control() || design.roles[a] == Role::StructuralZero)
+        .map(|&a| control(design, a, &logs(a, base), spread, &contrast))
         .collect();
+    let cells = model_cells(grid, metric.better, passes.clone());
+    let paired_noise_pct = cells.as_ref().map_or(f64::NAN, Cells::paired_noise_pct);
+    let drift_step_pct = cells.as_ref().map_or(f64::NAN, Cells::largest_step_pct);
+    let order_effects = cells
+        .map(|c| c.order_effects(names, base))
+        .unwrap_or_default();
     MetricReport {
         column: metric.column.clone(),
         better: metric.better,
-        base_spread_pct: spread,
-        noise_limit_pct: info.spec.noise_limit_pct,
+        paired_noise_pct,
+        drift_pct: f64::NAN,
+        drift_step_pct,
+        noise_limit_pct: design.noise_limit_pct,
+        // Noise that cannot be computed (under two complete passes) exceeds nothing.
+        within_noise_limit: design
+            .noise_limit_pct
+            .is_none_or(|limit| paired_noise_pct.is_nan() || paired_noise_pct <= limit),
+        equivalence_margin_pct: design.equivalence_margin_pct,
         arms: readings,
         contrasts,
         controls,
-        // A spread that cannot be computed (under two passes) exceeds nothing.
-        within_noise_limit: info.spec.noise_limit_pct.is_none_or(|limit| spread.is_nan() || spread <= limit),
+        order_effects,
     }
 }
 
-fn extras_of(deltas: &[f64], slots: &[f64], config: ExtrasConfig, seed: u64) -> Extras {
+fn control(
+    design: &Design,
+    a: usize,
+    logs: &[f64],
+    spread: Spread,
+    contrast: &dyn Fn(usize, usize) -> Contrast,
+) -> Control {
+    let series = LogSeries::of(logs, spread);
+    let role = design.roles[a];
+    if role == Role::StructuralZero {
+        let (lo, hi) = series.interval(0.95);
+        let real = (0..design.arms()).filter(|&r| design.roles[r] == Role::Arm);
+        return Control {
+            arm: design.names[a].clone(),
+            role,
+            estimate_pct: stats::pct_of_log(series.mean),
+            ci_low_pct: lo,
+            ci_high_pct: hi,
+            level: 0.95,
+            holds: None,
+            equivalence: None,
+            gains: real.map(|r| contrast(r, a)).collect(),
+        };
+    }
+    let level = design.control_level();
+    let (lo, hi) = series.interval(level);
+    let holds = if lo.is_finite() && hi.is_finite() {
+        lo <= 0.0 && 0.0 <= hi
+    } else {
+        true
+    };
+    let equivalence = design.equivalence_margin_pct.map(|margin| {
+        if -margin <= lo && hi <= margin {
+            "equivalent"
+        } else {
+            "too wide to tell"
+        }
+    });
+    Control {
+        arm: design.names[a].clone(),
+        role,
+        estimate_pct: stats::pct_of_log(series.mean),
+        ci_low_pct: lo,
+        ci_high_pct: hi,
+        level,
+        holds: Some(holds),
+        equivalence,
+        gains: Vec::new(),
+    }
+}
+
+/// The complete analysis passes of a grid as the models read them, oriented so that a
+/// larger value is better; `prev` of slot 0 is the last cell of the pass before (from the
+/// grid's slots, which the warm-up passes also fill). None below two complete passes.
+pub fn model_cells(grid: &Grid, better: Better, passes: Range<usize>) -> Option<Cells> {
+    let n = grid.arms;
+    let arm_in = |p: usize, s: usize| (0..n).find(|&a| grid.slot(p, a) as usize == s);
+    let complete: Vec<usize> = passes
+        .filter(|&p| (0..n).all(|a| grid.value(p, a).is_finite() && (grid.slot(p, a) as usize) < n))
+        .collect();
+    if complete.len() < 2 || n < 2 {
+        return None;
+    }
+    let sign = match better {
+        Better::Higher => 1.0,
+        Better::Lower => -1.0,
+    };
+    let mut cells = Cells {
+        passes: complete.len(),
+        arms: n,
+        y: Vec::new(),
+        slot: Vec::new(),
+        prev: Vec::new(),
+    };
+    for &p in &complete {
+        for a in 0..n {
+            let s = grid.slot(p, a) as usize;
+            let prev = if s > 0 {
+                arm_in(p, s - 1)
+            } else {
+                p.checked_sub(1).and_then(|q| arm_in(q, n - 1))
+            };
+            cells.y.push(sign * grid.value(p, a).ln());
+            cells.slot.push(s);
+            cells.prev.push(prev.unwrap_or(n));
+        }
+    }
+    Some(cells)
+}
+
+fn extras_of(deltas: &[f64], config: ExtrasConfig, seed: u64) -> Extras {
     let ci = extras::bootstrap_median_ci(deltas, config.resamples, seed);
-    let order = extras::order_effect(deltas, slots);
     Extras {
         bootstrap_ci_low_pct: ci.map(|c| c.0),
         bootstrap_ci_high_pct: ci.map(|c| c.1),
         bootstrap_resamples: config.resamples,
         bootstrap_seed: seed,
         wilcoxon_p: extras::wilcoxon_p(deltas),
-        order_r: order.map(|o| o.0),
-        order_p: order.map(|o| o.1),
-        order_effect: order.is_some_and(|o| o.1 < 0.05),
     }
 }
 
-/// `noise-limit` when a metric's base spread exceeds the pre-registered limit, and
+/// `noise-limit` when a metric's paired noise exceeds the pre-registered limit, and
 /// `control:<arm>` once for each null or reflexive arm that does not hold on some metric.
-fn disqualifications(metrics: &[MetricReport]) -> Vec<String> {
+pub fn disqualifications(metrics: &[MetricReport]) -> Vec<String> {
     let mut reasons = Vec::new();
     if metrics.iter().any(|m| !m.within_noise_limit) {
         reasons.push("noise-limit".to_string());
@@ -412,6 +657,7 @@ fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> Optio
     let (rounds, time) = (find(SeriesKind::Rounds)?, find(SeriesKind::Time)?);
     let base = info.start.base_index();
     let arms = &info.start.arms;
+    let geometric = |logs: &[f64]| stats::pct_of_log(stats::mean(logs));
     let mut split_arms = Vec::new();
     for a in (0..arms.len()).filter(|&a| a != base) {
         let (mut total, mut count, mut speed) = (Vec::new(), Vec::new(), Vec::new());
@@ -424,18 +670,17 @@ fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> Optio
             );
             if [tb, ta, rb, ra].iter().all(|v| v.is_finite()) {
                 let (t, c, s) = split_factors(tb, ta, rb, ra);
-                total.push(stats::ratio_pct(t));
-                count.push(stats::ratio_pct(c));
-                speed.push(stats::ratio_pct(s));
+                total.push(t.ln());
+                count.push(c.ln());
+                speed.push(s.ln());
             }
         }
-        let n = total.len();
         split_arms.push(SplitArm {
             arm: arms[a].name.clone(),
-            total_pct: stats::median(&mut total),
-            count_pct: stats::median(&mut count),
-            speed_pct: stats::median(&mut speed),
-            n,
+            total_pct: geometric(&total),
+            count_pct: geometric(&count),
+            speed_pct: geometric(&speed),
+            n: total.len(),
         });
     }
     let mut differing_cells = Vec::new();

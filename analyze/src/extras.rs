@@ -1,9 +1,9 @@
 //! Figures beyond METHOD.md, shown beside its figures and never instead of them: a seeded
-//! bootstrap interval of the median, a Wilcoxon signed-rank p-value, and an order-effect check.
+//! bootstrap interval of the median and a Wilcoxon signed-rank p-value.
 
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+use statrs::distribution::{ContinuousCDF, Normal};
 
 /// Percentile bootstrap 95 % interval of the median of `deltas`, from `resamples` resamples
 /// drawn by a `SmallRng` seeded with `seed`. `None` below two deltas or without resamples.
@@ -98,35 +98,6 @@ fn exact_signed_rank_p(n: usize, w: usize) -> f64 {
     (2.0 * low.min(high)).min(1.0)
 }
 
-/// Pearson correlation of the deltas with the arm's slot in each pass, and its two-sided
-/// p-value (t with `m − 2` df). `None` when the slot or the delta never varies.
-pub fn order_effect(deltas: &[f64], slots: &[f64]) -> Option<(f64, f64)> {
-    let m = deltas.len();
-    if m < 3 || slots.len() != m {
-        return None;
-    }
-    let (md, ms) = (crate::stats::mean(deltas), crate::stats::mean(slots));
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (d, s) in deltas.iter().zip(slots) {
-        sxy += (d - md) * (s - ms);
-        sxx += (s - ms) * (s - ms);
-        syy += (d - md) * (d - md);
-    }
-    if sxx == 0.0 || syy == 0.0 {
-        return None;
-    }
-    let r = (sxy / (sxx * syy).sqrt()).clamp(-1.0, 1.0);
-    let df = (m - 2) as f64;
-    let p = if r.abs() >= 1.0 {
-        0.0
-    } else {
-        let t = r * (df / (1.0 - r * r)).sqrt();
-        let dist = StudentsT::new(0.0, 1.0, df).ok()?;
-        2.0 * dist.sf(t.abs())
-    };
-    Some((r, p))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,13 +121,5 @@ mod tests {
             a.0 <= 0.8 && 0.8 <= a.1 && a.0 >= 0.5 && a.1 <= 1.1,
             "{a:?}"
         );
-    }
-
-    #[test]
-    fn order_effect_sees_a_slot_trend() {
-        let slots = [0.0, 1.0, 2.0, 0.0, 1.0, 2.0];
-        let (r, p) = order_effect(&[1.0, 2.0, 3.0, 1.1, 2.1, 3.1], &slots).unwrap();
-        assert!(r > 0.99 && p < 0.001, "{r} {p}");
-        assert_eq!(order_effect(&[1.0, 2.0, 3.0], &[1.0, 1.0, 1.0]), None);
     }
 }

@@ -66,7 +66,21 @@ impl LadderInfo {
     }
 
     pub fn analysis_passes(&self) -> std::ops::Range<usize> {
-        analysis_passes(&self.start)
+        analysis_passes(&self.start, self.end.as_ref())
+    }
+
+    /// The passes run: the done record's `passes` (`ladder/2`), else the order's.
+    pub fn passes_run(&self) -> usize {
+        passes_run(&self.start, self.end.as_ref())
+    }
+
+    /// The looks of a `[stop]` ladder, as the start record (or else the spec) gives them.
+    pub fn stop_looks(&self) -> Option<Vec<usize>> {
+        self.start
+            .order
+            .looks
+            .clone()
+            .or_else(|| self.spec.stop.as_ref().map(|s| s.looks.clone()))
     }
 }
 
@@ -181,7 +195,8 @@ fn read_ladder(
     let mut identity = None;
     if analyzed {
         fill(shown, &ladder, &spec, &metrics, &series, with_defects, part)?;
-        identity = identity::read(shown, &spec, &ladder)?;
+        let passes = analysis_passes(&ladder.start, ladder.end.as_ref());
+        identity = identity::read(shown, &spec, &ladder, passes)?;
     }
     let witness = witness::read(&ladder);
     let Ladder { mut start, end, .. } = ladder;
@@ -198,9 +213,16 @@ fn read_ladder(
     })
 }
 
-/// The analysis passes of a ladder: those after the warm-up.
-pub fn analysis_passes(start: &StartRecord) -> std::ops::Range<usize> {
-    let passes = start.order.passes;
+/// The passes run: the done record's `passes` (`ladder/2`, a stopped ladder's look), else
+/// the order's `passes`.
+pub fn passes_run(start: &StartRecord, end: Option<&EndRecord>) -> usize {
+    end.and_then(|e| e.passes)
+        .map_or(start.order.passes, |p| p.min(start.order.passes))
+}
+
+/// The analysis passes of a ladder: those after the warm-up, up to the passes run.
+pub fn analysis_passes(start: &StartRecord, end: Option<&EndRecord>) -> std::ops::Range<usize> {
+    let passes = passes_run(start, end);
     start.warmup_passes.min(passes)..passes
 }
 
@@ -215,7 +237,7 @@ fn fill(
     part: &mut Part,
 ) -> anyhow::Result<()> {
     let base = ladder.start.base_index();
-    let warmup = ladder.start.warmup_passes;
+    let analysis = analysis_passes(&ladder.start, ladder.end.as_ref());
     let rows = ladder.rows.len() * series.len();
     part.series.reserve(rows);
     part.pass.reserve(rows);
@@ -250,7 +272,7 @@ fn fill(
             part.slot.push(r.slot as u32);
             part.arm.push(r.arm as u32);
             part.value.push(value);
-            part.analysis.push(r.pass >= warmup);
+            part.analysis.push(analysis.contains(&r.pass));
             part.base.push(r.arm == base);
         }
     }
@@ -286,7 +308,7 @@ pub struct Grid {
 }
 
 impl Grid {
-    fn new(passes: usize, arms: usize) -> Grid {
+    pub fn new(passes: usize, arms: usize) -> Grid {
         Grid {
             passes,
             arms,
@@ -339,8 +361,8 @@ pub fn grids(loaded: &Loaded) -> anyhow::Result<Vec<Vec<Grid>>> {
     Ok(grids)
 }
 
-/// The base spread of every (file, series) over the analysis passes, computed by polars:
-/// `spreads[file][series]`, NaN where there is none.
+/// The base spread of every (file, series) over the analysis passes (method 1's figure,
+/// reported as drift), computed by polars: `spreads[file][series]`, NaN where there is none.
 pub fn base_spreads(loaded: &Loaded) -> anyhow::Result<Vec<Vec<f64>>> {
     let mut spreads: Vec<Vec<f64>> = loaded
         .files

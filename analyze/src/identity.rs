@@ -1,11 +1,11 @@
 //! Output identity: every non-base cell of the analysis passes against the base cell of
 //! the same pass, on the spec's identity column.
 
-use crate::frames::analysis_passes;
 use ladder::Ladder;
 use ladder::Spec;
 use serde::Serialize;
 use std::collections::HashSet;
+use std::ops::Range;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Identity {
@@ -26,12 +26,16 @@ pub struct DifferingCell {
 }
 
 /// `None` when the spec names no identity column; an error naming the file when the
-/// header lacks it.
-pub fn read(shown: &str, spec: &Spec, ladder: &Ladder) -> anyhow::Result<Option<Identity>> {
+/// header lacks it. `passes` are the analysis passes.
+pub fn read(
+    shown: &str,
+    spec: &Spec,
+    ladder: &Ladder,
+    passes: Range<usize>,
+) -> anyhow::Result<Option<Identity>> {
     let Some(spec) = &spec.identity else {
         return Ok(None);
     };
-    let passes = analysis_passes(&ladder.start);
     let column = ladder.column(&spec.column).ok_or_else(|| {
         anyhow::anyhow!(
             "{shown}: the spec's [identity] column {:?} is not in the file's header; correct it to one of: {}",

@@ -1,13 +1,15 @@
 //! Reading ladder files: `verify` (replay against the legal order), `split` (one file per
-//! run) and `report` (the statistics of METHOD.md).
+//! run), `report` (the statistics of METHOD.md, written by `export`) and `calibrate` (the
+//! error rates of those statistics on simulated ladders of a spec's design).
 
 pub mod across;
 pub mod analysis;
+pub mod calibrate;
+pub mod export;
 pub mod extras;
 pub mod frames;
 pub mod identity;
-pub mod markdown;
-pub mod plots;
+pub mod model;
 pub mod report;
 pub mod split;
 pub mod stats;

@@ -1,4 +1,4 @@
-use analyze::{report, split, verify};
+use analyze::{calibrate, report, split, verify};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -24,6 +24,8 @@ enum Command {
     Split(split::SplitArgs),
     /// Paired statistics, controls, round split, identity and cross-ladder spread.
     Report(report::ReportArgs),
+    /// Error rates of the report's rules on simulated ladders of a spec's own design.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args),
         Command::Split(args) => split::run(args),
         Command::Report(args) => report::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

@@ -1,14 +1,12 @@
-//! `analyze report`: read ladder files as METHOD.md says and write the markdown (with SVG
-//! figures beside it) and the JSON report.
+//! `analyze report`: read ladder files as METHOD.md says; the outputs (markdown with SVG
+//! figures beside it, JSON, CSV, the one-screen summary) are written by `export`.
 
 use crate::across::{self, ArmPair, Replication};
 use crate::analysis::{self, ExtrasConfig, LadderReport};
+use crate::export::{csv, json, markdown};
 use crate::frames::{self, Grid, LoadedFile};
-use crate::markdown::{self, Doc};
-use crate::plots::{self, DeltaColumn, ForestRow};
 use anyhow::Context;
 use rayon::prelude::*;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
@@ -23,6 +21,12 @@ pub struct ReportArgs {
     /// Write the JSON report here (`-` for stdout).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Write a CSV summary here: one row per ladder × metric × arm (`-` for stdout).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Print only the one-screen summary (markdown) to stdout.
+    #[arg(long)]
+    pub summary: bool,
     /// Compute statistics from files that are not one connected run, marked as such.
     #[arg(long)]
     pub allow_defects: bool,
@@ -90,146 +94,18 @@ pub fn read(paths: &[PathBuf], options: &Options) -> anyhow::Result<Reading> {
     })
 }
 
-/// The JSON report: `{"ladders": [...], "across": [...], "arm_pairs": [...]}`. Ladders are
-/// serialized in parallel, a chunk at a time so that the text is never all in memory.
-pub fn write_json(reading: &Reading, mut out: impl Write) -> anyhow::Result<()> {
-    out.write_all(b"{\"ladders\":[")?;
-    for (c, chunk) in reading.reports.chunks(256).enumerate() {
-        let texts: Vec<Vec<u8>> = chunk
-            .par_iter()
-            .map(|r| {
-                let mut text = Vec::with_capacity(16 << 10);
-                serde_json::to_writer(&mut text, r).map(|_| text)
-            })
-            .collect::<Result<_, _>>()?;
-        for (i, text) in texts.iter().enumerate() {
-            if c + i > 0 {
-                out.write_all(b",")?;
-            }
-            out.write_all(text)?;
-        }
+/// Opens `path` for writing, `-` meaning stdout.
+fn output(path: &Path, flag: &str) -> anyhow::Result<Box<dyn std::io::Write>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(std::io::stdout().lock()));
     }
-    out.write_all(b"],\"across\":")?;
-    serde_json::to_writer(&mut out, &reading.replications)?;
-    out.write_all(b",\"arm_pairs\":")?;
-    serde_json::to_writer(&mut out, &reading.pairs)?;
-    out.write_all(b"}\n")?;
-    Ok(())
-}
-
-/// `name` with every character a file name should not hold replaced by `_`.
-fn file_part(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// Writes the markdown and its figures beside it.
-pub fn write_markdown(reading: &Reading, path: &Path) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_else(|| "report".into());
-    std::fs::create_dir_all(dir).with_context(|| {
+    let file = std::fs::File::create(path).with_context(|| {
         format!(
-            "cannot create {}; pass -o with a writable directory",
-            dir.display()
+            "cannot create {}; pass {flag} with a writable path",
+            path.display()
         )
     })?;
-    let mut used = std::collections::HashSet::new();
-    let mut metric_svgs = Vec::new();
-    for r in &reading.reports {
-        let mut names = Vec::new();
-        for m in &r.metrics {
-            let base = format!(
-                "{stem}_{}_{}_{}",
-                file_part(r.ladder.as_deref().unwrap_or("")),
-                file_part(r.tag.as_deref().unwrap_or("")),
-                file_part(&m.column)
-            );
-            let mut name = format!("{base}.svg");
-            let mut k = 2;
-            while !used.insert(name.clone()) {
-                name = format!("{base}_{k}.svg");
-                k += 1;
-            }
-            let columns: Vec<DeltaColumn> = m
-                .arms
-                .iter()
-                .map(|a| DeltaColumn {
-                    arm: &a.arm,
-                    deltas: &a.deltas_pct,
-                    estimate: a.figures.estimate_pct,
-                    ci: (a.figures.ci_low_pct, a.figures.ci_high_pct),
-                })
-                .collect();
-            let title = format!(
-                "{} / {}: {} ({} is better){}",
-                r.ladder.as_deref().unwrap_or("?"),
-                r.tag.as_deref().unwrap_or("?"),
-                m.column,
-                m.better,
-                if r.qualified {
-                    String::new()
-                } else {
-                    format!(" [{}]", markdown::status(r))
-                }
-            );
-            plots::deltas_svg(&dir.join(&name), &title, &columns)?;
-            names.push(name);
-        }
-        metric_svgs.push(names);
-    }
-    let mut forest_svgs = Vec::new();
-    for q in &reading.replications {
-        if forest_svgs
-            .iter()
-            .any(|(s, _): &(String, String)| *s == q.spec)
-        {
-            continue;
-        }
-        let rows: Vec<ForestRow> = reading
-            .replications
-            .iter()
-            .filter(|r| r.spec == q.spec)
-            .flat_map(|r| {
-                (0..r.ladders.len()).map(move |i| ForestRow {
-                    label: format!("{} · {}", r.quantity, r.ladders[i]),
-                    estimate: r.estimates_pct[i],
-                    ci: (r.ci_low_pct[i], r.ci_high_pct[i]),
-                    marked: !r.qualified[i],
-                })
-            })
-            .collect();
-        let name = format!("{stem}_across_{}.svg", file_part(&q.spec));
-        plots::forest_svg(
-            &dir.join(&name),
-            &format!("{}: each quantity per ladder", q.spec),
-            &rows,
-        )?;
-        forest_svgs.push((q.spec.clone(), name));
-    }
-    let doc = Doc {
-        reports: &reading.reports,
-        replications: &reading.replications,
-        pairs: &reading.pairs,
-        metric_svgs: &metric_svgs,
-        forest_svgs: &forest_svgs,
-        extras: reading.extras,
-    };
-    std::fs::write(path, markdown::render(&doc))
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    Ok(Box::new(std::io::BufWriter::new(file)))
 }
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
@@ -243,30 +119,21 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     };
     let reading = read(&args.files, &options)?;
     if let Some(path) = &args.json {
-        if path.as_os_str() == "-" {
-            write_json(&reading, std::io::stdout().lock())?;
-        } else {
-            let file = std::fs::File::create(path).with_context(|| {
-                format!(
-                    "cannot create {}; pass --json with a writable path",
-                    path.display()
-                )
-            })?;
-            write_json(&reading, std::io::BufWriter::new(file))?;
-        }
+        json::write(&reading, output(path, "--json")?)?;
+    }
+    if let Some(path) = &args.csv {
+        csv::write(&reading.reports, output(path, "--csv")?)?;
     }
     if let Some(path) = &args.out {
-        write_markdown(&reading, path)?;
-    } else if args.json.is_none() {
-        let doc = Doc {
-            reports: &reading.reports,
-            replications: &reading.replications,
-            pairs: &reading.pairs,
-            metric_svgs: &[],
-            forest_svgs: &[],
-            extras: reading.extras,
-        };
-        print!("{}", markdown::render(&doc));
+        markdown::write(&reading, path)?;
+    }
+    if args.summary {
+        print!("{}", markdown::summary(&reading.reports));
+    } else if args.out.is_none() && args.json.is_none() && args.csv.is_none() {
+        print!(
+            "{}",
+            markdown::render(&markdown::Doc::without_figures(&reading))
+        );
     }
     let unconnected: Vec<&str> = reading
         .reports

@@ -29,28 +29,50 @@ pub fn cut(text: &str) -> Vec<Part> {
     let mut parts: Vec<Part> = Vec::new();
     for (i, line) in text.split_inclusive('\n').enumerate() {
         if line.starts_with(START_TAG) || parts.is_empty() {
-            let number = if line.starts_with(START_TAG) { parts.iter().filter(|p| p.number > 0).count() + 1 } else { 0 };
-            parts.push(Part { number, first_line: i + 1, text: String::new() });
+            let number = if line.starts_with(START_TAG) {
+                parts.iter().filter(|p| p.number > 0).count() + 1
+            } else {
+                0
+            };
+            parts.push(Part {
+                number,
+                first_line: i + 1,
+                text: String::new(),
+            });
         }
-        parts.last_mut().expect("a part was pushed").text.push_str(line);
+        parts
+            .last_mut()
+            .expect("a part was pushed")
+            .text
+            .push_str(line);
     }
     parts
 }
 
 /// `<dir>/<stem>.part<N>.csv`.
 pub fn part_path(file: &Path, dir: &Path, number: usize) -> PathBuf {
-    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "ladder".into());
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "ladder".into());
     dir.join(format!("{stem}.part{number}.csv"))
 }
 
 pub fn run(args: &SplitArgs) -> anyhow::Result<i32> {
     let bytes = ladder::limits::read_ladder_file(&args.file).map_err(anyhow::Error::msg)?;
     let text = String::from_utf8(bytes).map_err(|_| {
-        anyhow::anyhow!("{} is not UTF-8, so it is not a ladder file", args.file.display())
+        anyhow::anyhow!(
+            "{} is not UTF-8, so it is not a ladder file",
+            args.file.display()
+        )
     })?;
     let dir = match &args.out_dir {
         Some(dir) => dir.clone(),
-        None => args.file.parent().map(Path::to_path_buf).unwrap_or_default(),
+        None => args
+            .file
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
     };
     let parts = cut(&text);
     let mut all_connected = true;
@@ -62,9 +84,19 @@ pub fn run(args: &SplitArgs) -> anyhow::Result<i32> {
         file.write_all(part.text.as_bytes())?;
         let verdict = ladder::replay(part.text.as_bytes()).verdict;
         all_connected &= verdict.connected;
-        let origin = if part.number == 0 { " (lines before any start record)" } else { "" };
-        println!("{}: lines {}..{} of {}{origin}: {}", path.display(), part.first_line,
-            part.first_line + part.text.lines().count() - 1, args.file.display(), verdict.summary());
+        let origin = if part.number == 0 {
+            " (lines before any start record)"
+        } else {
+            ""
+        };
+        println!(
+            "{}: lines {}..{} of {}{origin}: {}",
+            path.display(),
+            part.first_line,
+            part.first_line + part.text.lines().count() - 1,
+            args.file.display(),
+            verdict.summary()
+        );
     }
     Ok(if all_connected { 0 } else { 1 })
 }

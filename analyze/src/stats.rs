@@ -1,15 +1,25 @@
-//! The statistics of METHOD.md, exactly as written there, and nothing else.
+//! The statistics of METHOD.md (method 2) on one series of paired log ratios: the geometric
+//! mean with its t interval, the median beside it, the one-sample t test behind Holm's
+//! procedure, and the interval at another level for the controls.
+//!
+//! `t975` and `sample_sd` live in `ladder::stop`, once for the whole workspace: the runner's
+//! stopping rule and this reading must agree to the last digit.
 
 use ladder::spec::Better;
+use ladder::stop::{sample_sd, t975};
 use statrs::distribution::{ContinuousCDF, StudentsT};
-use std::sync::OnceLock;
 
-/// The paired delta of `a` against `b` in one pass, in percent, positive meaning `a` is better.
-pub fn delta_pct(better: Better, a: f64, b: f64) -> f64 {
+/// The log ratio of `a` against `b` in one pass, positive meaning `a` is better.
+pub fn log_ratio(better: Better, a: f64, b: f64) -> f64 {
     match better {
-        Better::Higher => 100.0 * (a / b - 1.0),
-        Better::Lower => 100.0 * (b / a - 1.0),
+        Better::Higher => (a / b).ln(),
+        Better::Lower => (b / a).ln(),
     }
+}
+
+/// `100 · (exp(l) − 1)`: a log ratio as a percent change.
+pub fn pct_of_log(l: f64) -> f64 {
+    100.0 * l.exp_m1()
 }
 
 /// The median; the mean of the two middle values when the count is even. Sorts `values`.
@@ -30,83 +40,161 @@ pub fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
-/// The sample standard deviation (denominator `m − 1`); NaN below two values.
-pub fn sample_sd(values: &[f64]) -> f64 {
-    if values.len() < 2 {
-        return f64::NAN;
+/// `t(q, df)` for any level; `t975` when `q` is 0.975. NaN for `df = 0`.
+pub fn t_quantile(q: f64, df: usize) -> f64 {
+    if q == 0.975 {
+        return t975(df);
     }
-    let mean = mean(values);
-    let ss: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
-    (ss / (values.len() - 1) as f64).sqrt()
+    // The controls of every ladder of one design ask for the same few (q, df); the inverse
+    // CDF is iterative, so each thread keeps the ones it has computed.
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<(u64, usize), f64>> = Default::default();
+    }
+    CACHE.with(|cache| {
+        *cache
+            .borrow_mut()
+            .entry((q.to_bits(), df))
+            .or_insert_with(|| match StudentsT::new(0.0, 1.0, df as f64) {
+                Ok(t) if df > 0 => t.inverse_cdf(q),
+                _ => f64::NAN,
+            })
+    })
 }
 
-/// `t(0.975, df)`, Student's t quantile from statrs; NaN for `df = 0`.
-pub fn t975(df: usize) -> f64 {
-    // Every ladder of one shape asks for the same df: compute each once.
-    const CACHED: usize = 512;
-    static CACHE: [OnceLock<f64>; CACHED] = [const { OnceLock::new() }; CACHED];
-    let compute = |df: usize| match StudentsT::new(0.0, 1.0, df as f64) {
-        Ok(t) if df > 0 => t.inverse_cdf(0.975),
-        _ => f64::NAN,
-    };
-    match CACHE.get(df) {
-        Some(cell) => *cell.get_or_init(|| compute(df)),
-        None => compute(df),
+/// Where the spread of a series comes from: its own passes, or under `[stop]` the first
+/// look's `m0` passes (METHOD.md "Precision stopping").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spread {
+    Own,
+    FirstLook(usize),
+}
+
+/// Mean and spread of one series of log ratios: everything the figures are made of.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LogSeries {
+    pub mean: f64,
+    /// `s`, or `s0` of the first look.
+    pub sd: f64,
+    /// The passes averaged.
+    pub n: usize,
+    /// Degrees of freedom of the spread: `n − 1`, or `m0 − 1`.
+    pub df: usize,
+}
+
+impl LogSeries {
+    pub fn of(logs: &[f64], spread: Spread) -> LogSeries {
+        let n = logs.len();
+        let (sd, df) = match spread {
+            Spread::FirstLook(m0) if m0 < n => (sample_sd(&logs[..m0]), m0.saturating_sub(1)),
+            _ => (sample_sd(logs), n.saturating_sub(1)),
+        };
+        LogSeries {
+            mean: if n == 0 { f64::NAN } else { mean(logs) },
+            sd,
+            n,
+            df,
+        }
+    }
+
+    /// `s / √n` in log space.
+    pub fn se(&self) -> f64 {
+        self.sd / (self.n as f64).sqrt()
+    }
+
+    /// The interval at `level` (0.95 for the headline), as percents.
+    pub fn interval(&self, level: f64) -> (f64, f64) {
+        let half = t_quantile(1.0 - (1.0 - level) / 2.0, self.df) * self.se();
+        (pct_of_log(self.mean - half), pct_of_log(self.mean + half))
+    }
+
+    /// Two-sided p-value of the one-sample t test of "mean log ratio = 0".
+    pub fn p_value(&self) -> f64 {
+        let t = self.mean / self.se();
+        match StudentsT::new(0.0, 1.0, self.df as f64) {
+            Ok(dist) if self.df > 0 && t.is_finite() => 2.0 * dist.sf(t.abs()),
+            _ if self.df > 0 && self.sd == 0.0 && self.mean != 0.0 => 0.0,
+            _ => f64::NAN,
+        }
     }
 }
 
-/// Estimate, sem and 95 % interval of a set of paired deltas.
+/// Estimate, sem, 95 % interval and median of one quantity, as percents (the t test's p,
+/// which only Holm's family needs, is [`LogSeries::p_value`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Summary {
     pub estimate: f64,
     pub sem: f64,
     pub ci_low: f64,
     pub ci_high: f64,
+    pub median: f64,
     pub n: usize,
 }
 
 impl Summary {
-    /// `deltas` in pass order; they are not reordered.
-    pub fn of(deltas: &[f64]) -> Summary {
-        let n = deltas.len();
-        let mut sorted = deltas.to_vec();
-        let estimate = median(&mut sorted);
-        let sem = sample_sd(deltas) / (n as f64).sqrt();
-        let half = t975(n.saturating_sub(1)) * sem;
+    /// `logs` in pass order; the deltas shown are `100 · (exp(l) − 1)` of each.
+    pub fn of(logs: &[f64], spread: Spread) -> Summary {
+        let series = LogSeries::of(logs, spread);
+        let (ci_low, ci_high) = series.interval(0.95);
+        let mut deltas: Vec<f64> = logs.iter().map(|&l| pct_of_log(l)).collect();
         Summary {
-            estimate,
-            sem,
-            ci_low: estimate - half,
-            ci_high: estimate + half,
-            n,
+            estimate: pct_of_log(series.mean),
+            sem: 100.0 * series.se(),
+            ci_low,
+            ci_high,
+            median: median(&mut deltas),
+            n: series.n,
         }
     }
 
     /// The reading in words: the interval entirely above 0, entirely below, or neither.
     pub fn verdict(&self) -> &'static str {
-        if self.ci_low > 0.0 {
-            "better"
-        } else if self.ci_high < 0.0 {
-            "worse"
-        } else {
-            "not resolved"
-        }
+        verdict(self.ci_low, self.ci_high)
+    }
+
+    /// The median lies outside the interval: a few passes pull the mean.
+    pub fn pulled(&self) -> bool {
+        self.median < self.ci_low || self.median > self.ci_high
+    }
+}
+
+/// `better` when `(lo, hi)` lies wholly above 0, `worse` wholly below, else `not resolved`.
+pub fn verdict(lo: f64, hi: f64) -> &'static str {
+    if lo > 0.0 {
+        "better"
+    } else if hi < 0.0 {
+        "worse"
+    } else {
+        "not resolved"
+    }
+}
+
+/// Holm's step-down adjustment of a family of p-values: `adjusted[i]` is compared with
+/// 0.05 as the unadjusted p would be. NaN p-values stay NaN and do not count in the family.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..p.len()).filter(|&i| p[i].is_finite()).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let k = order.len();
+    let mut adjusted = vec![f64::NAN; p.len()];
+    let mut running = 0.0f64;
+    for (rank, &i) in order.iter().enumerate() {
+        running = running.max(((k - rank) as f64 * p[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+/// The verdict after Holm: the direction of the estimate when the adjusted p is below 0.05.
+pub fn holm_verdict(estimate: f64, adjusted_p: f64) -> &'static str {
+    match adjusted_p < 0.05 {
+        true if estimate > 0.0 => "better",
+        true if estimate < 0.0 => "worse",
+        _ => "not resolved",
     }
 }
 
 /// The base spread: `100 · sd / mean` of the base's values over the analysis passes.
 pub fn spread_pct(values: &[f64]) -> f64 {
     100.0 * sample_sd(values) / mean(values)
-}
-
-/// An inert control holds when its estimate lies inside the noise floor.
-pub fn control_holds(estimate: f64, base_spread: f64) -> bool {
-    estimate.abs() <= base_spread
-}
-
-/// `100 · (f − 1)`: a ratio as a percent change.
-pub fn ratio_pct(f: f64) -> f64 {
-    100.0 * (f - 1.0)
 }
 
 #[cfg(test)]
@@ -120,25 +208,94 @@ mod tests {
     }
 
     #[test]
-    fn t_quantile_matches_tables() {
-        assert!((t975(2) - 4.302652729911275).abs() < 1e-9);
-        assert!((t975(6) - 2.446911851144969).abs() < 1e-9);
-        assert!((t975(10_000) - 1.960201263621358).abs() < 1e-6);
-        assert!(t975(0).is_nan());
+    fn geometric_mean_and_its_interval_by_hand() {
+        // l = ln 1.01, ln 1.02, ln 1.03: mean and sd in log space, t(0.975, 2).
+        let l = [1.01f64.ln(), 1.02f64.ln(), 1.03f64.ln()];
+        let s = Summary::of(&l, Spread::Own);
+        let m = (1.01f64 * 1.02 * 1.03).ln() / 3.0;
+        let sd =
+            ((l[0] - m).powi(2) + (l[1] - m).powi(2) + (l[2] - m).powi(2)).sqrt() / 2f64.sqrt();
+        let half = 4.302652729911275 * sd / 3f64.sqrt();
+        assert!((s.estimate - 100.0 * (m.exp() - 1.0)).abs() < 1e-12);
+        assert!((s.sem - 100.0 * sd / 3f64.sqrt()).abs() < 1e-12);
+        assert!((s.ci_low - 100.0 * ((m - half).exp() - 1.0)).abs() < 1e-9);
+        assert!((s.ci_high - 100.0 * ((m + half).exp() - 1.0)).abs() < 1e-9);
+        assert!((s.median - 2.0).abs() < 1e-12);
+        // The interval reaches below 0 (half-width about 2.4 % around 2 %).
+        assert_eq!((s.n, s.verdict()), (3, "not resolved"));
+        assert!(!s.pulled());
+    }
+
+    #[test]
+    fn a_stopped_series_uses_the_first_looks_spread() {
+        // Five passes, the first look at m0 = 3: s0 from the first three, df 2, √5 below.
+        let l = [0.01, 0.02, 0.03, 0.0, 0.04];
+        let s = Summary::of(&l, Spread::FirstLook(3));
+        let s0 = 0.01;
+        let m = 0.1 / 5.0;
+        let half = 4.302652729911275 * s0 / 5f64.sqrt();
+        assert!(
+            (s.sem - 100.0 * s0 / 5f64.sqrt()).abs() < 1e-12,
+            "{}",
+            s.sem
+        );
+        assert!((s.ci_low - 100.0 * ((m - half).exp() - 1.0)).abs() < 1e-9);
+        assert!((s.ci_high - 100.0 * ((m + half).exp() - 1.0)).abs() < 1e-9);
+        assert_eq!(s.n, 5);
+    }
+
+    #[test]
+    fn the_t_test_p_value_matches_a_table() {
+        // t = 2.446911851144969 with 6 df is the 0.975 quantile: p = 0.05 exactly.
+        let series = LogSeries {
+            mean: 2.446911851144969,
+            sd: 7f64.sqrt(),
+            n: 7,
+            df: 6,
+        };
+        assert!(
+            (series.p_value() - 0.05).abs() < 1e-9,
+            "{}",
+            series.p_value()
+        );
+    }
+
+    #[test]
+    fn holm_by_hand() {
+        // Sorted 0.01, 0.02, 0.04 in a family of 3: 0.03, max(0.03, 0.04), max(0.04, 0.04).
+        let adjusted = holm(&[0.04, 0.01, 0.02]);
+        let want = [0.04, 0.03, 0.04];
+        for (a, w) in adjusted.iter().zip(want) {
+            assert!((a - w).abs() < 1e-15, "{adjusted:?}");
+        }
+        // Monotone: a larger p never gets a smaller adjusted p, and nothing exceeds 1.
+        assert_eq!(holm(&[0.5, 0.9]), vec![1.0, 1.0]);
+        assert_eq!(holm_verdict(0.3, 0.049), "better");
+        assert_eq!(holm_verdict(-0.3, 0.01), "worse");
+        assert_eq!(holm_verdict(0.3, 0.05), "not resolved");
     }
 
     #[test]
     fn verdict_needs_the_whole_interval_on_one_side() {
-        let s = |lo, hi| Summary {
-            estimate: 0.0,
-            sem: 0.0,
-            ci_low: lo,
-            ci_high: hi,
-            n: 3,
+        assert_eq!(verdict(0.1, 1.0), "better");
+        assert_eq!(verdict(-1.0, -0.1), "worse");
+        assert_eq!(verdict(-0.1, 1.0), "not resolved");
+        assert_eq!(verdict(0.0, 1.0), "not resolved");
+    }
+
+    #[test]
+    fn the_interval_at_another_level() {
+        // Level 0.975 uses t(0.9875, df).
+        let series = LogSeries {
+            mean: 0.0,
+            sd: 0.01,
+            n: 4,
+            df: 3,
         };
-        assert_eq!(s(0.1, 1.0).verdict(), "better");
-        assert_eq!(s(-1.0, -0.1).verdict(), "worse");
-        assert_eq!(s(-0.1, 1.0).verdict(), "not resolved");
-        assert_eq!(s(0.0, 1.0).verdict(), "not resolved");
+        let (lo, hi) = series.interval(0.975);
+        let t = t_quantile(0.9875, 3);
+        assert!((t - 4.176534).abs() < 1e-5, "{t}");
+        assert!((hi - 100.0 * (t * 0.005f64).exp_m1()).abs() < 1e-12);
+        assert!((lo + 100.0 * -(-t * 0.005f64).exp_m1()).abs() < 1e-12);
     }
 }

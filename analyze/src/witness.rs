@@ -62,7 +62,11 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
         let mut range: Option<(f64, f64)> = None;
         // The clock the ladder ran at: the commonest reading at the end of a cell, when the
         // card is still loaded (a reading before a cell can catch the card idle).
-        let usual = mode(cells.iter().filter_map(|r| number(r, pair.after.or(pair.before))));
+        let usual = mode(
+            cells
+                .iter()
+                .filter_map(|r| number(r, pair.after.or(pair.before))),
+        );
         for row in &cells {
             let (b, a) = (number(row, pair.before), number(row, pair.after));
             for v in [b, a].into_iter().flatten() {

@@ -36,8 +36,21 @@ fn a_connected_file_reports_with_exit_0() {
     let out = report(&[path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("## 1. `cli` / `t1`: QUALIFIED"), "{text}");
-    assert!(text.contains("| `on` | arm | `off` |"));
+    assert!(
+        text.contains("## 1. <code>cli</code> / <code>t1</code>: QUALIFIED"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| <code>on</code> | arm | <code>off</code> |"),
+        "{text}"
+    );
+    // The summary comes first, with the arm's estimate, interval and verdict.
+    let summary = text.find("## Summary").unwrap();
+    assert!(summary < text.find("## Details").unwrap());
+    assert!(
+        text.contains("| <code>decode&#95;tok&#95;s</code> | <code>on</code> | +"),
+        "{text}"
+    );
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
@@ -72,7 +85,10 @@ fn a_file_with_a_gap_is_reported_with_its_defects() {
         .count();
     // The metric table, the contrasts and the extras.
     assert_eq!(marks, 3, "{marks} marks in\n{md}");
-    assert!(md.contains("`gap`"));
+    assert!(
+        md.contains("<code>gap</code>") || md.contains("`gap`"),
+        "{md}"
+    );
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
@@ -90,6 +106,113 @@ fn unusable_input_exits_2_naming_the_file() {
     assert!(
         err.contains("renamed.csv") && err.contains("decode_tok_s") && err.contains("header lacks"),
         "{err}"
+    );
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+/// Names from a file (ladder, tag, arm, column) cannot break a code span, a table or the HTML.
+#[test]
+fn names_from_the_file_are_escaped() {
+    let hostile = [
+        "a`b|c",
+        "<script>alert(1)</script>",
+        "plain",
+        "x*y_[z]\ntwo\nlines",
+    ];
+    let arms = vec![
+        SampleArm::new("off", Role::Base, 0.0),
+        SampleArm::new(hostile[0], Role::Arm, 1.0),
+        SampleArm::new(hostile[1], Role::Null, 0.0),
+        SampleArm::new(hostile[2], Role::Arm, 0.0),
+    ];
+    let mut sample = Sample::new(hostile[3], "t`1", arms);
+    sample.metrics[0].column = "tok|s".into();
+    let path = write("hostile.csv", &sample.file_text());
+    let out = report(&[path.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(!md.contains("<script>"), "{md}");
+    assert!(md.contains("&lt;script&gt;"), "{md}");
+    assert!(
+        !md.contains("a`b") && !md.contains("tok|s") && !md.contains("[z]\ntwo"),
+        "{md}"
+    );
+    // Every table row keeps its column count: the arms table has 10 columns (11 bars).
+    let rows: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| <code>a&#96;b&#124;c</code> | arm | <code>off</code> |"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{md}");
+    assert_eq!(rows[0].matches('|').count(), 11, "{}", rows[0]);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn summary_prints_only_the_summary_and_csv_has_a_row_per_arm() {
+    let path = write("summary.csv", &sample_text());
+    let out = report(&[path.to_str().unwrap(), "--summary"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("## Summary"), "{text}");
+    assert!(
+        !text.contains("## Details") && text.contains("QUALIFIED"),
+        "{text}"
+    );
+    let csv = path.with_extension("out.csv");
+    let out = report(&[path.to_str().unwrap(), "--csv", csv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let rows: Vec<String> = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows[0].starts_with("file,ladder,tag,qualified"),
+        "{}",
+        rows[0]
+    );
+    assert!(
+        rows[1].contains(",decode_tok_s,higher,on,arm,off,"),
+        "{}",
+        rows[1]
+    );
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+/// A spec with `[scan]` gets a figure of the estimate against the scanned value, linked
+/// from the markdown.
+#[test]
+fn a_scan_gets_its_figure() {
+    let text = sample_text().replacen(
+        "\"spec\":{",
+        "\"spec\":{\"scan\":{\"env\":\"MODE\",\"values\":[\"off\",\"on\"]},",
+        1,
+    );
+    let path = write("scan.csv", &text);
+    let md = path.with_file_name("scan_report.md");
+    let out = report(&[path.to_str().unwrap(), "-o", md.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&md).unwrap();
+    let svg = path.with_file_name("scan_report_cli_t1_decode_tok_s_scan.svg");
+    assert!(
+        text.contains("(scan_report_cli_t1_decode_tok_s_scan.svg)"),
+        "{text}"
+    );
+    let drawn = std::fs::read_to_string(svg).unwrap();
+    assert!(
+        drawn.contains("scanned value") && drawn.contains("\non\n"),
+        "{drawn}"
     );
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }

@@ -1,5 +1,5 @@
-//! The committed golden report: `reports/golden_fixture.md` (and `.json`) is exactly what
-//! `analyze report` writes for the committed `raw/golden_fixture_*.csv`. After an intended
+//! The committed golden report: `analyze/tests/fixtures/golden_fixture.md` (and `.json`) is
+//! exactly what `analyze report` writes for the committed `golden_fixture_*.csv` beside it. After an intended
 //! change, regenerate all of them with `UPDATE_GOLDEN=1 cargo test --release -p analyze --test report_golden`.
 
 use ladder::sample::{Sample, SampleArm};
@@ -7,7 +7,10 @@ use ladder::Role;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const RAW: [&str; 2] = ["raw/golden_fixture_a8.csv", "raw/golden_fixture_rb1.csv"];
+const RAW: [&str; 2] = [
+    "analyze/tests/fixtures/golden_fixture_a8.csv",
+    "analyze/tests/fixtures/golden_fixture_rb1.csv",
+];
 
 /// Two ladders of one spec: a real arm, a null control and a structural zero, with a round
 /// split, an output digest and witness columns (a foreign process, a throttled cell).
@@ -45,6 +48,10 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
 fn report(out_dir: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_analyze"))
         .current_dir(root())
@@ -66,7 +73,7 @@ fn the_report_of_the_committed_files_is_the_committed_report() {
         for (path, sample) in RAW.iter().zip(fixtures()) {
             std::fs::write(root.join(path), sample.file_text()).unwrap();
         }
-        let out = report(&root.join("reports"));
+        let out = report(&fixtures_dir());
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -94,8 +101,8 @@ fn the_report_of_the_committed_files_is_the_committed_report() {
     );
     for name in ["golden_fixture.md", "golden_fixture.json"] {
         let got = std::fs::read_to_string(dir.join(name)).unwrap();
-        let want = std::fs::read_to_string(root.join("reports").join(name)).unwrap();
-        assert!(got == want, "{name} differs from reports/{name}; if the change is intended, rerun with UPDATE_GOLDEN=1");
+        let want = std::fs::read_to_string(fixtures_dir().join(name)).unwrap();
+        assert!(got == want, "{name} differs from analyze/tests/fixtures/{name}; if the change is intended, rerun with UPDATE_GOLDEN=1");
     }
     let svg =
         std::fs::read_to_string(dir.join("golden_fixture_golden-fixture_a8_decode_tok_s.svg"))

@@ -1,10 +1,12 @@
-//! Small ladders computed by hand, checked to the last digit against METHOD.md.
+//! Small ladders computed by hand, checked to the last digit against METHOD.md (method 2).
 
 mod common;
 
 use common::{close, one, Hand};
-use ladder::spec::Better;
+use ladder::spec::{Better, StopSpec};
 use ladder::Role;
+
+const T975_2: f64 = 4.302652729911275;
 
 /// Base 99, 100, 101 in the analysis passes; `on` 1 %, 2 %, 3 % above it; `null` equal.
 fn three_arms() -> Hand {
@@ -23,8 +25,12 @@ fn three_arms() -> Hand {
     hand
 }
 
+fn base_value(pass: usize) -> f64 {
+    [50.0, 99.0, 100.0, 101.0][pass]
+}
+
 fn value(column: &str, pass: usize, arm: usize) -> String {
-    let base = [50.0, 99.0, 100.0, 101.0][pass];
+    let base = base_value(pass);
     match (column, arm) {
         ("tok_s", 0) | ("tok_s", 2) => format!("{base}"),
         ("tok_s", _) => format!("{}", base * (1.0 + 0.01 * pass as f64)),
@@ -37,8 +43,13 @@ fn value(column: &str, pass: usize, arm: usize) -> String {
     }
 }
 
+fn sd(v: &[f64]) -> f64 {
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+}
+
 #[test]
-fn arm_against_base_by_hand() {
+fn geometric_mean_and_its_interval_by_hand() {
     let report = one("by_hand", three_arms().text(value));
     assert!(
         report.connected && report.statistics,
@@ -46,74 +57,164 @@ fn arm_against_base_by_hand() {
         report.defects
     );
     assert_eq!(report.analysis_passes, 3);
-    let m = &report.metrics[0];
-    let on = &m.arms[0];
+    let on = &report.metrics[0].arms[0];
     assert_eq!((on.arm.as_str(), on.against.as_str()), ("on", "off"));
-    let deltas = [
-        100.0 * (99.0 * 1.01 / 99.0 - 1.0),
-        100.0 * (100.0 * 1.02 / 100.0 - 1.0),
-        100.0 * (101.0 * 1.03 / 101.0 - 1.0),
-    ];
-    for (got, want) in on.deltas_pct.iter().zip(deltas) {
-        assert!(close(*got, want), "{got} {want}");
+    // l = ln 1.01, ln 1.02, ln 1.03; the deltas shown are 1, 2, 3 %.
+    let l = [1.01f64.ln(), 1.02f64.ln(), 1.03f64.ln()];
+    for (got, want) in on.deltas_pct.iter().zip([1.0, 2.0, 3.0]) {
+        assert!((got - want).abs() < 1e-9, "{got} {want}");
     }
-    // median 2, sd 1, sem 1/√3, t(0.975, 2) = 4.302652729911275
+    let mean = l.iter().sum::<f64>() / 3.0;
+    let se = sd(&l) / 3f64.sqrt();
     let f = &on.figures;
-    assert!(close(f.estimate_pct, deltas[1]));
-    let sd = (((deltas[0] - 2.0f64).powi(2)
-        + (deltas[1] - 2.0f64).powi(2)
-        + (deltas[2] - 2.0f64).powi(2))
-        / 2.0)
-        .sqrt();
-    assert!((sd - 1.0).abs() < 1e-12);
     assert!(
-        (f.sem_pct - 0.5773502691896258).abs() < 1e-12,
+        close(f.estimate_pct, 100.0 * (mean.exp() - 1.0)),
         "{}",
-        f.sem_pct
+        f.estimate_pct
     );
-    assert!(
-        (f.ci_low_pct - (2.0 - 4.302652729911275 * 0.5773502691896258)).abs() < 1e-9,
-        "{}",
-        f.ci_low_pct
+    assert!(close(f.sem_pct, 100.0 * se));
+    assert!((f.ci_low_pct - 100.0 * ((mean - T975_2 * se).exp() - 1.0)).abs() < 1e-9);
+    assert!((f.ci_high_pct - 100.0 * ((mean + T975_2 * se).exp() - 1.0)).abs() < 1e-9);
+    assert!((f.median_pct - 2.0).abs() < 1e-9);
+    assert_eq!(
+        (f.n, f.verdict, on.holm_verdict),
+        (3, "not resolved", "not resolved")
     );
-    assert!(
-        (f.ci_high_pct - 4.484137711807).abs() < 1e-9,
-        "{}",
-        f.ci_high_pct
-    );
-    assert_eq!(f.n, 3);
-    assert_eq!(f.verdict, "not resolved");
 }
 
 #[test]
-fn spread_controls_and_contrasts_by_hand() {
-    let report = one("controls", three_arms().text(value));
+fn paired_noise_drift_and_the_gate_by_hand() {
+    let report = one("noise", three_arms().text(value));
     let m = &report.metrics[0];
-    // sd of 99, 100, 101 is 1, the mean 100.
-    assert!(close(m.base_spread_pct, 1.0), "{}", m.base_spread_pct);
-    // The noise limit (0.2 %) is exceeded: disqualified, every number kept.
+    // Residuals of ln x = μ[p] + α[a] + ε: double-centered logs, σ² = RSS / ((3−1)(3−1)).
+    let y: Vec<[f64; 3]> = (1..4)
+        .map(|p| {
+            let b = base_value(p);
+            [b.ln(), (b * (1.0 + 0.01 * p as f64)).ln(), b.ln()]
+        })
+        .collect();
+    let row = |p: usize| y[p].iter().sum::<f64>() / 3.0;
+    let col = |a: usize| y.iter().map(|r| r[a]).sum::<f64>() / 3.0;
+    let grand = (0..3).map(row).sum::<f64>() / 3.0;
+    let rss: f64 = (0..3)
+        .flat_map(|p| (0..3).map(move |a| (p, a)))
+        .map(|(p, a)| (y[p][a] - row(p) - col(a) + grand).powi(2))
+        .sum();
+    let want = 100.0 * (2.0 * rss / 4.0).sqrt();
+    assert!(
+        close(m.paired_noise_pct, want),
+        "{} {want}",
+        m.paired_noise_pct
+    );
+    // Drift: the base spread (sd 1 of 99, 100, 101 over the mean 100) and the largest step of μ.
+    assert!(close(m.drift_pct, 1.0), "{}", m.drift_pct);
+    let step = (row(1) - row(0)).abs().max((row(2) - row(1)).abs());
+    assert!(
+        (m.drift_step_pct - 100.0 * step.exp_m1()).abs() < 1e-9,
+        "{}",
+        m.drift_step_pct
+    );
+    // The paired noise (about 0.6 %) exceeds the limit of 0.2 %: disqualified, every number kept.
     assert!(!m.within_noise_limit);
     assert_eq!(report.disqualified_by, vec!["noise-limit"]);
-    assert!(!report.qualified);
-    let null = &m.controls[0];
-    assert_eq!(
-        (null.arm.as_str(), null.estimate_pct, null.holds),
-        ("null", 0.0, Some(true))
+}
+
+#[test]
+fn drift_alone_never_disqualifies_and_no_limit_means_no_gate() {
+    // The base wanders 20 % over the ladder; the arm is 1 % better in every pass, exactly.
+    let mut hand = Hand::new(
+        &[("off", Role::Base), ("on", Role::Arm)],
+        &[("x", Better::Higher)],
+        6,
     );
-    // Contrasts i < j: on-vs-off, null-vs-off, null-vs-on.
+    hand.sample.noise_limit_pct = Some(0.1);
+    let drifting = |_: &str, p: usize, a: usize| {
+        format!(
+            "{}",
+            100.0 * (1.0 + 0.04 * p as f64) * if a == 1 { 1.01 } else { 1.0 }
+        )
+    };
+    let report = one("drift", hand.text(drifting));
+    let m = &report.metrics[0];
+    assert!(m.drift_pct > 5.0, "{}", m.drift_pct);
+    assert!(m.paired_noise_pct < 1e-9, "{}", m.paired_noise_pct);
+    assert!(report.qualified, "{:?}", report.disqualified_by);
+    hand.sample.noise_limit_pct = None;
+    let report = one("no_gate", hand.text(drifting));
+    assert_eq!(report.metrics[0].noise_limit_pct, None);
+    assert!(report.metrics[0].within_noise_limit && report.qualified);
+}
+
+#[test]
+fn controls_are_read_at_level_one_minus_005_over_k() {
+    // Two controls: k = 2, level 0.975, t(0.9875, 3) over 4 analysis passes.
+    let mut hand = Hand::new(
+        &[
+            ("off", Role::Base),
+            ("null", Role::Null),
+            ("again", Role::Reflexive),
+        ],
+        &[("x", Better::Higher)],
+        5,
+    );
+    hand.sample.noise_limit_pct = None;
+    let ratios: [f64; 5] = [1.0, 1.001, 0.999, 1.002, 0.998];
+    let report = one(
+        "controls",
+        hand.text(|_, p, a| format!("{}", 100.0 * if a == 1 { ratios[p] } else { 1.0 })),
+    );
+    let c = &report.metrics[0].controls[0];
+    assert_eq!((c.arm.as_str(), c.level), ("null", 0.975));
+    let l: Vec<f64> = ratios[1..].iter().map(|r| r.ln()).collect();
+    let mean = l.iter().sum::<f64>() / 4.0;
+    let half = 4.176534 * sd(&l) / 2.0;
+    assert!(
+        (c.ci_low_pct - 100.0 * (mean - half).exp_m1()).abs() < 1e-5,
+        "{}",
+        c.ci_low_pct
+    );
+    assert!(
+        (c.ci_high_pct - 100.0 * (mean + half).exp_m1()).abs() < 1e-5,
+        "{}",
+        c.ci_high_pct
+    );
+    assert_eq!(c.holds, Some(true));
+    assert_eq!(report.metrics[0].controls[1].level, 0.975);
+    assert!(report.qualified);
+}
+
+#[test]
+fn a_control_whose_interval_excludes_0_disqualifies() {
+    let drifting = |column: &str, pass: usize, arm: usize| match (column, arm) {
+        ("tok_s", 2) => "105".to_string(),
+        ("tok_s", _) => format!("{}", [100.0, 100.0, 100.1, 99.9][pass]),
+        _ => value(column, pass, arm),
+    };
+    let mut hand = three_arms();
+    hand.sample.noise_limit_pct = Some(5.0);
+    let report = one("control", hand.text(drifting));
+    assert_eq!(report.disqualified_by, vec!["control:null"]);
+    let null = &report.metrics[0].controls[0];
+    assert_eq!((null.holds, null.level), (Some(false), 0.95));
+    assert!(null.ci_low_pct > 0.0);
+}
+
+#[test]
+fn contrasts_in_log_space_and_holm_over_the_arms() {
+    let report = one("contrasts", three_arms().text(value));
+    let m = &report.metrics[0];
     let names: Vec<(&str, &str)> = m
         .contrasts
         .iter()
         .map(|c| (c.arm.as_str(), c.against.as_str()))
         .collect();
     assert_eq!(names, [("on", "off"), ("null", "off"), ("null", "on")]);
-    let null_on = &m.contrasts[2].figures;
-    assert!(
-        close(null_on.estimate_pct, 100.0 * (100.0 / 102.0 - 1.0)),
-        "{}",
-        null_on.estimate_pct
-    );
-    assert_eq!(null_on.verdict, "not resolved");
+    // null against on: exactly minus on against off, in log space.
+    let mean = (1.01f64 * 1.02 * 1.03).ln() / 3.0;
+    assert!(close(
+        m.contrasts[2].figures.estimate_pct,
+        100.0 * ((-mean).exp() - 1.0)
+    ));
     assert_eq!(
         m.contrasts[0].figures.estimate_pct,
         m.arms[0].figures.estimate_pct
@@ -121,7 +222,39 @@ fn spread_controls_and_contrasts_by_hand() {
 }
 
 #[test]
-fn round_split_and_identity_by_hand() {
+fn holm_adjusts_the_family_of_arms_against_the_base() {
+    // Two arms, both about 1 % better with small noise: p of each from its t test, and Holm
+    // multiplies the smaller by 2 and the larger by 1 (keeping the order).
+    let mut hand = Hand::new(
+        &[("off", Role::Base), ("a", Role::Arm), ("b", Role::Arm)],
+        &[("x", Better::Higher)],
+        5,
+    );
+    hand.sample.noise_limit_pct = None;
+    let a = [1.0, 1.010, 1.012, 1.008, 1.011];
+    let b = [1.0, 1.004, 1.0, 1.012, 1.002];
+    let report = one(
+        "holm",
+        hand.text(|_, p, arm| format!("{}", 100.0 * [1.0, a[p], b[p]][arm])),
+    );
+    let arms = &report.metrics[0].arms;
+    let (pa, pb) = (arms[0].p_value, arms[1].p_value);
+    assert!(pa < pb);
+    assert!(
+        close(arms[0].holm_p, (2.0 * pa).min(1.0)),
+        "{} {pa}",
+        arms[0].holm_p
+    );
+    assert!(
+        close(arms[1].holm_p, pb.max(2.0 * pa).min(1.0)),
+        "{} {pb}",
+        arms[1].holm_p
+    );
+    assert_eq!(arms[0].holm_verdict, "better");
+}
+
+#[test]
+fn round_split_is_the_geometric_mean_of_each_factor() {
     let report = one("split", three_arms().text(value));
     let split = report.round_split.as_ref().unwrap();
     let on = &split.arms[0];
@@ -132,34 +265,68 @@ fn round_split_and_identity_by_hand() {
         100.0 * ((1.0 / 10.0) / (0.9 / 8.0) - 1.0)
     ));
     assert!(!split.rounds_identical);
-    assert_eq!(split.differing_cells.len(), 3);
-    assert_eq!(split.cells, 9);
+    assert_eq!((split.differing_cells.len(), split.cells), (3, 9));
     let identity = report.identity.as_ref().unwrap();
     assert_eq!(
         (identity.comparisons, identity.identical, identity.distinct),
         (6, 5, 2)
     );
-    assert_eq!(identity.differing[0].pass, 2);
-    assert_eq!(identity.differing[0].arm, "null");
+    assert_eq!(
+        (
+            identity.differing[0].pass,
+            identity.differing[0].arm.as_str()
+        ),
+        (2, "null")
+    );
 }
 
 #[test]
-fn a_control_outside_the_noise_floor_disqualifies() {
-    let drifting = |column: &str, pass: usize, arm: usize| match (column, arm) {
-        ("tok_s", 2) => format!("{}", [100.0, 100.0, 100.0, 100.0][pass] * 1.05),
-        ("tok_s", _) => format!("{}", [100.0, 100.0, 100.1, 99.9][pass]),
-        _ => value(column, pass, arm),
-    };
-    let mut hand = three_arms();
-    hand.sample.noise_limit_pct = 5.0;
-    let report = one("control", hand.text(drifting));
-    assert_eq!(report.disqualified_by, vec!["control:null"]);
-    assert_eq!(report.metrics[0].controls[0].holds, Some(false));
+fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
+    // Looks at 4, 7 and 10 passes (1 warm-up); the ladder stopped at look 7. The interval
+    // uses s0 of the first look's 3 analysis passes, t(0.975, 2), and √6.
+    let mut hand = Hand::new(
+        &[("off", Role::Base), ("on", Role::Arm)],
+        &[("x", Better::Higher)],
+        10,
+    );
+    hand.sample.noise_limit_pct = None;
+    hand.sample.stop = Some(StopSpec {
+        halfwidth_pct: 0.5,
+        looks: vec![4, 7, 10],
+    });
+    let r: [f64; 10] = [1.0, 1.01, 1.02, 1.03, 1.00, 1.04, 1.02, 9.0, 9.0, 9.0];
+    let text = hand.text_until(7, |_, p, a| {
+        format!("{}", 100.0 * if a == 1 { r[p] } else { 1.0 })
+    });
+    let reading = common::read_with("stopped", &[text], true);
+    let report = &reading.reports[0];
+    assert_eq!(report.analysis_passes, 6);
+    let stop = report.stopped.as_ref().unwrap();
+    assert_eq!(
+        (stop.look, stop.reason.as_str(), stop.first_look),
+        (7, "precision", 4)
+    );
+    let l: Vec<f64> = r[1..7].iter().map(|x| x.ln()).collect();
+    let s0 = sd(&l[..3]);
+    let mean = l.iter().sum::<f64>() / 6.0;
+    let f = &report.metrics[0].arms[0].figures;
+    assert_eq!(f.n, 6);
+    assert!(close(f.sem_pct, 100.0 * s0 / 6f64.sqrt()), "{}", f.sem_pct);
+    let half = T975_2 * s0 / 6f64.sqrt();
+    assert!((f.ci_low_pct - 100.0 * (mean - half).exp_m1()).abs() < 1e-9);
+    assert!((f.ci_high_pct - 100.0 * (mean + half).exp_m1()).abs() < 1e-9);
+    let mut json = Vec::new();
+    analyze::export::json::write(&reading, &mut json).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(value["ladders"][0]["stopped"]["look"], 7);
+    assert_eq!(value["ladders"][0]["stopped"]["reason"], "precision");
 }
 
 /// The start record's binary blake3 replaced, as if another build had run the same spec.
 fn with_binary(text: &str, blake3: &str) -> String {
-    let at = text.find("\"binary\"").expect("start record names its binary");
+    let at = text
+        .find("\"binary\"")
+        .expect("start record names its binary");
     let key = "\"blake3\":\"";
     let from = at + text[at..].find(key).expect("binary blake3") + key.len();
     let to = from + text[from..].find('"').unwrap();
@@ -171,7 +338,12 @@ fn ladders_of_different_binaries_are_not_called_replications() {
     let text = three_arms().text(value);
     let same = common::read("same_binary", &[text.clone(), text.clone()]);
     assert!(!same.replications.is_empty());
-    assert!(same.replications.iter().all(|q| q.same_binary && q.replicates), "one binary twice replicates");
+    assert!(
+        same.replications
+            .iter()
+            .all(|q| q.same_binary && q.replicates),
+        "one binary twice replicates"
+    );
 
     let other = with_binary(&text, &"0".repeat(64));
     let differ = common::read("two_binaries", &[text, other]);
@@ -183,9 +355,13 @@ fn ladders_of_different_binaries_are_not_called_replications() {
     let dir = std::env::temp_dir().join(format!("analyze_binaries_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let md = dir.join("report.md");
-    analyze::report::write_markdown(&differ, &md).unwrap();
+    analyze::export::markdown::write(&differ, &md).unwrap();
     let text = std::fs::read_to_string(&md).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(text.contains("**Different binaries**") && text.contains("binaries differ: a change, not a replication"), "{text}");
+    assert!(
+        text.contains("**Different binaries**")
+            && text.contains("binaries differ: a change, not a replication"),
+        "{text}"
+    );
     assert!(!text.contains("replicates: within the limit"), "{text}");
 }

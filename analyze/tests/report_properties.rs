@@ -6,6 +6,7 @@ use analyze::analysis::split_factors;
 use common::{close, one, Hand};
 use ladder::spec::Better;
 use ladder::Role;
+use proptest::prelude::*;
 
 /// A pseudo-random but fixed value for (pass, arm), around 100.
 fn noisy(pass: usize, arm: usize) -> f64 {
@@ -13,43 +14,31 @@ fn noisy(pass: usize, arm: usize) -> f64 {
     100.0 * (1.0 + 0.01 * arm as f64) * (1.0 + 0.004 * (h - 0.5))
 }
 
-#[test]
-fn swapping_two_arms_negates_their_contrast() {
-    let arms = [("off", Role::Base), ("a", Role::Arm), ("b", Role::Arm)];
-    let swapped = [("off", Role::Base), ("b", Role::Arm), ("a", Role::Arm)];
-    // 8 passes, 1 warm-up: an odd count, so the median maps through exactly.
-    // The same arm gets the same values whatever its declared position.
-    let forward = one(
-        "swap_f",
-        Hand::new(&arms, &[("x", Better::Higher)], 8).text(|_, p, a| format!("{}", noisy(p, a))),
-    );
-    let backward = one(
-        "swap_b",
-        Hand::new(&swapped, &[("x", Better::Higher)], 8)
-            .text(|_, p, a| format!("{}", noisy(p, [0, 2, 1][a]))),
-    );
-    let (f, b) = (
-        &forward.metrics[0].contrasts[2],
-        &backward.metrics[0].contrasts[2],
-    );
-    assert_eq!(
-        (
-            f.arm.as_str(),
-            f.against.as_str(),
-            b.arm.as_str(),
-            b.against.as_str()
-        ),
-        ("b", "a", "a", "b")
-    );
-    // A ratio delta d turns into −100·d/(100 + d) when the pair is swapped, pass by pass.
-    let e = f.figures.estimate_pct;
-    assert!(e > 0.5 && b.figures.estimate_pct < -0.5);
-    assert!(
-        close(b.figures.estimate_pct, -100.0 * e / (100.0 + e)),
-        "{} {}",
-        b.figures.estimate_pct,
-        e
-    );
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// In log space `b` against `a` is exactly minus `a` against `b`: swapping two arms'
+    /// declared order negates the mean log ratio of their contrast, and maps the interval
+    /// `[lo, hi]` onto `[−hi, −lo]`, for any values.
+    #[test]
+    fn swapping_two_arms_negates_their_contrast(
+        values in proptest::collection::vec((50.0f64..150.0, 50.0f64..150.0, 50.0f64..150.0), 4..10)
+    ) {
+        let passes = values.len();
+        let arms = [("off", Role::Base), ("a", Role::Arm), ("b", Role::Arm)];
+        let swapped = [("off", Role::Base), ("b", Role::Arm), ("a", Role::Arm)];
+        let cell = |p: usize, a: usize| { let v = values[p]; [v.0, v.1, v.2][a] };
+        let forward = one("swap_f", Hand::new(&arms, &[("x", Better::Higher)], passes).text(|_, p, a| format!("{}", cell(p, a))));
+        let backward = one("swap_b", Hand::new(&swapped, &[("x", Better::Higher)], passes).text(|_, p, a| format!("{}", cell(p, [0, 2, 1][a]))));
+        let (f, b) = (&forward.metrics[0].contrasts[2], &backward.metrics[0].contrasts[2]);
+        prop_assert_eq!((f.arm.as_str(), f.against.as_str(), b.arm.as_str(), b.against.as_str()), ("b", "a", "a", "b"));
+        let log = |pct: f64| (1.0 + pct / 100.0).ln();
+        let (ef, eb) = (log(f.figures.estimate_pct), log(b.figures.estimate_pct));
+        prop_assert!((ef + eb).abs() < 1e-12, "{} {}", ef, eb);
+        prop_assert!((log(f.figures.ci_low_pct) + log(b.figures.ci_high_pct)).abs() < 1e-12);
+        prop_assert!((f.figures.sem_pct - b.figures.sem_pct).abs() < 1e-12);
+        prop_assert_eq!(f.figures.verdict == "better", b.figures.verdict == "worse");
+    }
 }
 
 #[test]

@@ -6,12 +6,23 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn analyze(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_analyze")).args(args).current_dir(dir).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_analyze"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
 }
 
 fn clean_text(tag: &str) -> String {
-    Sample::new("demo", tag, vec![SampleArm::new("off", Role::Base, 0.0), SampleArm::new("on", Role::Arm, 1.0)])
-        .file_text()
+    Sample::new(
+        "demo",
+        tag,
+        vec![
+            SampleArm::new("off", Role::Base, 0.0),
+            SampleArm::new("on", Role::Arm, 1.0),
+        ],
+    )
+    .file_text()
 }
 
 #[test]
@@ -21,15 +32,30 @@ fn verify_exits_zero_only_when_every_file_is_connected() {
     let out = analyze(&["verify", "good.csv"], dir.path());
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("good.csv: one connected run, 16 of 16 cells, no gaps, no repeats, monotone timestamps"), "{text}");
+    assert!(
+        text.contains(
+            "good.csv: one connected run, 16 of 16 cells, no gaps, no repeats, monotone timestamps"
+        ),
+        "{text}"
+    );
 
-    let truncated: String = clean_text("b").lines().take(7).map(|l| format!("{l}\n")).collect();
+    let truncated: String = clean_text("b")
+        .lines()
+        .take(7)
+        .map(|l| format!("{l}\n"))
+        .collect();
     std::fs::write(dir.path().join("cut.csv"), truncated).unwrap();
     let out = analyze(&["verify", "good.csv", "cut.csv", "absent.csv"], dir.path());
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("cut.csv: NOT connected") && text.contains("line 7: missing-done"), "{text}");
-    assert!(text.contains("absent.csv: NOT connected") && text.contains("cannot read the file"), "{text}");
+    assert!(
+        text.contains("cut.csv: NOT connected") && text.contains("line 7: missing-done"),
+        "{text}"
+    );
+    assert!(
+        text.contains("absent.csv: NOT connected") && text.contains("cannot read the file"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -54,7 +80,12 @@ fn split_cuts_a_file_of_two_runs_into_two_connected_parts() {
     let out = analyze(&["verify", "both.csv"], dir.path());
     assert!(String::from_utf8_lossy(&out.stdout).contains("extra-start"));
     let out = analyze(&["split", "both.csv"], dir.path());
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let one = std::fs::read_to_string(dir.path().join("both.part1.csv")).unwrap();
     let two = std::fs::read_to_string(dir.path().join("both.part2.csv")).unwrap();
     assert_eq!(format!("{one}{two}"), both);

@@ -21,7 +21,7 @@ use crate::ladder_file::{
     StartRecord, DONE_TAG, FORMAT, HARNESS_COLUMNS, WALL_COLUMN,
 };
 use crate::order::{Order, Scheme};
-use crate::spec::Better;
+use crate::spec::{Better, StopSpec};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -73,8 +73,11 @@ pub struct Sample {
     /// Relative noise of every value, in percent (one standard deviation).
     pub noise_pct: f64,
     pub metrics: Vec<SampleMetric>,
-    pub noise_limit_pct: f64,
+    /// The pre-registered noise limit; `None` registers none (no gate).
+    pub noise_limit_pct: Option<f64>,
     pub replication_limit_pp: f64,
+    /// A `[stop]` table: the spec carries it and the start record's order its looks.
+    pub stop: Option<StopSpec>,
     /// Adds `spec_rounds` and `decode_seconds_mean` and a `[split]` naming them.
     pub split: bool,
     /// Adds `output_digest` and an `[identity]` naming it.
@@ -111,8 +114,9 @@ impl Sample {
                 better: Better::Higher,
                 level: 100.0,
             }],
-            noise_limit_pct: 0.2,
+            noise_limit_pct: Some(0.2),
             replication_limit_pp: 0.15,
+            stop: None,
             split: false,
             digest: false,
             witness: false,
@@ -148,6 +152,14 @@ impl Sample {
             "arm": arms,
             "metric": metrics,
         });
+        if self.noise_limit_pct.is_none() {
+            spec.as_object_mut()
+                .expect("an object")
+                .remove("noise_limit_pct");
+        }
+        if let Some(stop) = &self.stop {
+            spec["stop"] = json!({"halfwidth_pct": stop.halfwidth_pct, "looks": stop.looks});
+        }
         if self.split {
             spec["split"] = json!({"rounds": ROUNDS_COLUMN, "time": TIME_COLUMN});
         }
@@ -172,7 +184,7 @@ impl Sample {
                 arms: names,
                 passes: self.passes,
                 seed: Some(self.seed),
-                looks: None,
+                looks: self.stop.as_ref().map(|s| s.looks.clone()),
             },
             warmup_passes: self.warmup_passes,
             arms: self

@@ -40,6 +40,12 @@ impl Hand {
 
     /// The file text; `value(column, pass, arm)` gives each engine field.
     pub fn text(&self, value: impl Fn(&str, usize, usize) -> String) -> String {
+        self.text_until(self.sample.passes, value)
+    }
+
+    /// The file of a ladder that ran `run` of its passes (a `[stop]` ladder stopped there):
+    /// its done record says so, as `ladder/2` writes it.
+    pub fn text_until(&self, run: usize, value: impl Fn(&str, usize, usize) -> String) -> String {
         let s = &self.sample;
         let names: Vec<String> = s.arms.iter().map(|a| a.name.clone()).collect();
         let order = Order::new(s.scheme, names.clone(), s.passes, Some(s.seed));
@@ -55,7 +61,7 @@ impl Hand {
             .collect();
         columns.extend(engine.iter().cloned());
         let mut text = format!("{}\n{}\n", s.start_record().to_line(), csv_line(&columns));
-        for (k, cell) in order.cells().enumerate() {
+        for (k, cell) in order.cells().enumerate().take_while(|(_, c)| c.pass < run) {
             let t = |us: usize| format!("2026-11-29T10:00:{:02}.{:06}Z", k, us);
             let mut row = vec![
                 cell.pass.to_string(),
@@ -69,9 +75,14 @@ impl Hand {
             text.push_str(&csv_line(&row));
             text.push('\n');
         }
+        let stopped = match (&s.stop, run == s.passes) {
+            (None, _) => "null",
+            (Some(_), true) => "\"max-passes\"",
+            (Some(_), false) => "\"precision\"",
+        };
         text.push_str(&format!(
-            "#ladder-done {{\"ended\":\"2026-11-29T10:01:00.000000Z\",\"cells\":{}}}\n",
-            order.n_cells()
+            "#ladder-done {{\"ended\":\"2026-11-29T10:01:00.000000Z\",\"cells\":{},\"passes\":{run},\"stopped\":{stopped}}}\n",
+            run * names.len()
         ));
         text
     }
@@ -79,6 +90,11 @@ impl Hand {
 
 /// Writes `texts` to fresh files and reads them as `analyze report` does (no bootstrap).
 pub fn read(name: &str, texts: &[String]) -> Reading {
+    read_with(name, texts, false)
+}
+
+/// The same, with `--allow-defects` when asked.
+pub fn read_with(name: &str, texts: &[String], allow_defects: bool) -> Reading {
     let dir = std::env::temp_dir().join(format!("analyze_test_{}_{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let paths: Vec<PathBuf> = texts
@@ -91,7 +107,7 @@ pub fn read(name: &str, texts: &[String]) -> Reading {
         })
         .collect();
     let options = Options {
-        allow_defects: false,
+        allow_defects,
         extras: ExtrasConfig {
             resamples: 200,
             seed: 1,

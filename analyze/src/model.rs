@@ -1,0 +1,394 @@
+//! The linear models of METHOD.md over one metric's analysis passes, in log space:
+//! the additive model `ln x = μ[p] + α[a] + ε` (paired noise), and the order model
+//! `ln x = μ[p] + α[a] + β[slot] + γ[prev] + ε` (position and carry-over F tests, and the
+//! estimates with carry-over removed).
+//!
+//! Every pass used is complete (each arm once), so the design is balanced in pass and arm:
+//! those two terms are swept out exactly by centering each pass and each arm (Frisch–Waugh),
+//! and only the slot and previous-arm columns go through least squares: a sweep of their
+//! normal equations, whose pivots also give the ranks that say what the design can estimate.
+
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, FisherSnedecor};
+
+/// One metric's analysis passes as the models see them: `y[p·n + a]` the oriented log value
+/// (`ln x`, or `−ln x` when lower is better, so that a larger α is a better arm), `slot` and
+/// `prev` per cell (`prev = n` when no cell ran before it).
+#[derive(Clone, Debug)]
+pub struct Cells {
+    pub passes: usize,
+    pub arms: usize,
+    pub y: Vec<f64>,
+    pub slot: Vec<usize>,
+    pub prev: Vec<usize>,
+}
+
+/// A rejection at this level flags the ladder `order-sensitive`.
+pub const ORDER_ALPHA: f64 = 0.01;
+
+/// The position and carry-over tests of one metric, and the adjusted estimates.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OrderEffects {
+    /// F test of "every β equal"; null when the design cannot tell slots apart.
+    pub position_p: Option<f64>,
+    /// Whether the model can separate γ from α (and β).
+    pub carry_over_estimable: bool,
+    /// F test of "every γ equal"; null when γ is not estimable.
+    pub carry_over_p: Option<f64>,
+    /// Each non-base arm's estimate with carry-over removed, when γ is estimable and a test
+    /// rejects.
+    pub adjusted: Vec<Adjusted>,
+    /// The same estimates whenever γ is estimable, rejected or not (for calibration, whose
+    /// bias figure must not be conditioned on the test).
+    #[serde(skip)]
+    pub carry_free: Vec<Adjusted>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Adjusted {
+    pub arm: String,
+    pub estimate_pct: f64,
+}
+
+impl OrderEffects {
+    /// Either test rejects at 1 %.
+    pub fn sensitive(&self) -> bool {
+        [self.position_p, self.carry_over_p]
+            .iter()
+            .any(|p| p.is_some_and(|p| p < ORDER_ALPHA))
+    }
+}
+
+impl Cells {
+    fn at(&self, p: usize, a: usize) -> usize {
+        p * self.arms + a
+    }
+
+    /// `v` with each pass's mean and then each arm's mean removed.
+    fn double_centered(&self, v: &[f64]) -> Vec<f64> {
+        let mut out = self.pass_centered(v);
+        for a in 0..self.arms {
+            let mean =
+                (0..self.passes).map(|p| out[self.at(p, a)]).sum::<f64>() / self.passes as f64;
+            for p in 0..self.passes {
+                out[self.at(p, a)] -= mean;
+            }
+        }
+        out
+    }
+
+    fn pass_centered(&self, v: &[f64]) -> Vec<f64> {
+        let mut out = v.to_vec();
+        for row in out.chunks_mut(self.arms) {
+            let mean = row.iter().sum::<f64>() / row.len() as f64;
+            row.iter_mut().for_each(|x| *x -= mean);
+        }
+        out
+    }
+
+    /// Residual variance of the additive model, `RSS / ((m−1)(n−1))`.
+    pub fn additive_sigma2(&self) -> f64 {
+        let rss: f64 = self.double_centered(&self.y).iter().map(|r| r * r).sum();
+        rss / ((self.passes - 1) * (self.arms - 1)) as f64
+    }
+
+    /// Paired noise in percent: `100 · √2 · σ̂`.
+    pub fn paired_noise_pct(&self) -> f64 {
+        if self.passes < 2 || self.arms < 2 {
+            return f64::NAN;
+        }
+        100.0 * (2.0 * self.additive_sigma2()).sqrt()
+    }
+
+    /// The largest step of `μ[p]` (each pass's mean log value) between consecutive passes,
+    /// as a percent.
+    pub fn largest_step_pct(&self) -> f64 {
+        let mu: Vec<f64> = self
+            .y
+            .chunks(self.arms)
+            .map(|row| row.iter().sum::<f64>() / row.len() as f64)
+            .collect();
+        let step = mu
+            .windows(2)
+            .map(|w| (w[1] - w[0]).abs())
+            .fold(f64::NAN, f64::max);
+        100.0 * step.exp_m1()
+    }
+
+    /// The raw indicator columns: one per slot, then one per previous arm (and "none").
+    fn indicators(&self) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+        let cells = self.y.len();
+        let column =
+            |pick: &dyn Fn(usize) -> bool| (0..cells).map(|i| f64::from(pick(i) as u8)).collect();
+        let slots = (0..self.arms)
+            .map(|s| column(&|i| self.slot[i] == s))
+            .collect();
+        let prevs = (0..=self.arms)
+            .map(|g| column(&|i| self.prev[i] == g))
+            .collect();
+        (slots, prevs)
+    }
+
+    /// The tests and adjusted estimates; `names` and `base` name the arms for `adjusted`.
+    pub fn order_effects(&self, names: &[String], base: usize) -> OrderEffects {
+        let cells = self.y.len();
+        let (slots, prevs) = self.indicators();
+        let (n_slot, n_prev) = (slots.len(), prevs.len());
+        let dc: Vec<Vec<f64>> = slots
+            .iter()
+            .chain(&prevs)
+            .map(|c| self.double_centered(c))
+            .collect();
+        let y = self.double_centered(&self.y);
+        let normal = Normal::new(&dc, &y);
+        let all: Vec<usize> = (0..n_slot + n_prev).collect();
+        let full = normal.fit(&all);
+        let only_s = normal.fit(&all[..n_slot]);
+        let only_g = normal.fit(&all[n_slot..]);
+        let df2 =
+            cells as isize - self.passes as isize - (self.arms as isize - 1) - full.rank as isize;
+        let f_test = |reduced: &Fit| -> Option<f64> {
+            let df1 = full.rank.checked_sub(reduced.rank).filter(|&d| d > 0)?;
+            if df2 <= 0 {
+                return None;
+            }
+            let f = ((reduced.rss - full.rss) / df1 as f64) / (full.rss / df2 as f64);
+            let dist = FisherSnedecor::new(df1 as f64, df2 as f64).ok()?;
+            Some(if f.is_finite() {
+                dist.sf(f.max(0.0))
+            } else {
+                0.0
+            })
+        };
+        let mut effects = OrderEffects {
+            position_p: f_test(&only_g),
+            carry_over_estimable: full.rank > only_s.rank,
+            carry_over_p: None,
+            adjusted: Vec::new(),
+            carry_free: Vec::new(),
+        };
+        if effects.carry_over_estimable {
+            effects.carry_over_p = f_test(&only_s);
+        }
+        // α is identified beside β and γ when centering on the pass alone leaves the slot
+        // and previous-arm columns no more room than centering on pass and arm did.
+        let rc: Vec<Vec<f64>> = slots
+            .iter()
+            .chain(&prevs)
+            .map(|c| self.pass_centered(c))
+            .collect();
+        let identified = Normal::new(&rc, &y).fit(&all).rank == full.rank;
+        if effects.carry_over_estimable && identified {
+            let raw: Vec<&Vec<f64>> = slots.iter().chain(&prevs).collect();
+            let fitted: Vec<f64> = (0..cells)
+                .map(|i| {
+                    raw.iter()
+                        .zip(full.coef.iter())
+                        .map(|(c, b)| c[i] * b)
+                        .sum()
+                })
+                .collect();
+            let mean_of = |a: usize| {
+                (0..self.passes)
+                    .map(|p| self.y[self.at(p, a)] - fitted[self.at(p, a)])
+                    .sum::<f64>()
+                    / self.passes as f64
+            };
+            effects.carry_free = (0..self.arms)
+                .filter(|&a| a != base)
+                .map(|a| Adjusted {
+                    arm: names[a].clone(),
+                    estimate_pct: crate::stats::pct_of_log(mean_of(a) - mean_of(base)),
+                })
+                .collect();
+            if effects.sensitive() {
+                effects.adjusted = effects.carry_free.clone();
+            }
+        }
+        effects
+    }
+}
+
+/// The normal equations of `y` on some columns, as the augmented cross-product matrix
+/// `[[XᵀX, Xᵀy], [yᵀX, yᵀy]]`. Every nested fit sweeps some of its pivots, so the columns
+/// are multiplied out once.
+struct Normal {
+    /// Row-major, `(q + 1) × (q + 1)`; row and column `q` are `y`'s.
+    a: Vec<f64>,
+    q: usize,
+}
+
+/// A pivot whose remaining variance is below this fraction of its column's own sum of
+/// squares is a linear combination of the pivots already swept: it adds no rank.
+const RANK_TOLERANCE: f64 = 1e-9;
+
+/// A least-squares fit: its rank, residual sum of squares and one set of coefficients
+/// (zero on the columns that add nothing; the fitted values are the same for any set).
+struct Fit {
+    rank: usize,
+    rss: f64,
+    coef: Vec<f64>,
+}
+
+impl Normal {
+    fn new(cols: &[Vec<f64>], y: &[f64]) -> Normal {
+        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+        let q = cols.len();
+        let column = |i: usize| if i < q { &cols[i][..] } else { y };
+        let mut a = vec![0.0; (q + 1) * (q + 1)];
+        for i in 0..=q {
+            for j in i..=q {
+                let v = dot(column(i), column(j));
+                a[i * (q + 1) + j] = v;
+                a[j * (q + 1) + i] = v;
+            }
+        }
+        Normal { a, q }
+    }
+
+    /// The fit on the columns `which`, by Goodnight's sweep of their pivots in that order.
+    fn fit(&self, which: &[usize]) -> Fit {
+        let w = self.q + 1;
+        let mut a = self.a.clone();
+        let mut swept = Vec::new();
+        for &k in which {
+            let d = a[k * w + k];
+            if d <= RANK_TOLERANCE * self.a[k * w + k] || d <= 0.0 {
+                continue;
+            }
+            sweep(&mut a, w, k);
+            swept.push(k);
+        }
+        let mut coef = vec![0.0; self.q];
+        for &k in &swept {
+            coef[k] = a[k * w + self.q];
+        }
+        Fit {
+            rank: swept.len(),
+            rss: a[self.q * w + self.q].max(0.0),
+            coef,
+        }
+    }
+}
+
+/// Sweeps pivot `k` of the symmetric `w × w` matrix `a` in place.
+fn sweep(a: &mut [f64], w: usize, k: usize) {
+    let d = a[k * w + k];
+    for j in 0..w {
+        a[k * w + j] /= d;
+    }
+    for i in (0..w).filter(|&i| i != k) {
+        let b = a[i * w + k];
+        if b == 0.0 {
+            continue;
+        }
+        for j in 0..w {
+            a[i * w + j] -= b * a[k * w + j];
+        }
+        a[i * w + k] = -b / d;
+    }
+    a[k * w + k] = 1.0 / d;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rotate design of `arms` × `passes` with `prev` from the cell before.
+    fn rotate(
+        arms: usize,
+        passes: usize,
+        value: impl Fn(usize, usize, usize, usize) -> f64,
+    ) -> Cells {
+        let mut cells = Cells {
+            passes,
+            arms,
+            y: vec![0.0; arms * passes],
+            slot: vec![0; arms * passes],
+            prev: vec![0; arms * passes],
+        };
+        let arm_at = |p: usize, s: usize| (s + p) % arms;
+        for p in 0..passes {
+            for s in 0..arms {
+                let a = arm_at(p, s);
+                let prev = if s > 0 {
+                    arm_at(p, s - 1)
+                } else if p > 0 {
+                    arm_at(p - 1, arms - 1)
+                } else {
+                    arms
+                };
+                cells.slot[p * arms + a] = s;
+                cells.prev[p * arms + a] = prev;
+                cells.y[p * arms + a] = value(p, a, s, prev);
+            }
+        }
+        cells
+    }
+
+    #[test]
+    fn paired_noise_by_hand() {
+        // 4 passes × 2 arms: y = μ[p] + α[a] + e with e = ±0.01 in a checkerboard, whose
+        // pass and arm means are 0: the residuals are exactly e, RSS = 8e-4, σ² = 8e-4 / (3·1).
+        let cells = rotate(2, 4, |p, a, _, _| {
+            p as f64 * 0.3 + a as f64 * 0.1 + if (p + a) % 2 == 0 { 0.01 } else { -0.01 }
+        });
+        assert!((cells.additive_sigma2() - 8e-4 / 3.0).abs() < 1e-15);
+        assert!((cells.paired_noise_pct() - 100.0 * (2.0 * 8e-4 / 3.0f64).sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_pure_slot_effect_is_found_and_an_additive_ladder_is_not() {
+        let noise = |p: usize, a: usize| (((p * 31 + a * 17) % 11) as f64 - 5.0) * 1e-4;
+        let slot = rotate(3, 9, |p, a, s, _| {
+            noise(p, a) + if s == 0 { -0.01 } else { 0.0 }
+        });
+        let e = slot.order_effects(&names(3), 0);
+        assert!(e.position_p.unwrap() < 1e-6, "{e:?}");
+        let clean = rotate(3, 9, |p, a, _, _| noise(p, a) + 0.2 * p as f64);
+        let e = clean.order_effects(&names(3), 0);
+        assert!(e.position_p.unwrap() > 0.01, "{e:?}");
+    }
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|a| format!("a{a}")).collect()
+    }
+
+    #[test]
+    fn williams_separates_carry_over_and_removes_it() {
+        // Williams for 3 arms (6 rows): the cell after arm 2 is 1 % slower; no true effect.
+        let rows = [
+            [0, 1, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+            [0, 2, 1],
+            [1, 0, 2],
+        ];
+        let passes = 12;
+        let mut cells = Cells {
+            passes,
+            arms: 3,
+            y: vec![0.0; 36],
+            slot: vec![0; 36],
+            prev: vec![0; 36],
+        };
+        let mut last = 3;
+        for p in 0..passes {
+            for (s, &a) in rows[p % 6].iter().enumerate() {
+                let noise = (((p * 7 + a * 3 + s) % 5) as f64 - 2.0) * 1e-4;
+                cells.slot[p * 3 + a] = s;
+                cells.prev[p * 3 + a] = last;
+                cells.y[p * 3 + a] = noise + if last == 2 { -0.01 } else { 0.0 };
+                last = a;
+            }
+        }
+        let e = cells.order_effects(&names(3), 0);
+        assert!(e.carry_over_estimable);
+        assert!(e.carry_over_p.unwrap() < 1e-6, "{e:?}");
+        assert_eq!(e.adjusted.len(), 2);
+        for a in &e.adjusted {
+            assert!(a.estimate_pct.abs() < 0.05, "{e:?}");
+        }
+    }
+}

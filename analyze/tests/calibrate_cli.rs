@@ -1,0 +1,77 @@
+//! `analyze calibrate` as a command, on a committed design: its rates are where the method
+//! puts them, so a rule that drifts (an interval too narrow, a control too strict) shows.
+
+use std::path::Path;
+use std::process::Command;
+
+fn calibrate(args: &[&str]) -> serde_json::Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_analyze"))
+        .current_dir(root)
+        .arg("calibrate")
+        .args(args)
+        .args(["--ladders", "400", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_a_ladders_are_called_different_about_5_percent_of_the_time() {
+    let value = calibrate(&[
+        "ladders/calibrate/aa-williams-8.toml",
+        "--models",
+        "independent,carry-over",
+    ]);
+    let rates = value["rates"].as_array().unwrap();
+    let independent = &rates[0];
+    assert_eq!(independent["model"], "independent");
+    // 800 verdicts at a nominal 5 %: 2.5–8 % holds with overwhelming probability.
+    let fp = independent["false_positive_rate"].as_f64().unwrap();
+    assert!((0.025..=0.08).contains(&fp), "{fp}");
+    let controls = independent["control_rates"][0][1].as_f64().unwrap();
+    assert!(controls <= 0.08, "{controls}");
+    assert!(independent["order_sensitive_rate"].as_f64().unwrap() <= 0.06);
+    // Williams separates carry-over: with it removed the estimate is unbiased.
+    let carry = &rates[1];
+    assert!(
+        carry["carry_free_bias_pct"].as_f64().unwrap().abs() < 0.1,
+        "{carry}"
+    );
+}
+
+#[test]
+fn a_true_effect_is_covered_and_an_unknown_model_is_refused() {
+    let value = calibrate(&[
+        "ladders/calibrate/aa-rotate-12.toml",
+        "--effect-pct",
+        "0.5",
+        "--models",
+        "independent",
+    ]);
+    let coverage = value["rates"][0]["coverage"].as_f64().unwrap();
+    assert!((0.91..=0.985).contains(&coverage), "{coverage}");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_analyze"))
+        .current_dir(root)
+        .args([
+            "calibrate",
+            "ladders/calibrate/aa-rotate-6.toml",
+            "--models",
+            "gaussian",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("gaussian") && err.contains("independent"),
+        "{err}"
+    );
+}
