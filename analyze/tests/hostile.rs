@@ -5,7 +5,7 @@ use ladder::sample::{Sample, SampleArm};
 use ladder::Role;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn sample() -> Sample {
     let arms = vec![
@@ -26,21 +26,23 @@ fn dir(name: &str) -> PathBuf {
 
 /// Runs `analyze <args>`, failing the test if it takes longer than 60 s (a hang).
 fn analyze(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_analyze"))
+    let child = Command::new(env!("CARGO_BIN_EXE_analyze"))
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
+    let pid = child.id();
+    // Drained in a thread, so that a large report cannot fill the pipe and look like a hang.
+    let (done, output) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output().unwrap()));
+    match output.recv_timeout(Duration::from_secs(60)) {
+        Ok(out) => out,
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
             panic!("analyze {args:?} hung");
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    child.wait_with_output().unwrap()
 }
 
 fn stderr(out: &Output) -> String {

@@ -69,9 +69,9 @@ fn mutated_ladders_never_panic_the_report() {
             };
             if let Ok(reading) = report::read(std::slice::from_ref(&path), &options) {
                 prop_assert_eq!(reading.files.len(), 1);
-                report::write_json(&reading, std::io::sink()).unwrap();
+                analyze::export::json::write(&reading, std::io::sink()).unwrap();
                 let md = dir.path().join("report.md");
-                report::write_markdown(&reading, &md).unwrap();
+                analyze::export::markdown::write(&reading, &md).unwrap();
             }
             Ok(())
         })

@@ -53,7 +53,7 @@ fn verify_exits_zero_only_when_every_file_is_connected() {
         "{text}"
     );
     assert!(
-        text.contains("absent.csv: NOT connected") && text.contains("cannot read the file"),
+        text.contains("absent.csv: NOT connected") && text.contains("cannot read absent.csv"),
         "{text}"
     );
 }

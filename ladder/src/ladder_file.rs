@@ -22,8 +22,14 @@ pub const DONE_TAG: &str = "#ladder-done ";
 pub const ABORT_TAG: &str = "#ladder-abort ";
 
 /// The harness's own columns, first in every header, in this order.
-pub const HARNESS_COLUMNS: [&str; 6] =
-    ["ladder_pass", "ladder_slot", "ladder_arm", "ladder_started", "ladder_ended", "ladder_exit"];
+pub const HARNESS_COLUMNS: [&str; 6] = [
+    "ladder_pass",
+    "ladder_slot",
+    "ladder_arm",
+    "ladder_started",
+    "ladder_ended",
+    "ladder_exit",
+];
 pub const ROW_COLUMN: &str = "ladder_row";
 pub const WALL_COLUMN: &str = "ladder_wall_s";
 /// `ladder/2`: the child's resource usage, after the wall time.
@@ -133,12 +139,17 @@ impl StartRecord {
     /// The checks that make the record usable for a replay; `Err` says which field is wrong.
     pub fn check(&self) -> Result<(), String> {
         if !FORMATS.contains(&self.format.as_str()) {
-            return Err(format!("format is {:?}, this reader knows {FORMATS:?}", self.format));
+            return Err(format!(
+                "format is {:?}, this reader knows {FORMATS:?}",
+                self.format
+            ));
         }
         let declared: Vec<&str> = self.arms.iter().map(|a| a.name.as_str()).collect();
         let ordered: Vec<&str> = self.order.arms.iter().map(String::as_str).collect();
         if declared != ordered {
-            return Err(format!("order.arms {ordered:?} differ from arms {declared:?}"));
+            return Err(format!(
+                "order.arms {ordered:?} differ from arms {declared:?}"
+            ));
         }
         if declared.is_empty() {
             return Err("no arms".into());
@@ -164,11 +175,17 @@ impl StartRecord {
     }
 
     pub fn base_index(&self) -> usize {
-        self.arms.iter().position(|a| a.role == Role::Base).unwrap_or(0)
+        self.arms
+            .iter()
+            .position(|a| a.role == Role::Base)
+            .unwrap_or(0)
     }
 
     pub fn to_line(&self) -> String {
-        format!("{START_TAG}{}", serde_json::to_string(self).expect("start record serializes"))
+        format!(
+            "{START_TAG}{}",
+            serde_json::to_string(self).expect("start record serializes")
+        )
     }
 }
 
@@ -194,7 +211,9 @@ pub fn timestamp(t: DateTime<Utc>) -> String {
 
 /// Microseconds since the epoch of an RFC 3339 timestamp, or `None` when it does not parse.
 pub fn parse_timestamp(text: &str) -> Option<i64> {
-    DateTime::parse_from_rfc3339(text).ok().map(|t| t.timestamp_micros())
+    DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.timestamp_micros())
 }
 
 /// One CSV row split into fields without a copy per field.
@@ -233,7 +252,11 @@ pub struct LineSplitter {
 
 impl Default for LineSplitter {
     fn default() -> Self {
-        LineSplitter { reader: csv_core::Reader::new(), out: vec![0; 256], ends: vec![0; 32] }
+        LineSplitter {
+            reader: csv_core::Reader::new(),
+            out: vec![0; 256],
+            ends: vec![0; 32],
+        }
     }
 }
 
@@ -327,21 +350,29 @@ pub struct LadderWriter {
 impl LadderWriter {
     /// Creates `path` exclusively (an existing file is an error) and writes the start record.
     pub fn create(path: &Path, start: &StartRecord) -> io::Result<LadderWriter> {
-        let file = OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| {
-            if e.kind() == io::ErrorKind::AlreadyExists {
-                io::Error::new(
-                    e.kind(),
-                    format!(
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    io::Error::new(
+                        e.kind(),
+                        format!(
                         "{} already exists; a ladder file is never appended to or overwritten: \
                          pick another --tag or --out",
                         path.display()
                     ),
-                )
-            } else {
-                io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
-            }
-        })?;
-        let mut writer = LadderWriter { file, path: path.to_path_buf(), complete: 0 };
+                    )
+                } else {
+                    io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
+                }
+            })?;
+        let mut writer = LadderWriter {
+            file,
+            path: path.to_path_buf(),
+            complete: 0,
+        };
         writer.append(&[start.to_line()])?;
         Ok(writer)
     }
@@ -377,16 +408,25 @@ impl LadderWriter {
         }
         // One write for all the lines of a cell; if it fails part way (a full disk, a file
         // size limit), the torn end is cut off, so the file stays a valid prefix.
-        let written = self.file.write_all(buf.as_bytes()).and_then(|_| self.file.sync_data());
+        let written = self
+            .file
+            .write_all(buf.as_bytes())
+            .and_then(|_| self.file.sync_data());
         if let Err(e) = written {
-            let cut = self.file.set_len(self.complete).and_then(|_| self.file.seek(SeekFrom::Start(self.complete)));
+            let cut = self
+                .file
+                .set_len(self.complete)
+                .and_then(|_| self.file.seek(SeekFrom::Start(self.complete)));
             let state = match cut {
                 Ok(_) => "it ends at its last complete line".to_string(),
                 Err(c) => format!("cutting it back to its last complete line failed too: {c}"),
             };
             return Err(io::Error::new(
                 e.kind(),
-                format!("cannot write the ladder file {}: {e}; {state}", self.path.display()),
+                format!(
+                    "cannot write the ladder file {}: {e}; {state}",
+                    self.path.display()
+                ),
             ));
         }
         self.complete += buf.len() as u64;

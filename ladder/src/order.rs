@@ -78,7 +78,13 @@ impl Order {
                 Scheme::Williams => williams_row(n, p),
             })
             .collect();
-        Order { scheme, arms, passes, seed, grid }
+        Order {
+            scheme,
+            arms,
+            passes,
+            seed,
+            grid,
+        }
     }
 
     pub fn n_arms(&self) -> usize {
@@ -102,7 +108,9 @@ impl Order {
     /// Every cell in the order it must be run and written: `k = p·n + s`.
     pub fn cells(&self) -> impl Iterator<Item = Cell> + '_ {
         self.grid.iter().enumerate().flat_map(|(pass, row)| {
-            row.iter().enumerate().map(move |(slot, &arm)| Cell { pass, slot, arm })
+            row.iter()
+                .enumerate()
+                .map(move |(slot, &arm)| Cell { pass, slot, arm })
         })
     }
 }
@@ -128,7 +136,10 @@ fn williams_row(n: usize, pass: usize) -> Vec<usize> {
     }
     let rows = if n % 2 == 1 { 2 * n } else { n };
     let r = pass % rows;
-    let shifted: Vec<usize> = williams_first_row(n).iter().map(|&a| (a + r % n) % n).collect();
+    let shifted: Vec<usize> = williams_first_row(n)
+        .iter()
+        .map(|&a| (a + r % n) % n)
+        .collect();
     if r >= n {
         shifted.into_iter().rev().collect()
     } else {
@@ -227,9 +238,16 @@ mod tests {
             let hexes: Vec<String> = order
                 .pass(p)
                 .iter()
-                .map(|&a| blake3::hash(format!("7:{p}:{}", arms[a]).as_bytes()).to_hex().to_string())
+                .map(|&a| {
+                    blake3::hash(format!("7:{p}:{}", arms[a]).as_bytes())
+                        .to_hex()
+                        .to_string()
+                })
                 .collect();
-            assert!(hexes.windows(2).all(|w| w[0] < w[1]), "pass {p} not sorted by hash");
+            assert!(
+                hexes.windows(2).all(|w| w[0] < w[1]),
+                "pass {p} not sorted by hash"
+            );
         }
         let again = Order::new(Scheme::Shuffle, arms.clone(), 3, Some(7));
         assert_eq!(order, again);

@@ -236,7 +236,10 @@ impl LoadedSpec {
     /// The first line of the spec that holds `"value"`, for errors found after loading.
     pub fn line_of(&self, value: &str) -> Option<usize> {
         let quoted = format!("\"{value}\"");
-        self.source.lines().position(|l| l.contains(&quoted)).map(|i| i + 1)
+        self.source
+            .lines()
+            .position(|l| l.contains(&quoted))
+            .map(|i| i + 1)
     }
 }
 
@@ -251,7 +254,11 @@ impl Spec {
     /// The metrics the analysis reads; `time` output with none declared reads the wall time.
     pub fn effective_metrics(&self) -> Vec<MetricSpec> {
         if self.metrics.is_empty() && self.output == OutputMode::Time {
-            return vec![MetricSpec { column: WALL_COLUMN.into(), better: Better::Lower, row: 0 }];
+            return vec![MetricSpec {
+                column: WALL_COLUMN.into(),
+                better: Better::Lower,
+                row: 0,
+            }];
         }
         self.metrics.clone()
     }
@@ -262,7 +269,8 @@ impl Spec {
 
     /// Reads the spec from a start record's `spec` field.
     pub fn from_json(json: &serde_json::Value) -> Result<Spec, String> {
-        let mut spec = Spec::deserialize(json).map_err(|e| format!("the recorded spec is unusable: {e}"))?;
+        let mut spec =
+            Spec::deserialize(json).map_err(|e| format!("the recorded spec is unusable: {e}"))?;
         spec.expand_scan();
         Ok(spec)
     }
@@ -320,7 +328,13 @@ impl Spec {
         let table: toml::Table = toml::from_str(&source).expect("parsed once already");
         let json = serde_json::to_value(&table).expect("TOML converts to JSON");
         let blake3 = blake3::hash(&bytes).to_hex().to_string();
-        Ok(LoadedSpec { spec, path: path.into(), json, blake3, source })
+        Ok(LoadedSpec {
+            spec,
+            path: path.into(),
+            json,
+            blake3,
+            source,
+        })
     }
 
     /// Parses and checks spec text; `path` only names the file in errors.
@@ -348,7 +362,12 @@ fn check_keys(at: &Locator, table: &toml::Table) -> Result<(), SpecError> {
             }
         }
     }
-    for (key, allowed) in [("split", SPLIT_KEYS), ("identity", IDENTITY_KEYS), ("stop", STOP_KEYS), ("scan", SCAN_KEYS)] {
+    for (key, allowed) in [
+        ("split", SPLIT_KEYS),
+        ("identity", IDENTITY_KEYS),
+        ("stop", STOP_KEYS),
+        ("scan", SCAN_KEYS),
+    ] {
         if let Some(toml::Value::Table(item)) = table.get(key) {
             at.unknown_keys(item, allowed, &format!("[{key}] "))?;
         }
@@ -358,10 +377,17 @@ fn check_keys(at: &Locator, table: &toml::Table) -> Result<(), SpecError> {
 
 fn check(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     if spec.command.is_empty() {
-        return Err(at.error("command", None, "command is empty", "give the argv, e.g. command = [\"target/release/engine\", \"bench\"]"));
+        return Err(at.error(
+            "command",
+            None,
+            "command is empty",
+            "give the argv, e.g. command = [\"target/release/engine\", \"bench\"]",
+        ));
     }
     if let Some(r) = crate::refusals::first(spec) {
-        return Err(at.error(&r.key, r.value.as_deref(), &r.message, &r.fix).nth_line(at, &r.key, r.value.as_deref(), r.nth));
+        return Err(at
+            .error(&r.key, r.value.as_deref(), &r.message, &r.fix)
+            .nth_line(at, &r.key, r.value.as_deref(), r.nth));
     }
     check_arms(at, spec)?;
     if spec.passes() < spec.warmup_passes + 2 {
@@ -375,62 +401,129 @@ fn check(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
         return Err(at.error("passes", None, &message, &fix));
     }
     if spec.order == Scheme::Shuffle && spec.seed.is_none() {
-        return Err(at.error("order", None, "order = \"shuffle\" needs a seed", "add seed = 1 (any unsigned integer)"));
+        return Err(at.error(
+            "order",
+            None,
+            "order = \"shuffle\" needs a seed",
+            "add seed = 1 (any unsigned integer)",
+        ));
     }
     for (key, value) in [
         ("noise_limit_pct", spec.noise_limit_pct.unwrap_or(1.0)),
-        ("equivalence_margin_pct", spec.equivalence_margin_pct.unwrap_or(1.0)),
+        (
+            "equivalence_margin_pct",
+            spec.equivalence_margin_pct.unwrap_or(1.0),
+        ),
         ("replication_limit_pp", spec.replication_limit_pp),
         ("timeout_s", spec.timeout_s),
     ] {
         if !(value.is_finite() && value > 0.0) {
-            return Err(at.error(key, None, &format!("{key} = {value} is not a positive number"), &format!("set {key} to a positive number")));
+            return Err(at.error(
+                key,
+                None,
+                &format!("{key} = {value} is not a positive number"),
+                &format!("set {key} to a positive number"),
+            ));
         }
     }
     if let Some(Cards::Named(name)) = &spec.cards {
         if name != "all" {
-            return Err(at.error("cards", None, &format!("cards = {name:?} is neither \"all\" nor a list"), "write cards = \"all\" or cards = [0, 1]"));
+            return Err(at.error(
+                "cards",
+                None,
+                &format!("cards = {name:?} is neither \"all\" nor a list"),
+                "write cards = \"all\" or cards = [0, 1]",
+            ));
         }
     }
     if spec.effective_metrics().is_empty() {
-        return Err(at.error("name", None, "no [[metric]] is declared", "add [[metric]] column = \"...\" better = \"higher\" (or \"lower\")"));
+        return Err(at.error(
+            "name",
+            None,
+            "no [[metric]] is declared",
+            "add [[metric]] column = \"...\" better = \"higher\" (or \"lower\")",
+        ));
     }
     Ok(())
 }
 
 fn check_arms(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     if spec.arms.len() < 2 {
-        return Err(at.error("name", None, "a ladder needs at least two [[arm]] entries", "add a base arm and at least one more"));
+        return Err(at.error(
+            "name",
+            None,
+            "a ladder needs at least two [[arm]] entries",
+            "add a base arm and at least one more",
+        ));
     }
     let bases: Vec<&ArmSpec> = spec.arms.iter().filter(|a| a.role == Role::Base).collect();
     match bases.as_slice() {
         [] => {
-            return Err(at.error("arm", None, "no arm has role = \"base\"", "mark the arm the others are read against with role = \"base\""));
+            return Err(at.error(
+                "arm",
+                None,
+                "no arm has role = \"base\"",
+                "mark the arm the others are read against with role = \"base\"",
+            ));
         }
         [_] => {}
         [_, second, ..] => {
             let message = format!("two base arms: {:?} and {:?}", bases[0].name, second.name);
-            return Err(at.error("role", Some("base"), &message, "keep role = \"base\" on exactly one arm").nth_line(at, "role", Some("base"), 1));
+            return Err(at
+                .error(
+                    "role",
+                    Some("base"),
+                    &message,
+                    "keep role = \"base\" on exactly one arm",
+                )
+                .nth_line(at, "role", Some("base"), 1));
         }
     }
     for (i, arm) in spec.arms.iter().enumerate() {
         if arm.name.trim().is_empty() {
-            return Err(at.error("name", Some(&arm.name), "an arm has an empty name", "give every [[arm]] a name"));
+            return Err(at.error(
+                "name",
+                Some(&arm.name),
+                "an arm has an empty name",
+                "give every [[arm]] a name",
+            ));
         }
         if let Some(first) = spec.arms[..i].iter().find(|a| a.name == arm.name) {
             let message = format!("two arms are named {:?}", first.name);
-            return Err(at.error("name", Some(&arm.name), &message, "give every [[arm]] a distinct name").nth_line(at, "name", Some(&arm.name), 1));
+            return Err(at
+                .error(
+                    "name",
+                    Some(&arm.name),
+                    &message,
+                    "give every [[arm]] a distinct name",
+                )
+                .nth_line(at, "name", Some(&arm.name), 1));
         }
         for var in arm.env.keys() {
             if spec.env.contains_key(var) {
-                let message = format!("arm {:?} sets {var}, which the common [env] also sets", arm.name);
-                return Err(at.error(var, None, &message, &format!("set {var} in the arms only, or only in [env]")).nth_line(at, var, None, 1));
+                let message = format!(
+                    "arm {:?} sets {var}, which the common [env] also sets",
+                    arm.name
+                );
+                return Err(at
+                    .error(
+                        var,
+                        None,
+                        &message,
+                        &format!("set {var} in the arms only, or only in [env]"),
+                    )
+                    .nth_line(at, var, None, 1));
             }
         }
         for var in arm.env.keys().chain(spec.env.keys()) {
             if var.starts_with(RESERVED_ENV_PREFIX) {
                 let message = format!("{var} is set by the runner in every cell");
-                return Err(at.error(var, None, &message, &format!("rename it; {RESERVED_ENV_PREFIX}* variables are reserved")));
+                return Err(at.error(
+                    var,
+                    None,
+                    &message,
+                    &format!("rename it; {RESERVED_ENV_PREFIX}* variables are reserved"),
+                ));
             }
         }
     }
@@ -439,15 +532,28 @@ fn check_arms(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
 
 /// `[scan]`: exactly one of `env` with `values`, or `args`; at least two distinct names.
 fn check_scan(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
-    let Some(scan) = &spec.scan else { return Ok(()) };
+    let Some(scan) = &spec.scan else {
+        return Ok(());
+    };
     let fix = "write [scan] env = \"VAR\", values = [\"1\", \"3\"], or [scan] args = [[\"-1\"], [\"-3\"]]";
     let count = match (&scan.env, &scan.values, &scan.args) {
         (Some(_), Some(values), None) => values.len(),
         (None, None, Some(args)) => args.len(),
-        _ => return Err(at.error("scan", None, "[scan] needs either env and values, or args (not both)", fix).at_table(at, "scan")),
+        _ => {
+            return Err(at
+                .error(
+                    "scan",
+                    None,
+                    "[scan] needs either env and values, or args (not both)",
+                    fix,
+                )
+                .at_table(at, "scan"))
+        }
     };
     if count < 2 {
-        return Err(at.error("values", None, "[scan] needs at least two values", fix).at_table(at, "scan"));
+        return Err(at
+            .error("values", None, "[scan] needs at least two values", fix)
+            .at_table(at, "scan"));
     }
     if let Some(var) = &scan.env {
         if spec.env.contains_key(var) {
@@ -456,13 +562,36 @@ fn check_scan(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
         }
     }
     if let Some(base) = spec.arms.iter().find(|a| a.role == Role::Base) {
-        let message = format!("arm {:?} has role = \"base\", but with [scan] the first value is the base", base.name);
-        return Err(at.error("role", Some("base"), &message, "drop role = \"base\" from the declared arms"));
+        let message = format!(
+            "arm {:?} has role = \"base\", but with [scan] the first value is the base",
+            base.name
+        );
+        return Err(at.error(
+            "role",
+            Some("base"),
+            &message,
+            "drop role = \"base\" from the declared arms",
+        ));
     }
     let names: Vec<String> = scan.arms().into_iter().map(|a| a.name).collect();
-    if let Some((i, name)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
-        let message = format!("[scan] values {} and {} both make the arm name {name:?}", names.iter().position(|n| n == name).unwrap_or(0) + 1, i + 1);
-        return Err(at.error("scan", None, &message, "make the values differ in letters or digits").at_table(at, "scan"));
+    if let Some((i, name)) = names
+        .iter()
+        .enumerate()
+        .find(|(i, n)| names[..*i].contains(n))
+    {
+        let message = format!(
+            "[scan] values {} and {} both make the arm name {name:?}",
+            names.iter().position(|n| n == name).unwrap_or(0) + 1,
+            i + 1
+        );
+        return Err(at
+            .error(
+                "scan",
+                None,
+                &message,
+                "make the values differ in letters or digits",
+            )
+            .at_table(at, "scan"));
     }
     Ok(())
 }
@@ -474,12 +603,26 @@ fn check_arm_argv(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
         if arm.command.is_some() && arm.args.is_some() {
             let message = format!("arm {:?} has both `command` and `args`", arm.name);
             let fix = "keep `command` (this arm's whole argv) or `args` (appended to the spec's command), not both";
-            return Err(SpecError { file: at.path.into(), line: line("args"), message, fix: fix.into() });
+            return Err(SpecError {
+                file: at.path.into(),
+                line: line("args"),
+                message,
+                fix: fix.into(),
+            });
         }
-        if arm.command.as_ref().is_some_and(|c| c.is_empty() || c[0].is_empty()) {
+        if arm
+            .command
+            .as_ref()
+            .is_some_and(|c| c.is_empty() || c[0].is_empty())
+        {
             let message = format!("arm {:?} has an empty `command`", arm.name);
             let fix = "give the arm's argv, e.g. command = [\".bin/after/engine\", \"bench\"], or drop the key";
-            return Err(SpecError { file: at.path.into(), line: line("command"), message, fix: fix.into() });
+            return Err(SpecError {
+                file: at.path.into(),
+                line: line("command"),
+                message,
+                fix: fix.into(),
+            });
         }
     }
     Ok(())
@@ -488,43 +631,95 @@ fn check_arm_argv(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
 /// `[stop]`: a positive half-width and increasing looks, each leaving at least three
 /// analysis passes, the last one equal to `passes` when that is given.
 fn check_stop(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
-    let Some(stop) = &spec.stop else { return Ok(()) };
-    let error = |key: &str, message: String, fix: String| at.error(key, None, &message, &fix).at_table(at, "stop");
+    let Some(stop) = &spec.stop else {
+        return Ok(());
+    };
+    let error = |key: &str, message: String, fix: String| {
+        at.error(key, None, &message, &fix).at_table(at, "stop")
+    };
     if !(stop.halfwidth_pct.is_finite() && stop.halfwidth_pct > 0.0) {
-        return Err(error("halfwidth_pct", format!("halfwidth_pct = {} is not a positive number", stop.halfwidth_pct), "set the half-width you need, in percent, e.g. halfwidth_pct = 0.5".into()));
+        return Err(error(
+            "halfwidth_pct",
+            format!(
+                "halfwidth_pct = {} is not a positive number",
+                stop.halfwidth_pct
+            ),
+            "set the half-width you need, in percent, e.g. halfwidth_pct = 0.5".into(),
+        ));
     }
     if stop.looks.is_empty() {
-        return Err(error("looks", "[stop] has no looks".into(), "list the passes at which the ladder may stop, e.g. looks = [8, 12, 16]".into()));
+        return Err(error(
+            "looks",
+            "[stop] has no looks".into(),
+            "list the passes at which the ladder may stop, e.g. looks = [8, 12, 16]".into(),
+        ));
     }
     if let Some(w) = stop.looks.windows(2).find(|w| w[1] <= w[0]) {
-        return Err(error("looks", format!("looks are not increasing: {} then {}", w[0], w[1]), "list the looks in increasing order, e.g. looks = [8, 12, 16]".into()));
+        return Err(error(
+            "looks",
+            format!("looks are not increasing: {} then {}", w[0], w[1]),
+            "list the looks in increasing order, e.g. looks = [8, 12, 16]".into(),
+        ));
     }
     let floor = spec.warmup_passes + 2;
     if let Some(look) = stop.looks.iter().find(|&&l| l <= floor) {
         let message = format!("the look {look} is not above warmup_passes + 2 = {floor}: its first-look spread would rest on {} analysis passes", look.saturating_sub(spec.warmup_passes));
-        return Err(error("looks", message, format!("start the looks at {} or later", floor + 1)));
+        return Err(error(
+            "looks",
+            message,
+            format!("start the looks at {} or later", floor + 1),
+        ));
     }
     let last = *stop.looks.last().expect("checked non-empty");
     if let Some(passes) = spec.declared_passes.filter(|&p| p != last) {
         let message = format!("passes = {passes}, but the last look is {last}");
-        return Err(at.error("passes", None, &message, &format!("set passes = {last} or omit it (under [stop] it is the last look)")));
+        return Err(at.error(
+            "passes",
+            None,
+            &message,
+            &format!("set passes = {last} or omit it (under [stop] it is the last look)"),
+        ));
     }
     Ok(())
 }
 
 /// The cell keys of version 2: argvs that are not empty, a positive output cap.
 fn check_cell_keys(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
-    for (key, argv) in [("prepare", &spec.prepare), ("setup", &spec.setup), ("cleanup", &spec.cleanup)] {
-        if argv.as_ref().is_some_and(|a| a.is_empty() || a[0].is_empty()) {
+    for (key, argv) in [
+        ("prepare", &spec.prepare),
+        ("setup", &spec.setup),
+        ("cleanup", &spec.cleanup),
+    ] {
+        if argv
+            .as_ref()
+            .is_some_and(|a| a.is_empty() || a[0].is_empty())
+        {
             let message = format!("{key} is an empty argv");
-            return Err(at.error(key, None, &message, &format!("give the program and its arguments, e.g. {key} = [\"sync\"], or drop the key")));
+            return Err(at.error(
+                key,
+                None,
+                &message,
+                &format!(
+                    "give the program and its arguments, e.g. {key} = [\"sync\"], or drop the key"
+                ),
+            ));
         }
     }
     if spec.ok_exit.as_ref().is_some_and(Vec::is_empty) {
-        return Err(at.error("ok_exit", None, "ok_exit is empty: no cell could succeed", "list the exit codes that count as success, e.g. ok_exit = [0, 1]"));
+        return Err(at.error(
+            "ok_exit",
+            None,
+            "ok_exit is empty: no cell could succeed",
+            "list the exit codes that count as success, e.g. ok_exit = [0, 1]",
+        ));
     }
     if spec.output_cap_mib == Some(0) {
-        return Err(at.error("output_cap_mib", None, "output_cap_mib = 0 keeps nothing of a cell's output", "set it to 1 or more, or omit it (default 1)"));
+        return Err(at.error(
+            "output_cap_mib",
+            None,
+            "output_cap_mib = 0 keeps nothing of a cell's output",
+            "set it to 1 or more, or omit it (default 1)",
+        ));
     }
     Ok(())
 }
@@ -547,7 +742,9 @@ impl Locator<'_> {
                     let before = text[..i].chars().next_back();
                     let after = text[i + key.len()..].trim_start();
                     !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
-                        && (after.starts_with('=') || after.starts_with("\" =") || after.starts_with('.'))
+                        && (after.starts_with('=')
+                            || after.starts_with("\" =")
+                            || after.starts_with('.'))
                 });
                 let table = matches!(text.trim().trim_matches(['[', ']']), t if t == key);
                 (assigns || table) && value.is_none_or(|v| text.contains(&format!("\"{v}\"")))
@@ -559,15 +756,35 @@ impl Locator<'_> {
     /// The line of `key` inside the `[[arm]]` named `arm` (the first after its name).
     fn line_in_arm(&self, arm: &str, key: &str) -> Option<usize> {
         let named = self.lines_of("name", Some(arm)).first().copied()?;
-        let table_start = self.source.lines().take(named).enumerate().filter(|(_, l)| l.trim_start().starts_with("[[arm]]")).map(|(i, _)| i + 1).last().unwrap_or(named);
-        let next_table = self.source.lines().enumerate().skip(named).find(|(_, l)| l.trim_start().starts_with('[')).map_or(usize::MAX, |(i, _)| i + 1);
-        self.lines_of(key, None).into_iter().find(|&l| l >= table_start && l < next_table).or(Some(named))
+        let table_start = self
+            .source
+            .lines()
+            .take(named)
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().starts_with("[[arm]]"))
+            .map(|(i, _)| i + 1)
+            .last()
+            .unwrap_or(named);
+        let next_table = self
+            .source
+            .lines()
+            .enumerate()
+            .skip(named)
+            .find(|(_, l)| l.trim_start().starts_with('['))
+            .map_or(usize::MAX, |(i, _)| i + 1);
+        self.lines_of(key, None)
+            .into_iter()
+            .find(|&l| l >= table_start && l < next_table)
+            .or(Some(named))
     }
 
     /// The first line of `[table]`.
     fn table_line(&self, table: &str) -> Option<usize> {
         let header = format!("[{table}]");
-        self.source.lines().position(|l| l.trim_start().starts_with(&header)).map(|i| i + 1)
+        self.source
+            .lines()
+            .position(|l| l.trim_start().starts_with(&header))
+            .map(|i| i + 1)
     }
 
     fn error(&self, key: &str, value: Option<&str>, message: &str, fix: &str) -> SpecError {
@@ -580,19 +797,35 @@ impl Locator<'_> {
     }
 
     fn toml_error(&self, e: &toml::de::Error) -> SpecError {
-        let line = e.span().map(|span| self.source[..span.start.min(self.source.len())].lines().count().max(1));
+        let line = e.span().map(|span| {
+            self.source[..span.start.min(self.source.len())]
+                .lines()
+                .count()
+                .max(1)
+        });
         let message = e.message().trim().to_string();
         let fix = if message.contains("unknown variant") {
             "use one of the values the message lists".to_string()
         } else if message.contains("missing field") {
             "add the missing key (see the spec reference in the README)".to_string()
         } else {
-            "correct the value to the type the key takes (see the spec reference in the README)".to_string()
+            "correct the value to the type the key takes (see the spec reference in the README)"
+                .to_string()
         };
-        SpecError { file: self.path.into(), line, message, fix }
+        SpecError {
+            file: self.path.into(),
+            line,
+            message,
+            fix,
+        }
     }
 
-    fn unknown_keys(&self, table: &toml::Table, allowed: &[&str], within: &str) -> Result<(), SpecError> {
+    fn unknown_keys(
+        &self,
+        table: &toml::Table,
+        allowed: &[&str],
+        within: &str,
+    ) -> Result<(), SpecError> {
         if let Some(key) = table.keys().find(|k| !allowed.contains(&k.as_str())) {
             let closest = allowed
                 .iter()
@@ -614,7 +847,9 @@ impl SpecError {
     /// written inline (`[scan] env = ...` or `stop = { ... }`) keeps the line found.
     fn at_table(mut self, at: &Locator, table: &str) -> SpecError {
         if self.line.is_none() {
-            self.line = at.table_line(table).or_else(|| at.lines_of(table, None).first().copied());
+            self.line = at
+                .table_line(table)
+                .or_else(|| at.lines_of(table, None).first().copied());
         }
         self
     }
@@ -680,7 +915,10 @@ better = "higher"
         assert!(e.message.contains("pases"), "{e}");
         assert!(e.fix.contains("`passes`"), "{e}");
         let e = error_of(&GOOD.replace("better = \"higher\"", "beter = \"higher\""));
-        assert!(e.message.contains("[[metric]]") && e.fix.contains("`better`"), "{e}");
+        assert!(
+            e.message.contains("[[metric]]") && e.fix.contains("`better`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -728,7 +966,8 @@ better = "higher"
 
     #[test]
     fn time_output_reads_the_wall_time_by_default() {
-        let text = GOOD.replace("[[metric]]\ncolumn = \"tok_s\"\nbetter = \"higher\"\n", "")
+        let text = GOOD
+            .replace("[[metric]]\ncolumn = \"tok_s\"\nbetter = \"higher\"\n", "")
             .replace("passes = 4", "passes = 4\noutput = \"time\"");
         let spec = parse(&text).unwrap();
         assert_eq!(spec.effective_metrics()[0].column, WALL_COLUMN);
@@ -745,21 +984,32 @@ better = "higher"
 
     #[test]
     fn an_arm_with_command_and_args_is_refused_at_its_args_line() {
-        let e = error_of(&GOOD.replace("env = { MODE = \"on\" }", "env = { MODE = \"on\" }\ncommand = [\"b\"]\nargs = [\"-x\"]"));
+        let e = error_of(&GOOD.replace(
+            "env = { MODE = \"on\" }",
+            "env = { MODE = \"on\" }\ncommand = [\"b\"]\nargs = [\"-x\"]",
+        ));
         assert!(e.message.contains("both `command` and `args`"), "{e}");
         assert_eq!(e.line, Some(19));
     }
 
     #[test]
     fn an_empty_arm_command_is_refused() {
-        let e = error_of(&GOOD.replace("env = { MODE = \"on\" }", "env = { MODE = \"on\" }\ncommand = []"));
+        let e = error_of(&GOOD.replace(
+            "env = { MODE = \"on\" }",
+            "env = { MODE = \"on\" }\ncommand = []",
+        ));
         assert!(e.message.contains("empty `command`"), "{e}");
         assert_eq!(e.line, Some(18));
     }
 
     #[test]
     fn arms_have_their_own_argv() {
-        let spec = parse(&GOOD.replace("env = { MODE = \"on\" }", "args = [\"--fast\"]").replace("env = { MODE = \"off\" }", "command = [\"other\", \"x\"]")).unwrap();
+        let spec = parse(
+            &GOOD
+                .replace("env = { MODE = \"on\" }", "args = [\"--fast\"]")
+                .replace("env = { MODE = \"off\" }", "command = [\"other\", \"x\"]"),
+        )
+        .unwrap();
         assert_eq!(spec.argv_of(&spec.arms[0]), ["other", "x"]);
         assert_eq!(spec.argv_of(&spec.arms[1]), ["engine", "bench", "--fast"]);
     }
@@ -768,15 +1018,27 @@ better = "higher"
 
     #[test]
     fn stop_looks_must_increase() {
-        let e = error_of(&format!("{}{}", GOOD.replace("passes = 4\n", ""), STOP.replace("[4, 6]", "[6, 4]")));
+        let e = error_of(&format!(
+            "{}{}",
+            GOOD.replace("passes = 4\n", ""),
+            STOP.replace("[4, 6]", "[6, 4]")
+        ));
         assert!(e.message.contains("not increasing: 6 then 4"), "{e}");
         assert_eq!(e.line, Some(24));
     }
 
     #[test]
     fn stop_looks_must_leave_three_analysis_passes() {
-        let e = error_of(&format!("{}{}", GOOD.replace("passes = 4\n", ""), STOP.replace("[4, 6]", "[3, 6]")));
-        assert!(e.message.contains("look 3 is not above warmup_passes + 2 = 3"), "{e}");
+        let e = error_of(&format!(
+            "{}{}",
+            GOOD.replace("passes = 4\n", ""),
+            STOP.replace("[4, 6]", "[3, 6]")
+        ));
+        assert!(
+            e.message
+                .contains("look 3 is not above warmup_passes + 2 = 3"),
+            "{e}"
+        );
         assert!(e.fix.contains("at 4"), "{e}");
         assert_eq!(e.line, Some(24));
     }
@@ -784,7 +1046,10 @@ better = "higher"
     #[test]
     fn stop_passes_if_given_is_the_last_look() {
         let e = error_of(&format!("{GOOD}{STOP}"));
-        assert!(e.message.contains("passes = 4, but the last look is 6"), "{e}");
+        assert!(
+            e.message.contains("passes = 4, but the last look is 6"),
+            "{e}"
+        );
         assert_eq!(e.line, Some(4));
         let spec = parse(&format!("{}{}", GOOD.replace("passes = 4\n", ""), STOP)).unwrap();
         assert_eq!(spec.passes(), 6);
@@ -792,10 +1057,18 @@ better = "higher"
 
     #[test]
     fn stop_needs_a_positive_halfwidth() {
-        let e = error_of(&format!("{}{}", GOOD.replace("passes = 4\n", ""), STOP.replace("0.5", "0")));
+        let e = error_of(&format!(
+            "{}{}",
+            GOOD.replace("passes = 4\n", ""),
+            STOP.replace("0.5", "0")
+        ));
         assert!(e.message.contains("halfwidth_pct = 0"), "{e}");
         assert_eq!(e.line, Some(23));
-        let e = error_of(&format!("{}{}", GOOD.replace("passes = 4\n", ""), STOP.replace("looks", "loks")));
+        let e = error_of(&format!(
+            "{}{}",
+            GOOD.replace("passes = 4\n", ""),
+            STOP.replace("looks", "loks")
+        ));
         assert!(e.fix.contains("`looks`"), "{e}");
     }
 
@@ -807,7 +1080,13 @@ better = "higher"
 
     #[test]
     fn cell_keys_refuse_empty_values_with_their_line() {
-        for (line, key) in [("prepare = []", "prepare"), ("setup = [\"\"]", "setup"), ("cleanup = []", "cleanup"), ("ok_exit = []", "ok_exit"), ("output_cap_mib = 0", "output_cap_mib")] {
+        for (line, key) in [
+            ("prepare = []", "prepare"),
+            ("setup = [\"\"]", "setup"),
+            ("cleanup = []", "cleanup"),
+            ("ok_exit = []", "ok_exit"),
+            ("output_cap_mib = 0", "output_cap_mib"),
+        ] {
             let e = error_of(&GOOD.replace("passes = 4", &format!("passes = 4\n{line}")));
             assert!(e.message.contains(key), "{e}");
             assert_eq!(e.line, Some(5), "{key}: {e}");
@@ -848,14 +1127,22 @@ env = { ZSTD_CLEVEL = "1" }
     #[test]
     fn scan_refusals_name_their_line() {
         let time = |t: &str| t.replace("passes = 4", "passes = 4\noutput = \"time\"");
-        let e = error_of(&time(&SCAN.replace("values = [\"1\", \"3\", \"5\"]", "args = [[\"-1\"]]")));
+        let e = error_of(&time(
+            &SCAN.replace("values = [\"1\", \"3\", \"5\"]", "args = [[\"-1\"]]"),
+        ));
         assert!(e.message.contains("either env and values, or args"), "{e}");
         assert_eq!(e.line, Some(7));
         let e = error_of(&time(&SCAN.replace("[\"1\", \"3\", \"5\"]", "[\"1\"]")));
         assert!(e.message.contains("at least two values"), "{e}");
         assert_eq!(e.line, Some(9));
-        let e = error_of(&time(&SCAN.replace("[\"1\", \"3\", \"5\"]", "[\"a b\", \"a/b\"]")));
-        assert!(e.message.contains("values 1 and 2 both make the arm name \"a_b\""), "{e}");
+        let e = error_of(&time(
+            &SCAN.replace("[\"1\", \"3\", \"5\"]", "[\"a b\", \"a/b\"]"),
+        ));
+        assert!(
+            e.message
+                .contains("values 1 and 2 both make the arm name \"a_b\""),
+            "{e}"
+        );
         assert_eq!(e.line, Some(7));
         let e = error_of(&time(&SCAN.replace("reflexive", "base")));
         assert!(e.message.contains("the first value is the base"), "{e}");

@@ -130,7 +130,11 @@ pub fn replay(bytes: &[u8]) -> Replay {
 fn replay_with(bytes: &[u8], splitter: &mut LineSplitter) -> Replay {
     let mut lines = split_lines(bytes);
     let Some((first, _)) = lines.next() else {
-        return early(Defect::new(DefectKind::MissingStart, 1, "the file is empty"));
+        return early(Defect::new(
+            DefectKind::MissingStart,
+            1,
+            "the file is empty",
+        ));
     };
     let start = match parse_start(first) {
         Ok(start) => start,
@@ -167,7 +171,11 @@ fn replay_with(bytes: &[u8], splitter: &mut LineSplitter) -> Replay {
 
 impl Defect {
     fn new(kind: DefectKind, line: usize, detail: impl Into<String>) -> Defect {
-        Defect { kind, line, detail: detail.into() }
+        Defect {
+            kind,
+            line,
+            detail: detail.into(),
+        }
     }
 }
 
@@ -200,7 +208,9 @@ fn parse_start(line: Result<&str, ()>) -> Result<StartRecord, String> {
         .ok_or_else(|| format!("line 1 does not start with {:?}", START_TAG.trim_end()))?;
     let start: StartRecord =
         serde_json::from_str(json).map_err(|e| format!("start record does not parse: {e}"))?;
-    start.check().map_err(|e| format!("start record is unusable: {e}"))?;
+    start
+        .check()
+        .map_err(|e| format!("start record is unusable: {e}"))?;
     Ok(start)
 }
 
@@ -216,7 +226,10 @@ fn ok_exit_of(start: &StartRecord) -> Vec<String> {
 /// Positions of the harness columns in the header, `ladder_row` last (if present).
 type HarnessIndex = [usize; 7];
 
-fn parse_header(text: &str, splitter: &mut LineSplitter) -> Result<(Vec<String>, HarnessIndex), String> {
+fn parse_header(
+    text: &str,
+    splitter: &mut LineSplitter,
+) -> Result<(Vec<String>, HarnessIndex), String> {
     if text.starts_with('#') {
         return Err("line 2 is a record, not the column header".into());
     }
@@ -235,7 +248,10 @@ fn parse_header(text: &str, splitter: &mut LineSplitter) -> Result<(Vec<String>,
             .position(|c| c == name)
             .ok_or_else(|| format!("harness column {name:?} is missing"))?;
     }
-    index[6] = columns.iter().position(|c| c == ROW_COLUMN).unwrap_or(usize::MAX);
+    index[6] = columns
+        .iter()
+        .position(|c| c == ROW_COLUMN)
+        .unwrap_or(usize::MAX);
     Ok((columns, index))
 }
 
@@ -261,7 +277,13 @@ struct Replayer<'o> {
 }
 
 impl<'o> Replayer<'o> {
-    fn new(order: &'o Order, start: StartRecord, columns: Vec<String>, splitter: &'o mut LineSplitter, room: usize) -> Replayer<'o> {
+    fn new(
+        order: &'o Order,
+        start: StartRecord,
+        columns: Vec<String>,
+        splitter: &'o mut LineSplitter,
+        room: usize,
+    ) -> Replayer<'o> {
         Replayer {
             order,
             splitter,
@@ -315,13 +337,24 @@ impl<'o> Replayer<'o> {
         match serde_json::from_str::<EndRecord>(json) {
             Ok(record) => {
                 if aborted {
-                    let reason = record.reason.clone().unwrap_or_else(|| "no reason given".into());
-                    self.defect(DefectKind::Aborted, number, format!("the runner stopped: {reason}"));
+                    let reason = record
+                        .reason
+                        .clone()
+                        .unwrap_or_else(|| "no reason given".into());
+                    self.defect(
+                        DefectKind::Aborted,
+                        number,
+                        format!("the runner stopped: {reason}"),
+                    );
                 }
                 self.end = Some((record, number, aborted));
             }
             Err(e) => {
-                let kind = if aborted { DefectKind::Aborted } else { DefectKind::MissingDone };
+                let kind = if aborted {
+                    DefectKind::Aborted
+                } else {
+                    DefectKind::MissingDone
+                };
                 self.defect(kind, number, format!("end record does not parse: {e}"));
             }
         }
@@ -359,7 +392,10 @@ impl<'o> Replayer<'o> {
                     row.slot
                 )
             } else {
-                format!("pass {} slot {} comes after the last legal cell", row.pass, row.slot)
+                format!(
+                    "pass {} slot {} comes after the last legal cell",
+                    row.pass, row.slot
+                )
             };
             self.defect(DefectKind::Gap, number, detail);
         }
@@ -441,13 +477,23 @@ impl<'o> Replayer<'o> {
         self.start.order.looks.as_ref()?;
         let spec = match Spec::from_json(&self.start.spec) {
             Ok(spec) => spec,
-            Err(e) => return Some(Err((self.order.n_cells(), format!("the order has looks but {e}")))),
+            Err(e) => {
+                return Some(Err((
+                    self.order.n_cells(),
+                    format!("the order has looks but {e}"),
+                )))
+            }
         };
         let first = spec.stop.as_ref()?.first_look();
         if self.seen.len() < first * self.order.n_arms() {
             return None;
         }
-        let ladder = Ladder { start: self.start.clone(), columns: self.columns.clone(), rows: self.rows.clone(), end: None };
+        let ladder = Ladder {
+            start: self.start.clone(),
+            columns: self.columns.clone(),
+            rows: self.rows.clone(),
+            end: None,
+        };
         let plan = stop::plan_of_ladder(&ladder, &spec)?;
         let n = self.order.n_arms();
         let cells = plan.look * n;
@@ -455,7 +501,9 @@ impl<'o> Replayer<'o> {
         if record.passes == Some(plan.look) && record.cells == cells {
             return Some(Ok(cells));
         }
-        let ran = record.passes.map_or("no passes".to_string(), |p| format!("{p} passes"));
+        let ran = record
+            .passes
+            .map_or("no passes".to_string(), |p| format!("{p} passes"));
         Some(Err((
             cells,
             format!(
@@ -466,7 +514,10 @@ impl<'o> Replayer<'o> {
     }
 
     fn parse_row(&mut self, number: usize, text: &str) -> Result<Row, String> {
-        let fields = self.splitter.split(text).ok_or("the row does not parse as CSV")?;
+        let fields = self
+            .splitter
+            .split(text)
+            .ok_or("the row does not parse as CSV")?;
         if fields.len() != self.columns.len() {
             return Err(format!(
                 "{} fields, the header has {} columns",
@@ -477,7 +528,9 @@ impl<'o> Replayer<'o> {
         let h = self.harness;
         let get = |i: usize| fields.get(i).unwrap_or_default();
         let number_field = |i: usize| -> Result<usize, String> {
-            get(i).parse().map_err(|_| format!("{} is {:?}, not a count", self.columns[i], get(i)))
+            get(i)
+                .parse()
+                .map_err(|_| format!("{} is {:?}, not a count", self.columns[i], get(i)))
         };
         let time_field = |i: usize| -> Result<i64, String> {
             parse_timestamp(get(i))
@@ -495,7 +548,11 @@ impl<'o> Replayer<'o> {
             pass: number_field(h[0])?,
             slot: number_field(h[1])?,
             arm,
-            row: if h[6] == usize::MAX { 0 } else { number_field(h[6])? },
+            row: if h[6] == usize::MAX {
+                0
+            } else {
+                number_field(h[6])?
+            },
             started_us: time_field(h[3])?,
             ended_us: time_field(h[4])?,
             exit: get(h[5]).to_string(),
@@ -525,7 +582,8 @@ impl<'o> Replayer<'o> {
                 let line = *line;
                 let cells = record.cells;
                 if cells != found {
-                    let detail = format!("the end record says {cells} cells, the file holds {found}");
+                    let detail =
+                        format!("the end record says {cells} cells, the file holds {found}");
                     self.defect(DefectKind::CountMismatch, line, detail);
                 } else if !aborted && !stop_mismatch && found != expected {
                     let detail = format!("{found} cells, the order has {expected}");
@@ -546,6 +604,9 @@ impl<'o> Replayer<'o> {
             rows: self.rows,
             end: self.end.map(|(record, _, _)| record),
         };
-        Replay { verdict, ladder: Some(ladder) }
+        Replay {
+            verdict,
+            ladder: Some(ladder),
+        }
     }
 }

@@ -2,7 +2,8 @@
 //! the right line; and no input at all makes the verifier panic.
 
 use ladder::ladder_file::{
-    ArmRecord, BinaryRecord, EndRecord, HostRecord, LadderWriter, OrderRecord, Role, StartRecord, FORMAT,
+    ArmRecord, BinaryRecord, EndRecord, HostRecord, LadderWriter, OrderRecord, Role, StartRecord,
+    FORMAT,
 };
 use ladder::order::Scheme;
 use ladder::verify::{replay, DefectKind};
@@ -19,18 +20,38 @@ fn start() -> StartRecord {
         ladder: "demo".into(),
         tag: "t1".into(),
         started: "2026-11-29T10:00:00.000000Z".into(),
-        order: OrderRecord { scheme: Scheme::Rotate, arms: ARMS.map(String::from).to_vec(), passes: PASSES, seed: None, looks: None },
+        order: OrderRecord {
+            scheme: Scheme::Rotate,
+            arms: ARMS.map(String::from).to_vec(),
+            passes: PASSES,
+            seed: None,
+            looks: None,
+        },
         warmup_passes: 1,
         arms: ARMS
             .iter()
             .zip(roles)
-            .map(|(name, role)| ArmRecord { name: name.to_string(), role, env: BTreeMap::new(), argv: None, binary: None })
+            .map(|(name, role)| ArmRecord {
+                name: name.to_string(),
+                role,
+                env: BTreeMap::new(),
+                argv: None,
+                binary: None,
+            })
             .collect(),
         spec: serde_json::json!({"name": "demo"}),
         spec_blake3: "00".into(),
         command: vec!["engine".into()],
-        binary: BinaryRecord { path: "/bin/engine".into(), blake3: "00".into() },
-        host: HostRecord { hostname: "h".into(), os: "linux".into(), cpus: 2, extra: Default::default() },
+        binary: BinaryRecord {
+            path: "/bin/engine".into(),
+            blake3: "00".into(),
+        },
+        host: HostRecord {
+            hostname: "h".into(),
+            os: "linux".into(),
+            cpus: 2,
+            extra: Default::default(),
+        },
         card: None,
         extra: Default::default(),
     }
@@ -47,7 +68,9 @@ fn write_clean() -> String {
     let path = dir.path().join("demo_t1.csv");
     let mut writer = LadderWriter::create(&path, &start()).unwrap();
     let header = "ladder_pass,ladder_slot,ladder_arm,ladder_started,ladder_ended,ladder_exit,tok_s";
-    writer.write_header(&header.split(',').map(String::from).collect::<Vec<_>>()).unwrap();
+    writer
+        .write_header(&header.split(',').map(String::from).collect::<Vec<_>>())
+        .unwrap();
     for p in 0..PASSES {
         for s in 0..ARMS.len() {
             let k = p * ARMS.len() + s;
@@ -63,7 +86,15 @@ fn write_clean() -> String {
             writer.write_cell(&[row]).unwrap();
         }
     }
-    writer.finish_done(&EndRecord { ended: "2026-11-29T10:01:00.000000Z".into(), cells: 9, reason: None, passes: Some(3), stopped: None }).unwrap();
+    writer
+        .finish_done(&EndRecord {
+            ended: "2026-11-29T10:01:00.000000Z".into(),
+            cells: 9,
+            reason: None,
+            passes: Some(3),
+            stopped: None,
+        })
+        .unwrap();
     std::fs::read_to_string(&path).unwrap()
 }
 
@@ -77,7 +108,12 @@ fn join(lines: &[String]) -> String {
 
 /// The (kind, line) of every defect of a mutated file.
 fn defects(text: &str) -> Vec<(DefectKind, usize)> {
-    replay(text.as_bytes()).verdict.defects.iter().map(|d| (d.kind, d.line)).collect()
+    replay(text.as_bytes())
+        .verdict
+        .defects
+        .iter()
+        .map(|d| (d.kind, d.line))
+        .collect()
 }
 
 fn mutate(f: impl FnOnce(&mut Vec<String>)) -> Vec<(DefectKind, usize)> {
@@ -106,25 +142,49 @@ fn the_clean_file_is_connected() {
 
 #[test]
 fn missing_start() {
-    assert_eq!(mutate(|l| { l.remove(0); }), vec![(DefectKind::MissingStart, 1)]);
+    assert_eq!(
+        mutate(|l| {
+            l.remove(0);
+        }),
+        vec![(DefectKind::MissingStart, 1)]
+    );
     assert_eq!(defects(""), vec![(DefectKind::MissingStart, 1)]);
-    assert_eq!(mutate(|l| l[0] = l[0].replace("ladder/2", "ladder/9")), vec![(DefectKind::MissingStart, 1)]);
+    assert_eq!(
+        mutate(|l| l[0] = l[0].replace("ladder/2", "ladder/9")),
+        vec![(DefectKind::MissingStart, 1)]
+    );
 }
 
 #[test]
 fn extra_start() {
-    assert_eq!(mutate(|l| { let s = l[0].clone(); l.insert(6, s); }), vec![(DefectKind::ExtraStart, 7)]);
+    assert_eq!(
+        mutate(|l| {
+            let s = l[0].clone();
+            l.insert(6, s);
+        }),
+        vec![(DefectKind::ExtraStart, 7)]
+    );
 }
 
 #[test]
 fn bad_header() {
-    assert_eq!(mutate(|l| l[1] = l[1].replace("ladder_exit", "exit")), vec![(DefectKind::BadHeader, 2)]);
-    assert_eq!(mutate(|l| l[1] = l[1].replace("tok_s", "ladder_arm")), vec![(DefectKind::BadHeader, 2)]);
+    assert_eq!(
+        mutate(|l| l[1] = l[1].replace("ladder_exit", "exit")),
+        vec![(DefectKind::BadHeader, 2)]
+    );
+    assert_eq!(
+        mutate(|l| l[1] = l[1].replace("tok_s", "ladder_arm")),
+        vec![(DefectKind::BadHeader, 2)]
+    );
 }
 
 #[test]
 fn bad_row() {
-    let unreadable_cell = vec![(DefectKind::BadRow, 5), (DefectKind::Gap, 6), (DefectKind::CountMismatch, 12)];
+    let unreadable_cell = vec![
+        (DefectKind::BadRow, 5),
+        (DefectKind::Gap, 6),
+        (DefectKind::CountMismatch, 12),
+    ];
     assert_eq!(mutate(|l| l[4] = "1,2".into()), unreadable_cell);
     assert_eq!(mutate(|l| set_field(l, 5, 3, "noon")), unreadable_cell);
 }
@@ -132,7 +192,9 @@ fn bad_row() {
 #[test]
 fn gap() {
     assert_eq!(
-        mutate(|l| { l.remove(5); }),
+        mutate(|l| {
+            l.remove(5);
+        }),
         vec![(DefectKind::Gap, 6), (DefectKind::CountMismatch, 11)]
     );
 }
@@ -140,14 +202,20 @@ fn gap() {
 #[test]
 fn repeat() {
     assert_eq!(
-        mutate(|l| { let r = l[5].clone(); l.insert(6, r); }),
+        mutate(|l| {
+            let r = l[5].clone();
+            l.insert(6, r);
+        }),
         vec![(DefectKind::Repeat, 7)]
     );
 }
 
 #[test]
 fn wrong_arm() {
-    assert_eq!(mutate(|l| set_field(l, 4, 2, "null")), vec![(DefectKind::WrongArm, 4)]);
+    assert_eq!(
+        mutate(|l| set_field(l, 4, 2, "null")),
+        vec![(DefectKind::WrongArm, 4)]
+    );
 }
 
 #[test]
@@ -166,30 +234,50 @@ fn non_monotone_time() {
 
 #[test]
 fn failed_cell() {
-    assert_eq!(mutate(|l| set_field(l, 8, 5, "signal:9")), vec![(DefectKind::FailedCell, 8)]);
+    assert_eq!(
+        mutate(|l| set_field(l, 8, 5, "signal:9")),
+        vec![(DefectKind::FailedCell, 8)]
+    );
 }
 
 #[test]
 fn aborted() {
     assert_eq!(
-        mutate(|l| { l.truncate(6); l.push("#ladder-abort {\"ended\":\"2026-11-29T10:01:00.000000Z\",\"cells\":4,\"reason\":\"SIGINT\"}".into()); }),
+        mutate(|l| {
+            l.truncate(6);
+            l.push("#ladder-abort {\"ended\":\"2026-11-29T10:01:00.000000Z\",\"cells\":4,\"reason\":\"SIGINT\"}".into());
+        }),
         vec![(DefectKind::Aborted, 7)]
     );
 }
 
 #[test]
 fn missing_done() {
-    assert_eq!(mutate(|l| { l.truncate(7); }), vec![(DefectKind::MissingDone, 7)]);
+    assert_eq!(
+        mutate(|l| {
+            l.truncate(7);
+        }),
+        vec![(DefectKind::MissingDone, 7)]
+    );
 }
 
 #[test]
 fn cells_after_done() {
-    assert_eq!(mutate(|l| { let r = l[4].clone(); l.push(r); }), vec![(DefectKind::CellsAfterDone, 13)]);
+    assert_eq!(
+        mutate(|l| {
+            let r = l[4].clone();
+            l.push(r);
+        }),
+        vec![(DefectKind::CellsAfterDone, 13)]
+    );
 }
 
 #[test]
 fn count_mismatch() {
-    assert_eq!(mutate(|l| l[11] = l[11].replace("\"cells\":9", "\"cells\":8")), vec![(DefectKind::CountMismatch, 12)]);
+    assert_eq!(
+        mutate(|l| l[11] = l[11].replace("\"cells\":9", "\"cells\":8")),
+        vec![(DefectKind::CountMismatch, 12)]
+    );
 }
 
 #[test]

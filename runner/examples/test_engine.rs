@@ -112,7 +112,8 @@ fn main() {
     }
     eprintln!("test engine: arm {:?}", var("LADDER_ARM"));
     // `TEST_FAIL_IF=NAME=VALUE`: fail every cell that sees NAME=VALUE (one Slurm task, say).
-    let fail_if = var("TEST_FAIL_IF").and_then(|v| v.split_once('=').map(|(k, v)| var(k).as_deref() == Some(v)));
+    let fail_if = var("TEST_FAIL_IF")
+        .and_then(|v| v.split_once('=').map(|(k, v)| var(k).as_deref() == Some(v)));
     if here("TEST_FAIL_AT") || fail_if == Some(true) {
         eprintln!("test engine: failing as asked");
         std::process::exit(3);

@@ -80,7 +80,8 @@ pub fn arm_argvs(spec: &Spec) -> anyhow::Result<Vec<ArmArgv>> {
         .iter()
         .map(|arm| {
             let argv = spec.argv_of(arm);
-            let binary = Binary::resolve(&argv[0]).with_context(|| format!("arm {:?}", arm.name))?;
+            let binary =
+                Binary::resolve(&argv[0]).with_context(|| format!("arm {:?}", arm.name))?;
             Ok(ArmArgv { argv, binary })
         })
         .collect()
@@ -94,29 +95,58 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
     let order = order_of(&loaded.spec);
     let witness = Witness::open(options.card);
     let tag = options.tag.clone().unwrap_or_else(default_tag);
-    std::fs::create_dir_all(&options.out_dir)
-        .with_context(|| format!("cannot create the output folder {}", options.out_dir.display()))?;
-    let path = options.out_dir.join(format!("{}_{tag}.csv", loaded.spec.name));
+    std::fs::create_dir_all(&options.out_dir).with_context(|| {
+        format!(
+            "cannot create the output folder {}",
+            options.out_dir.display()
+        )
+    })?;
+    let path = options
+        .out_dir
+        .join(format!("{}_{tag}.csv", loaded.spec.name));
     crate::preflight::file_names(&tag, &path)?;
     let start = start_record(&loaded, &order, &binary, &arms, &witness, &tag);
     let writer = LadderWriter::create(&path, &start)?;
     let log_path = path.with_extension("stderr.log");
-    let log = OpenOptions::new().create_new(true).append(true).open(&log_path).with_context(|| {
-        format!("cannot create the side log {} (remove it or pick another --tag)", log_path.display())
-    })?;
+    let log = OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| {
+            format!(
+                "cannot create the side log {} (remove it or pick another --tag)",
+                log_path.display()
+            )
+        })?;
     let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
         signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
     }
     let parent: BTreeMap<String, String> = std::env::vars().collect();
     let arm_envs = loaded.spec.arms.iter().map(|a| a.env.clone()).collect();
-    let argv_bytes = arms.iter().map(|a| crate::cell_env::argv_bytes(&a.binary.path.to_string_lossy(), &a.argv)).collect();
-    let envs = CellEnvs::new(parent, loaded.spec.env.clone(), arm_envs, argv_bytes, &order);
+    let argv_bytes = arms
+        .iter()
+        .map(|a| crate::cell_env::argv_bytes(&a.binary.path.to_string_lossy(), &a.argv))
+        .collect();
+    let envs = CellEnvs::new(
+        parent,
+        loaded.spec.env.clone(),
+        arm_envs,
+        argv_bytes,
+        &order,
+    );
     let values = loaded
         .spec
         .effective_metrics()
         .into_iter()
-        .map(|m| MetricValues { metric: m.column, values: vec![vec![None; order.n_arms()]; order.passes] })
+        .map(|m| MetricValues {
+            metric: m.column,
+            values: vec![vec![None; order.n_arms()]; order.passes],
+        })
         .collect();
     let mut run = Run {
         loaded: &loaded,
@@ -131,7 +161,14 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         engine_columns: None,
         checks: Default::default(),
         cells: 0,
-        summary: order.arms.iter().map(|name| ArmSummary { name: name.clone(), ..Default::default() }).collect(),
+        summary: order
+            .arms
+            .iter()
+            .map(|name| ArmSummary {
+                name: name.clone(),
+                ..Default::default()
+            })
+            .collect(),
         progress: Progress::new(order.n_cells()),
         values,
         plan: None,
@@ -143,26 +180,69 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
     run.progress.finish();
     run.cleanup();
     let passes_run = run.cells / order.n_arms();
-    let stopped = run.plan.as_ref().filter(|_| aborted.is_none()).map(|p| p.stopped.as_str().to_string());
-    let end = EndRecord { ended: timestamp(Utc::now()), cells: run.cells, reason: aborted.clone(), passes: Some(passes_run), stopped };
+    let stopped = run
+        .plan
+        .as_ref()
+        .filter(|_| aborted.is_none())
+        .map(|p| p.stopped.as_str().to_string());
+    let end = EndRecord {
+        ended: timestamp(Utc::now()),
+        cells: run.cells,
+        reason: aborted.clone(),
+        passes: Some(passes_run),
+        stopped,
+    };
     let writer = run.writer.take().expect("the writer is held until the end");
     match &aborted {
         None => writer.finish_done(&end)?,
         Some(_) => writer.finish_abort(&end)?,
     }
-    let metric = loaded.spec.effective_metrics().first().map(|m| m.column.clone()).unwrap_or_default();
-    let base = loaded.spec.arms.iter().position(|a| a.role == ladder::Role::Base).unwrap_or(0);
-    Ok(Outcome { path, cells: run.cells, aborted, metric, summary: run.summary, plan: run.plan, values: run.values, base, warmup: loaded.spec.warmup_passes })
+    let metric = loaded
+        .spec
+        .effective_metrics()
+        .first()
+        .map(|m| m.column.clone())
+        .unwrap_or_default();
+    let base = loaded
+        .spec
+        .arms
+        .iter()
+        .position(|a| a.role == ladder::Role::Base)
+        .unwrap_or(0);
+    Ok(Outcome {
+        path,
+        cells: run.cells,
+        aborted,
+        metric,
+        summary: run.summary,
+        plan: run.plan,
+        values: run.values,
+        base,
+        warmup: loaded.spec.warmup_passes,
+    })
 }
 
-fn start_record(loaded: &LoadedSpec, order: &Order, binary: &Binary, arms: &[ArmArgv], witness: &Witness, tag: &str) -> StartRecord {
+fn start_record(
+    loaded: &LoadedSpec,
+    order: &Order,
+    binary: &Binary,
+    arms: &[ArmArgv],
+    witness: &Witness,
+    tag: &str,
+) -> StartRecord {
     let spec = &loaded.spec;
     StartRecord {
         format: FORMAT.into(),
         ladder: spec.name.clone(),
         tag: tag.into(),
         started: timestamp(Utc::now()),
-        order: OrderRecord { scheme: spec.order, arms: order.arms.clone(), passes: spec.passes(), seed: spec.seed, looks: spec.stop.as_ref().map(|s| s.looks.clone()) },
+        order: OrderRecord {
+            scheme: spec.order,
+            arms: order.arms.clone(),
+            passes: spec.passes(),
+            seed: spec.seed,
+            looks: spec.stop.as_ref().map(|s| s.looks.clone()),
+        },
         warmup_passes: spec.warmup_passes,
         arms: spec
             .arms
@@ -173,30 +253,43 @@ fn start_record(loaded: &LoadedSpec, order: &Order, binary: &Binary, arms: &[Arm
                 role: a.role,
                 env: a.env.clone(),
                 argv: Some(argv.argv.clone()),
-                binary: Some(BinaryRecord { path: argv.binary.path.display().to_string(), blake3: argv.binary.blake3.clone() }),
+                binary: Some(BinaryRecord {
+                    path: argv.binary.path.display().to_string(),
+                    blake3: argv.binary.blake3.clone(),
+                }),
             })
             .collect(),
         spec: loaded.json.clone(),
         spec_blake3: loaded.blake3.clone(),
         command: spec.command.clone(),
-        binary: BinaryRecord { path: binary.path.display().to_string(), blake3: binary.blake3.clone() },
+        binary: BinaryRecord {
+            path: binary.path.display().to_string(),
+            blake3: binary.blake3.clone(),
+        },
         host: host_record(),
         card: witness.card(),
-        extra: [("common_env".to_string(), serde_json::to_value(&spec.env).expect("env serializes"))]
-            .into_iter()
-            .collect(),
+        extra: [(
+            "common_env".to_string(),
+            serde_json::to_value(&spec.env).expect("env serializes"),
+        )]
+        .into_iter()
+        .collect(),
     }
 }
 
 fn host_record() -> HostRecord {
-    let hostname = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+    let hostname = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut extra = serde_json::Map::new();
     extra.insert("kernel".into(), kernel.trim().into());
     HostRecord {
         hostname,
         os: std::env::consts::OS.into(),
-        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
         extra,
     }
 }
@@ -242,11 +335,31 @@ impl Run<'_> {
 
     /// `[stop]`: fixes the ladder's length from the first look (METHOD.md, Stein's rule).
     fn plan_from_first_look(&mut self) {
-        let Some(stop) = &self.loaded.spec.stop else { return };
-        let base = self.loaded.spec.arms.iter().position(|a| a.role == ladder::Role::Base).unwrap_or(0);
-        let plan = stop.plan(self.loaded.spec.warmup_passes, base, &self.order.arms, &self.values);
-        let short = format!("{} passes planned, set by {} of {}", plan.look, plan.need.metric, plan.need.arm);
-        self.progress.replan(plan.look * self.order.n_arms(), short, plan.describe(self.loaded.spec.warmup_passes));
+        let Some(stop) = &self.loaded.spec.stop else {
+            return;
+        };
+        let base = self
+            .loaded
+            .spec
+            .arms
+            .iter()
+            .position(|a| a.role == ladder::Role::Base)
+            .unwrap_or(0);
+        let plan = stop.plan(
+            self.loaded.spec.warmup_passes,
+            base,
+            &self.order.arms,
+            &self.values,
+        );
+        let short = format!(
+            "{} passes planned, set by {} of {}",
+            plan.look, plan.need.metric, plan.need.arm
+        );
+        self.progress.replan(
+            plan.look * self.order.n_arms(),
+            short,
+            plan.describe(self.loaded.spec.warmup_passes),
+        );
         self.plan = Some(plan);
     }
 
@@ -277,7 +390,12 @@ impl Run<'_> {
 
     /// Runs an argv that is not a cell (setup, prepare, cleanup): untimed, output to the
     /// side log, and `Err` unless it exits 0.
-    fn auxiliary(&mut self, what: &str, argv: &[String], env: &BTreeMap<String, String>) -> Result<(), String> {
+    fn auxiliary(
+        &mut self,
+        what: &str,
+        argv: &[String],
+        env: &BTreeMap<String, String>,
+    ) -> Result<(), String> {
         let line = format!("=== {} {what}: {}\n", timestamp(Utc::now()), argv.join(" "));
         let _ = self.log.write_all(line.as_bytes());
         let launch = Launch {
@@ -295,7 +413,12 @@ impl Run<'_> {
         if result.exit.is_ok(&[0]) && result.cut.is_none() {
             Ok(())
         } else {
-            Err(format!("{what} ({}) ended with {}; its output is in {}", argv.join(" "), result.exit, self.log_path.display()))
+            Err(format!(
+                "{what} ({}) ended with {}; its output is in {}",
+                argv.join(" "),
+                result.exit,
+                self.log_path.display()
+            ))
         }
     }
 
@@ -315,7 +438,10 @@ impl Run<'_> {
             return Err(format!("interrupted by {name} before {at}"));
         }
         let arm_argv = &self.arms[cell.arm];
-        arm_argv.binary.check_unchanged().map_err(|e| format!("{e} before {at}"))?;
+        arm_argv
+            .binary
+            .check_unchanged()
+            .map_err(|e| format!("{e} before {at}"))?;
         self.progress.start_cell(cell, arm);
         let env = self.envs.cell(self.order, cell.pass, cell.slot);
         if let Some(prepare) = self.loaded.spec.prepare.clone() {
@@ -341,9 +467,16 @@ impl Run<'_> {
             let _ = result.stdout.write_to(&mut self.log, "stdout");
         }
         let parsed = if ok && result.cut.is_none() {
-            Some(output::parse(spec.output, result.stdout.whole().unwrap_or_default()).map_err(|e| {
-                format!("{at} printed output that does not parse: {e}; stdout is in {}", self.log_path.display())
-            }))
+            Some(
+                output::parse(spec.output, result.stdout.whole().unwrap_or_default()).map_err(
+                    |e| {
+                        format!(
+                            "{at} printed output that does not parse: {e}; stdout is in {}",
+                            self.log_path.display()
+                        )
+                    },
+                ),
+            )
         } else {
             None
         };
@@ -356,11 +489,17 @@ impl Run<'_> {
         let engine = parsed.map(|p| p.expect("errors returned above"));
         self.check_columns(engine.as_ref(), &at)?;
         let rows = self.rows(cell, &result, engine.as_ref(), &before, &after);
-        self.writer.as_mut().expect("writer held").write_cell(&rows).map_err(|e| format!("cannot write the ladder file: {e}"))?;
+        self.writer
+            .as_mut()
+            .expect("writer held")
+            .write_cell(&rows)
+            .map_err(|e| format!("cannot write the ladder file: {e}"))?;
         self.cells += 1;
         self.record_summary(cell, &result, engine.as_ref());
         self.progress.end_cell(result.wall_s);
-        engine.as_ref().map_or(Ok(()), |out| self.checks.cell(self.loaded, out, &at))?;
+        engine
+            .as_ref()
+            .map_or(Ok(()), |out| self.checks.cell(self.loaded, out, &at))?;
         match result.cut {
             Some(Cut::TimedOut) => Err(format!(
                 "{at} timed out after {} s and was killed (timeout_s in the spec)",
@@ -411,10 +550,17 @@ impl Run<'_> {
     /// Every column the spec reads must be among those the engine printed.
     fn check_declared_columns(&self, columns: &[String]) -> Result<(), String> {
         let spec = &self.loaded.spec;
-        if let Some(clash) = columns.iter().find(|c| c.starts_with("ladder_") || c.starts_with("witness_")) {
+        if let Some(clash) = columns
+            .iter()
+            .find(|c| c.starts_with("ladder_") || c.starts_with("witness_"))
+        {
             return Err(format!("the engine printed a column named {clash:?}; ladder_* and witness_* belong to the harness"));
         }
-        let mut declared: Vec<String> = spec.effective_metrics().into_iter().map(|m| m.column).collect();
+        let mut declared: Vec<String> = spec
+            .effective_metrics()
+            .into_iter()
+            .map(|m| m.column)
+            .collect();
         if let Some(split) = &spec.split {
             declared.extend([split.rounds.clone(), split.time.clone()]);
         }
@@ -423,7 +569,11 @@ impl Run<'_> {
         }
         for column in &declared {
             if !is_measured_harness_column(column) && !columns.contains(column) {
-                let line = self.loaded.line_of(column).map(|l| format!(":{l}")).unwrap_or_default();
+                let line = self
+                    .loaded
+                    .line_of(column)
+                    .map(|l| format!(":{l}"))
+                    .unwrap_or_default();
                 return Err(format!(
                     "{}{line}: the column {column:?} is not among the columns the engine printed in its first row: {}; fix the spec or the command",
                     self.loaded.path.display(),
@@ -442,10 +592,21 @@ impl Run<'_> {
         columns.extend(self.witness.columns("before"));
         columns.extend(self.witness.columns("after"));
         columns.extend(self.engine_columns.clone().unwrap_or_default());
-        self.writer.as_mut().expect("writer held").write_header(&columns).map_err(|e| format!("cannot write the ladder file: {e}"))
+        self.writer
+            .as_mut()
+            .expect("writer held")
+            .write_header(&columns)
+            .map_err(|e| format!("cannot write the ladder file: {e}"))
     }
 
-    fn rows(&self, cell: Cell, result: &cell::CellRun, engine: Option<&CellOutput>, before: &[String], after: &[String]) -> Vec<Vec<String>> {
+    fn rows(
+        &self,
+        cell: Cell,
+        result: &cell::CellRun,
+        engine: Option<&CellOutput>,
+        before: &[String],
+        after: &[String],
+    ) -> Vec<Vec<String>> {
         let width = self.engine_columns.as_ref().map_or(0, Vec::len);
         let empty = vec![vec![String::new(); width]];
         let engine_rows = engine.map_or(&empty, |e| &e.rows);
@@ -482,7 +643,10 @@ impl Run<'_> {
         for (m, metric) in self.loaded.spec.effective_metrics().into_iter().enumerate() {
             let value = harness_value(&metric.column, result).or_else(|| {
                 let index = columns.iter().position(|c| *c == metric.column);
-                engine.and_then(|e| e.rows.get(metric.row)).zip(index).and_then(|(row, i)| row[i].parse().ok())
+                engine
+                    .and_then(|e| e.rows.get(metric.row))
+                    .zip(index)
+                    .and_then(|(row, i)| row[i].parse().ok())
             });
             self.values[m].values[cell.pass][cell.arm] = value;
             if let (0, Some(v)) = (m, value) {

@@ -18,14 +18,19 @@ impl Witness {
     /// NVML on card `index` when the driver answers; the host's load average otherwise.
     pub fn open(index: u32) -> Witness {
         match Nvml::init() {
-            Ok(nvml) if nvml.device_by_index(index).is_ok() => Witness::Card { nvml: Box::new(nvml), index },
+            Ok(nvml) if nvml.device_by_index(index).is_ok() => Witness::Card {
+                nvml: Box::new(nvml),
+                index,
+            },
             _ => Witness::Host,
         }
     }
 
     /// The card as the start record names it, or `None` without a GPU.
     pub fn card(&self) -> Option<serde_json::Value> {
-        let Witness::Card { nvml, index } = self else { return None };
+        let Witness::Card { nvml, index } = self else {
+            return None;
+        };
         let device = nvml.device_by_index(*index).ok()?;
         Some(json!({
             "index": index,
@@ -40,14 +45,24 @@ impl Witness {
     /// The reading names, without the `witness_` prefix and `_before`/`_after` suffix.
     pub fn fields(&self) -> &'static [&'static str] {
         match self {
-            Witness::Card { .. } => &["foreign_procs", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "power_w", "throttle"],
+            Witness::Card { .. } => &[
+                "foreign_procs",
+                "sm_clock_mhz",
+                "mem_clock_mhz",
+                "temp_c",
+                "power_w",
+                "throttle",
+            ],
             Witness::Host => &["loadavg"],
         }
     }
 
     /// The column names in the order `sample` fills them, for one side of a cell.
     pub fn columns(&self, side: &str) -> Vec<String> {
-        self.fields().iter().map(|f| format!("witness_{f}_{side}")).collect()
+        self.fields()
+            .iter()
+            .map(|f| format!("witness_{f}_{side}"))
+            .collect()
     }
 
     /// One reading of every field; a reading the driver refuses is left empty.
@@ -65,17 +80,34 @@ fn card_sample(nvml: &Nvml, index: u32) -> Vec<String> {
     };
     let text = |v: Option<String>| v.unwrap_or_default();
     // The runner itself holds no context on the card, so every compute process is foreign.
-    let procs = device.running_compute_processes().ok().map(|p| p.len().to_string());
+    let procs = device
+        .running_compute_processes()
+        .ok()
+        .map(|p| p.len().to_string());
     let throttle = device.current_throttle_reasons().ok().map(|r| {
         let names: Vec<&str> = r.iter_names().map(|(name, _)| name).collect();
-        if names.is_empty() { "none".to_string() } else { names.join("|") }
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join("|")
+        }
     });
     vec![
         text(procs),
         text(device.clock_info(Clock::SM).ok().map(|c| c.to_string())),
         text(device.clock_info(Clock::Memory).ok().map(|c| c.to_string())),
-        text(device.temperature(TemperatureSensor::Gpu).ok().map(|t| t.to_string())),
-        text(device.power_usage().ok().map(|mw| format!("{:.1}", f64::from(mw) / 1000.0))),
+        text(
+            device
+                .temperature(TemperatureSensor::Gpu)
+                .ok()
+                .map(|t| t.to_string()),
+        ),
+        text(
+            device
+                .power_usage()
+                .ok()
+                .map(|mw| format!("{:.1}", f64::from(mw) / 1000.0)),
+        ),
         text(throttle),
     ]
 }

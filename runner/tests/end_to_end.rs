@@ -11,8 +11,15 @@ fn runner() -> &'static str {
 
 /// `cargo test` builds the examples beside the binaries.
 fn test_engine() -> PathBuf {
-    let path = Path::new(runner()).parent().unwrap().join("examples/test_engine");
-    assert!(path.is_file(), "{} is missing: run the tests with cargo test", path.display());
+    let path = Path::new(runner())
+        .parent()
+        .unwrap()
+        .join("examples/test_engine");
+    assert!(
+        path.is_file(),
+        "{} is missing: run the tests with cargo test",
+        path.display()
+    );
     path
 }
 
@@ -80,7 +87,11 @@ column = "digest"
 
     fn command(&self, spec: &Path) -> Command {
         let mut command = Command::new(runner());
-        command.args(["run"]).arg(spec).args(["--tag", "t", "--out"]).arg(self.out());
+        command
+            .args(["run"])
+            .arg(spec)
+            .args(["--tag", "t", "--out"])
+            .arg(self.out());
         command
     }
 
@@ -93,7 +104,12 @@ column = "digest"
     }
 
     fn defect_kinds(&self) -> Vec<DefectKind> {
-        replay(self.text().as_bytes()).verdict.defects.iter().map(|d| d.kind).collect()
+        replay(self.text().as_bytes())
+            .verdict
+            .defects
+            .iter()
+            .map(|d| d.kind)
+            .collect()
     }
 }
 
@@ -112,8 +128,18 @@ fn a_clean_ladder_is_one_connected_run() {
     assert_eq!(replayed.verdict.cells_found, 9);
     let parsed = replayed.ladder.unwrap();
     let start = &parsed.start;
-    assert_eq!(start.spec_blake3, blake3::hash(&std::fs::read(&spec).unwrap()).to_hex().to_string());
-    assert_eq!(start.binary.blake3, blake3::hash(&std::fs::read(&ladder.engine).unwrap()).to_hex().to_string());
+    assert_eq!(
+        start.spec_blake3,
+        blake3::hash(&std::fs::read(&spec).unwrap())
+            .to_hex()
+            .to_string()
+    );
+    assert_eq!(
+        start.binary.blake3,
+        blake3::hash(&std::fs::read(&ladder.engine).unwrap())
+            .to_hex()
+            .to_string()
+    );
     assert_eq!(start.spec["arm"][1]["name"], "fast");
     assert_eq!(start.extra["common_env"]["COMMON"], "yes");
     // The parent environment is never recorded.
@@ -121,11 +147,23 @@ fn a_clean_ladder_is_one_connected_run() {
     let tok = parsed.column("tok_s").unwrap();
     let arm_speed = |arm: &str| {
         let i = start.arms.iter().position(|a| a.name == arm).unwrap();
-        parsed.rows.iter().find(|r| r.arm == i).unwrap().fields.get(tok).unwrap().parse::<f64>().unwrap()
+        parsed
+            .rows
+            .iter()
+            .find(|r| r.arm == i)
+            .unwrap()
+            .fields
+            .get(tok)
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
     };
     assert!(arm_speed("fast") > 109.0 && arm_speed("off") < 101.0);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("fast") && stdout.contains("tok_s mean"), "{stdout}");
+    assert!(
+        stdout.contains("fast") && stdout.contains("tok_s mean"),
+        "{stdout}"
+    );
     let log = std::fs::read_to_string(ladder.out().join("e2e_t.stderr.log")).unwrap();
     assert_eq!(log.matches("test engine: arm").count(), 9);
 }
@@ -137,7 +175,11 @@ fn every_cell_sees_an_environment_of_the_same_size() {
     assert!(out.status.success(), "{}", stderr(&out));
     let parsed = replay(ladder.text().as_bytes()).ladder.unwrap();
     let column = parsed.column("env_bytes").unwrap();
-    let sizes: Vec<&str> = parsed.rows.iter().map(|r| r.fields.get(column).unwrap()).collect();
+    let sizes: Vec<&str> = parsed
+        .rows
+        .iter()
+        .map(|r| r.fields.get(column).unwrap())
+        .collect();
     assert!(sizes.iter().all(|s| *s == sizes[0]), "{sizes:?}");
 }
 
@@ -146,9 +188,21 @@ fn a_failing_cell_ends_the_ladder_with_its_row_and_an_abort_record() {
     let ladder = Ladder::new();
     let out = ladder.run(&ladder.spec("", "TEST_FAIL_AT = \"1:1\""));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("exited with status 3"), "{}", stderr(&out));
-    assert_eq!(ladder.defect_kinds(), vec![DefectKind::FailedCell, DefectKind::Aborted]);
-    assert!(ladder.text().lines().last().unwrap().contains("\"cells\":5"));
+    assert!(
+        stderr(&out).contains("exited with status 3"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        ladder.defect_kinds(),
+        vec![DefectKind::FailedCell, DefectKind::Aborted]
+    );
+    assert!(ladder
+        .text()
+        .lines()
+        .last()
+        .unwrap()
+        .contains("\"cells\":5"));
 }
 
 #[test]
@@ -158,9 +212,16 @@ fn a_cell_past_its_timeout_is_killed() {
     let out = ladder.run(&ladder.spec("timeout_s = 1", "TEST_SLEEP_AT = \"0:2\""));
     assert!(clock.elapsed() < Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("timed out after 1 s"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("timed out after 1 s"),
+        "{}",
+        stderr(&out)
+    );
     assert!(ladder.text().contains(",signal:9,"));
-    assert_eq!(ladder.defect_kinds(), vec![DefectKind::FailedCell, DefectKind::Aborted]);
+    assert_eq!(
+        ladder.defect_kinds(),
+        vec![DefectKind::FailedCell, DefectKind::Aborted]
+    );
 }
 
 #[test]
@@ -179,7 +240,9 @@ fn a_binary_replaced_mid_run_stops_the_ladder() {
 fn wait_for_rows(ladder: &Ladder, cells: usize) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
-        let rows = std::fs::read_to_string(ladder.file()).map(|t| t.lines().skip(2).count()).unwrap_or(0);
+        let rows = std::fs::read_to_string(ladder.file())
+            .map(|t| t.lines().skip(2).count())
+            .unwrap_or(0);
         if rows >= cells {
             return;
         }
@@ -192,7 +255,12 @@ fn wait_for_rows(ladder: &Ladder, cells: usize) {
 fn a_killed_runner_leaves_a_valid_prefix() {
     let ladder = Ladder::new();
     let spec = ladder.spec("", "TEST_SLEEP_MS = \"200\"");
-    let mut child = ladder.command(&spec).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = ladder
+        .command(&spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     wait_for_rows(&ladder, 2);
     child.kill().unwrap();
     child.wait().unwrap();
@@ -206,14 +274,22 @@ fn a_killed_runner_leaves_a_valid_prefix() {
 fn sigint_writes_an_abort_record() {
     let ladder = Ladder::new();
     let spec = ladder.spec("", "TEST_SLEEP_MS = \"300\"");
-    let child = ladder.command(&spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = ladder
+        .command(&spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     wait_for_rows(&ladder, 1);
     // SAFETY: sends a signal to our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let last = ladder.text().lines().last().unwrap().to_string();
-    assert!(last.starts_with("#ladder-abort ") && last.contains("SIGINT"), "{last}");
+    assert!(
+        last.starts_with("#ladder-abort ") && last.contains("SIGINT"),
+        "{last}"
+    );
     assert!(ladder.defect_kinds().contains(&DefectKind::Aborted));
 }
 
@@ -233,12 +309,19 @@ fn json_output_with_several_rows_per_cell() {
 fn a_metric_the_engine_does_not_print_names_the_spec_line() {
     let ladder = Ladder::new();
     let spec = ladder.spec("", "");
-    let text = std::fs::read_to_string(&spec).unwrap().replace("column = \"tok_s\"", "column = \"tokens_per_s\"");
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("column = \"tok_s\"", "column = \"tokens_per_s\"");
     std::fs::write(&spec, text).unwrap();
     let out = ladder.run(&spec);
     assert_eq!(out.status.code(), Some(1));
     let message = stderr(&out);
-    assert!(message.contains("e2e.toml:25") && message.contains("tokens_per_s") && message.contains("tok_s"), "{message}");
+    assert!(
+        message.contains("e2e.toml:25")
+            && message.contains("tokens_per_s")
+            && message.contains("tok_s"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -260,7 +343,10 @@ fn a_bad_spec_is_refused_with_file_line_and_fix() {
     let out = ladder.run(&spec);
     assert_eq!(out.status.code(), Some(2));
     let message = stderr(&out);
-    assert!(message.contains("e2e.toml:5") && message.contains("did you mean `passes`"), "{message}");
+    assert!(
+        message.contains("e2e.toml:5") && message.contains("did you mean `passes`"),
+        "{message}"
+    );
     assert!(!ladder.file().exists());
 }
 
@@ -268,10 +354,20 @@ fn a_bad_spec_is_refused_with_file_line_and_fix() {
 fn plan_prints_the_grid() {
     let ladder = Ladder::new();
     let spec = ladder.spec("order = \"williams\"", "");
-    let out = Command::new(runner()).arg("plan").arg(&spec).output().unwrap();
+    let out = Command::new(runner())
+        .arg("plan")
+        .arg(&spec)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("9 cells: 3 passes × 3 arms, order williams"), "{text}");
+    assert!(
+        text.contains("9 cells: 3 passes × 3 arms, order williams"),
+        "{text}"
+    );
     let rows: Vec<&str> = text.lines().skip(1).take(3).collect();
-    assert!(rows[0].contains("off") && rows[0].starts_with("    0w"), "{text}");
+    assert!(
+        rows[0].contains("off") && rows[0].starts_with("    0w"),
+        "{text}"
+    );
 }
