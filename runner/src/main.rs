@@ -355,7 +355,7 @@ fn finish(outcome: &Outcome) -> ExitCode {
 
 /// Each ladder of the fleet: its file and whether it is one connected run.
 fn fleet_report(members: &[runner::fleet::Member]) -> ExitCode {
-    println!("{:<8} {:<6} {}", "card", "exit", "file: verify");
+    println!("{:<8} {:<6} file: verify", "card", "exit");
     for m in members {
         let exit = m.exit.map_or("?".into(), |c| c.to_string());
         println!(
