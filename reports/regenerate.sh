@@ -13,6 +13,7 @@ analyze=target/release/analyze
 report() {
     local study=$1 name=$2
     shift 2
+    mkdir -p "reports/$study"
     "$analyze" report "$@" -o "reports/$study/$name.md" --json "reports/$study/$name.json"
 }
 
@@ -28,3 +29,5 @@ report l2-hit-ratio-h200 l2-hit-ratio-h200 raw/l2-hit-ratio-h200_h200-412a52e.cs
 report l2-window-h200 l2-window-h200 raw/l2-window-h200_h200-412a52e.csv raw/l2-window-h200_h200-412a52e-b.csv
 report quickstart quickstart raw/quickstart_2core-47db777.csv raw/quickstart_2core-7a50708-b.csv
 report sort-locale sort-locale raw/sort-locale_2core-05b2cf2.csv
+report quickstart quickstart-738dd7a raw/quickstart_2core-738dd7a-1.csv raw/quickstart_2core-738dd7a-2.csv raw/quickstart_2core-738dd7a-3.csv raw/quickstart_2core-738dd7a-4.csv raw/quickstart_2core-738dd7a-5.csv
+report engine-builds-h200 engine-builds-h200 raw/engine-builds-h200_h200-7bdf93b-vm-card0.csv

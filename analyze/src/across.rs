@@ -25,9 +25,12 @@ pub struct Replication {
     pub max_pct: f64,
     /// Whether each ladder is qualified (a disqualified one still shows its number).
     pub qualified: Vec<bool>,
-    /// The blake3 of each ladder's binary: the spread is a replication only when they agree;
-    /// across binaries it includes whatever changed between them.
+    /// Each ladder's binaries, arm by arm (`arm=blake3 …`): the spread is a replication only
+    /// when they agree; across binaries it includes whatever changed between them.
     pub binaries: Vec<String>,
+    /// The host and the card each ladder ran on.
+    pub hosts: Vec<String>,
+    pub cards: Vec<String>,
     pub same_binary: bool,
 }
 
@@ -99,7 +102,7 @@ pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
                 .map(|(r, _)| {
                     r.run
                         .as_ref()
-                        .map_or_else(String::new, |run| run.binary_blake3.clone())
+                        .map_or_else(String::new, |run| run.arm_binaries())
                 })
                 .collect();
             out.push(Replication {
@@ -119,6 +122,14 @@ pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
                 min_pct: min,
                 max_pct: max,
                 qualified: readings.iter().map(|(r, _)| r.qualified).collect(),
+                hosts: readings
+                    .iter()
+                    .map(|(r, _)| r.run.as_ref().map_or_else(String::new, |run| run.host.clone()))
+                    .collect(),
+                cards: readings
+                    .iter()
+                    .map(|(r, _)| r.run.as_ref().map_or_else(String::new, |run| run.card_label()))
+                    .collect(),
                 same_binary: binaries.windows(2).all(|w| w[0] == w[1]),
                 binaries,
             });

@@ -92,6 +92,7 @@ pub struct StopPoint {
 #[derive(Debug, Serialize)]
 pub struct RunInfo {
     pub card: Option<serde_json::Value>,
+    pub host: String,
     /// The spec's binary: every arm's, unless the arm ran its own.
     pub binary_path: String,
     pub binary_blake3: String,
@@ -104,6 +105,35 @@ pub struct RunInfo {
     pub arms: Vec<RunArm>,
     pub order: String,
     pub replication_limit_pp: f64,
+}
+
+impl RunInfo {
+    /// The card in a few words: its index and name, or `no card`.
+    pub fn card_label(&self) -> String {
+        match &self.card {
+            Some(card) if !card.is_null() => {
+                let index = card.get("index").map_or("?".into(), |i| i.to_string());
+                match card.get("name").and_then(|n| n.as_str()) {
+                    Some(name) => format!("card {index} ({name})"),
+                    None => format!("card {index}"),
+                }
+            }
+            _ => "no card".into(),
+        }
+    }
+
+    /// Every arm's binary (its own, or the spec's): two ladders are replicates only when
+    /// these agree arm for arm.
+    pub fn arm_binaries(&self) -> String {
+        self.arms
+            .iter()
+            .map(|a| {
+                let blake3 = a.binary.as_ref().map_or(&self.binary_blake3, |b| &b.blake3);
+                format!("{}={blake3}", a.name)
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
 
 /// One arm as it ran: `ladder/2` may record the arm's own binary; without it the arm ran
@@ -412,6 +442,7 @@ fn run_info(info: &LadderInfo) -> RunInfo {
         .map(|(e, s)| (e - s) as f64 / 1e6);
     RunInfo {
         card: start.card.clone(),
+        host: start.host.hostname.clone(),
         binary_path: start.binary.path.clone(),
         binary_blake3: start.binary.blake3.clone(),
         spec_blake3: start.spec_blake3.clone(),

@@ -747,19 +747,17 @@ fn across_section(doc: &Doc, out: &mut String) {
                  replication only among ladders of one binary.\n\n",
             );
         }
-        out.push_str("| quantity | estimates (tag: %) | range | spread (pp) | reading |\n|---|---|---|---:|---|\n");
+        out.push_str("| quantity | estimates (tag, host, card: %) | range | spread (pp) | reading |\n|---|---|---|---:|---|\n");
         for q in rows {
-            let estimates: Vec<String> = q
-                .ladders
-                .iter()
-                .zip(&q.estimates_pct)
-                .zip(&q.qualified)
-                .map(|((tag, e), ok)| {
+            let estimates: Vec<String> = (0..q.ladders.len())
+                .map(|i| {
                     format!(
-                        "{}: {}{}",
-                        name(tag),
-                        pct(*e),
-                        if *ok { "" } else { " (not qualified)" }
+                        "{} ({}, {}): {}{}",
+                        name(&q.ladders[i]),
+                        name(&q.hosts[i]),
+                        name(&q.cards[i]),
+                        pct(q.estimates_pct[i]),
+                        if q.qualified[i] { "" } else { " (not qualified)" }
                     )
                 })
                 .collect();
