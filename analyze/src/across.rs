@@ -124,11 +124,19 @@ pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
                 qualified: readings.iter().map(|(r, _)| r.qualified).collect(),
                 hosts: readings
                     .iter()
-                    .map(|(r, _)| r.run.as_ref().map_or_else(String::new, |run| run.host.clone()))
+                    .map(|(r, _)| {
+                        r.run
+                            .as_ref()
+                            .map_or_else(String::new, |run| run.host.clone())
+                    })
                     .collect(),
                 cards: readings
                     .iter()
-                    .map(|(r, _)| r.run.as_ref().map_or_else(String::new, |run| run.card_label()))
+                    .map(|(r, _)| {
+                        r.run
+                            .as_ref()
+                            .map_or_else(String::new, |run| run.card_label())
+                    })
                     .collect(),
                 same_binary: binaries.windows(2).all(|w| w[0] == w[1]),
                 binaries,

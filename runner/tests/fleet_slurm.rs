@@ -142,8 +142,17 @@ fn a_job_array_of_ladders_is_read_as_one_by_its_report_job() {
     // Which host and card each replicate's estimate came from, and one binary per arm.
     let host = runner::fleet::host_name();
     let hosts = across[0]["hosts"].as_array().unwrap();
-    assert!(hosts.len() == 3 && hosts.iter().all(|h| h.as_str().unwrap().starts_with(&host)), "{}", across[0]);
-    assert_eq!(across[0]["cards"].as_array().unwrap().len(), 3, "{}", across[0]);
+    assert!(
+        hosts.len() == 3 && hosts.iter().all(|h| h.as_str().unwrap().starts_with(&host)),
+        "{}",
+        across[0]
+    );
+    assert_eq!(
+        across[0]["cards"].as_array().unwrap().len(),
+        3,
+        "{}",
+        across[0]
+    );
     assert_eq!(across[0]["same_binary"], true, "{}", across[0]);
     assert!(dir.path().join("reports/replica_ci.md").is_file());
 }

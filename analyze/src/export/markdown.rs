@@ -757,7 +757,11 @@ fn across_section(doc: &Doc, out: &mut String) {
                         name(&q.hosts[i]),
                         name(&q.cards[i]),
                         pct(q.estimates_pct[i]),
-                        if q.qualified[i] { "" } else { " (not qualified)" }
+                        if q.qualified[i] {
+                            ""
+                        } else {
+                            " (not qualified)"
+                        }
                     )
                 })
                 .collect();
