@@ -1,7 +1,7 @@
 //! The witness: what the runner saw on the card around each cell (`witness_*_before` and
 //! `_after` columns, all optional): foreign processes, clock changes, throttling.
 
-use ladder::ladder_file::WITNESS_PREFIX;
+use ladder::ladder_file::{parse_witness_column, WitnessSide};
 use ladder::verify::Row;
 use ladder::Ladder;
 use serde::Serialize;
@@ -146,14 +146,10 @@ fn value(row: &Row, column: Option<usize>) -> Option<&str> {
 fn pairs(ladder: &Ladder) -> Vec<Pair> {
     let mut pairs: Vec<Pair> = Vec::new();
     for (i, column) in ladder.columns.iter().enumerate() {
-        let Some(rest) = column.strip_prefix(WITNESS_PREFIX) else {
+        let Some((name, side)) = parse_witness_column(column) else {
             continue;
         };
-        let (name, is_before) = match (rest.strip_suffix("_before"), rest.strip_suffix("_after")) {
-            (Some(name), _) => (name, true),
-            (_, Some(name)) => (name, false),
-            _ => (rest, false),
-        };
+        let is_before = side == WitnessSide::Before;
         let at = match pairs.iter().position(|p| p.name == name) {
             Some(at) => at,
             None => {

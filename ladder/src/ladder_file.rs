@@ -36,6 +36,41 @@ pub const WALL_COLUMN: &str = "ladder_wall_s";
 pub const USAGE_COLUMNS: [&str; 3] = ["ladder_user_s", "ladder_sys_s", "ladder_maxrss_kib"];
 pub const WITNESS_PREFIX: &str = "witness_";
 
+/// When a witness reading was taken: just before the cell's process starts, or just after it
+/// ends. Each reading is the column `witness_<field>_<side>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WitnessSide {
+    Before,
+    After,
+}
+
+impl WitnessSide {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WitnessSide::Before => "before",
+            WitnessSide::After => "after",
+        }
+    }
+}
+
+/// The column of one witness reading: `witness_<field>_<side>`.
+pub fn witness_column(field: &str, side: WitnessSide) -> String {
+    format!("{WITNESS_PREFIX}{field}_{}", side.as_str())
+}
+
+/// The field and side of a witness column; a `witness_*` column without a side reads as
+/// taken after the cell.
+pub fn parse_witness_column(column: &str) -> Option<(&str, WitnessSide)> {
+    let rest = column.strip_prefix(WITNESS_PREFIX)?;
+    Some(
+        match (rest.strip_suffix("_before"), rest.strip_suffix("_after")) {
+            (Some(field), _) => (field, WitnessSide::Before),
+            (_, Some(field)) => (field, WitnessSide::After),
+            _ => (rest, WitnessSide::After),
+        },
+    )
+}
+
 /// What an arm is for in the analysis.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

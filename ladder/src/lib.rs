@@ -7,6 +7,8 @@ pub mod limits;
 pub mod names;
 pub mod order;
 pub mod refusals;
+/// The synthetic ladder generator, for tests and benchmarks (feature `sample`).
+#[cfg(feature = "sample")]
 pub mod sample;
 pub mod scan;
 pub mod spec;

@@ -17,8 +17,8 @@
 //! ```
 
 use crate::ladder_file::{
-    csv_line, timestamp, ArmRecord, BinaryRecord, EndRecord, HostRecord, OrderRecord, Role,
-    StartRecord, DONE_TAG, FORMAT, HARNESS_COLUMNS, WALL_COLUMN,
+    csv_line, timestamp, witness_column, ArmRecord, BinaryRecord, EndRecord, HostRecord,
+    OrderRecord, Role, StartRecord, WitnessSide, DONE_TAG, FORMAT, HARNESS_COLUMNS, WALL_COLUMN,
 };
 use crate::order::{Order, Scheme};
 use crate::spec::{Better, StopSpec};
@@ -224,8 +224,8 @@ impl Sample {
         columns.push(WALL_COLUMN.into());
         if self.witness {
             for name in WITNESS_COLUMNS {
-                columns.push(format!("witness_{name}_before"));
-                columns.push(format!("witness_{name}_after"));
+                columns.push(witness_column(name, WitnessSide::Before));
+                columns.push(witness_column(name, WitnessSide::After));
             }
         }
         columns.extend(self.metrics.iter().map(|m| m.column.clone()));

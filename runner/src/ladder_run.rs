@@ -11,7 +11,7 @@ use anyhow::Context;
 use chrono::Utc;
 use ladder::ladder_file::{
     timestamp, ArmRecord, BinaryRecord, EndRecord, HostRecord, LadderWriter, OrderRecord,
-    StartRecord, FORMAT, HARNESS_COLUMNS, ROW_COLUMN, USAGE_COLUMNS, WALL_COLUMN,
+    StartRecord, WitnessSide, FORMAT, HARNESS_COLUMNS, ROW_COLUMN, USAGE_COLUMNS, WALL_COLUMN,
 };
 use ladder::order::{Cell, Order};
 use ladder::spec::{LoadedSpec, OutputMode, Spec, StdoutMode};
@@ -589,8 +589,8 @@ impl Run<'_> {
         columns.push(ROW_COLUMN.into());
         columns.push(WALL_COLUMN.into());
         columns.extend(USAGE_COLUMNS.iter().map(|c| c.to_string()));
-        columns.extend(self.witness.columns("before"));
-        columns.extend(self.witness.columns("after"));
+        columns.extend(self.witness.columns(WitnessSide::Before));
+        columns.extend(self.witness.columns(WitnessSide::After));
         columns.extend(self.engine_columns.clone().unwrap_or_default());
         self.writer
             .as_mut()

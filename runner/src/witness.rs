@@ -4,6 +4,7 @@
 //! change, must be visible as such from the file alone; so the runner samples the card
 //! before and after each cell and writes the readings as `witness_*` columns.
 
+use ladder::ladder_file::{witness_column, WitnessSide};
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::Nvml;
 use serde_json::json;
@@ -58,10 +59,10 @@ impl Witness {
     }
 
     /// The column names in the order `sample` fills them, for one side of a cell.
-    pub fn columns(&self, side: &str) -> Vec<String> {
+    pub fn columns(&self, side: WitnessSide) -> Vec<String> {
         self.fields()
             .iter()
-            .map(|f| format!("witness_{f}_{side}"))
+            .map(|f| witness_column(f, side))
             .collect()
     }
 
