@@ -100,6 +100,14 @@ pub struct CellRun {
 /// How often a waiting runner looks at its signal flag.
 const POLL: Duration = Duration::from_millis(50);
 
+/// The most stdout the runner holds to parse: a benchmark's rows are small, and a cell that
+/// pours out more is refused by name instead of filling the runner's memory.
+pub const PARSED_STDOUT_LIMIT: usize = 16 << 20;
+
+/// How long the runner waits, after the cell's process has ended and its group was killed,
+/// for its stdout and stderr to close. Longer means a process in another session holds them.
+const PIPES_GRACE: Duration = Duration::from_secs(2);
+
 /// Runs the launch with exactly its environment (nothing inherited beyond it), never
 /// through a shell.
 pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
@@ -117,6 +125,16 @@ pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
         .stderr(Stdio::piped())
         // Its own process group: a timeout or a signal ends the cell and all it started.
         .process_group(0);
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill the cell if the
+    // runner dies first (SIGKILL included), so that a dead runner leaves no engine behind.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let started = Utc::now();
     let clock = Instant::now();
     let mut child = command.spawn().map_err(|e| {
@@ -128,10 +146,11 @@ pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
     let cap = launch.cap;
     let stdout_reader = child.stdout.take().map(|pipe| {
         let whole = launch.stdout == StdoutTo::Whole;
-        std::thread::spawn(move || drain(pipe, if whole { usize::MAX } else { cap }))
+        let cap = if whole { PARSED_STDOUT_LIMIT } else { cap };
+        reader(move || drain(pipe, cap))
     });
     let stderr = child.stderr.take().expect("stderr is piped");
-    let stderr_reader = std::thread::spawn(move || drain(stderr, cap));
+    let stderr_reader = reader(move || drain(stderr, cap));
     let pid = child.id() as libc::pid_t;
     // A thread blocked in wait4 notes the end the moment the child exits; polling would
     // add up to one poll interval to every wall time.
@@ -165,10 +184,13 @@ pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
         }
     };
     let wall_s = end.duration_since(clock).as_secs_f64();
-    let stdout = stdout_reader
-        .map(|r| r.join().unwrap_or_default())
-        .unwrap_or_default();
-    let stderr = stderr_reader.join().unwrap_or_default();
+    // Whatever the cell left behind in its group goes with it.
+    kill_group(pid);
+    let stdout = match stdout_reader {
+        Some(r) => closed(r, "stdout")?,
+        None => Captured::default(),
+    };
+    let stderr = closed(stderr_reader, "stderr")?;
     Ok(CellRun {
         started,
         ended,
@@ -178,6 +200,25 @@ pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
         stderr,
         usage,
         cut,
+    })
+}
+
+/// Reads one pipe on its own thread; the receiver gets what was read once the pipe closes.
+fn reader(read: impl FnOnce() -> Captured + Send + 'static) -> mpsc::Receiver<Captured> {
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || send.send(read()));
+    receive
+}
+
+/// What a pipe held, once it closed; an error, not a hang, when a process outside the cell's
+/// group (one that started its own session) keeps it open.
+fn closed(pipe: mpsc::Receiver<Captured>, name: &str) -> std::io::Result<Captured> {
+    pipe.recv_timeout(PIPES_GRACE).map_err(|_| {
+        std::io::Error::other(format!(
+            "the cell's {name} stayed open after its process ended: a process it started in \
+             another session still holds it; close {name} in that background process \
+             (e.g. redirect it to a file)"
+        ))
     })
 }
 

@@ -466,6 +466,17 @@ impl Run<'_> {
         if spec.stdout_mode() == StdoutMode::Keep {
             let _ = result.stdout.write_to(&mut self.log, "stdout");
         }
+        if ok
+            && result.cut.is_none()
+            && spec.output != OutputMode::Time
+            && result.stdout.whole().is_none()
+        {
+            return Err(format!(
+                "{at} printed {} bytes on stdout, more than the {} MiB the runner parses; a benchmark prints a few rows: print less, or use output = \"time\"",
+                result.stdout.total,
+                cell::PARSED_STDOUT_LIMIT >> 20
+            ));
+        }
         let parsed = if ok && result.cut.is_none() {
             Some(
                 output::parse(spec.output, result.stdout.whole().unwrap_or_default()).map_err(
