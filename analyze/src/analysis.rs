@@ -122,9 +122,12 @@ impl RunInfo {
         }
     }
 
-    /// Every arm's binary (its own, or the spec's): two ladders are replicates only when
-    /// these agree arm for arm.
+    /// Every arm's binary: the spec's blake3 when every arm ran it, else `arm=blake3 …` arm
+    /// by arm. Two ladders are replicates only when these agree.
     pub fn arm_binaries(&self) -> String {
+        if self.arms.iter().all(|a| a.binary.is_none()) {
+            return self.binary_blake3.clone();
+        }
         self.arms
             .iter()
             .map(|a| {

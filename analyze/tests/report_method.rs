@@ -350,15 +350,7 @@ fn ladders_of_different_binaries_are_not_called_replications() {
     assert!(!differ.replications.is_empty());
     for q in &differ.replications {
         assert!(!q.same_binary, "{}: two binaries read as one", q.quantity);
-        // Every arm of the second ladder ran the other binary.
-        let zeros = "0".repeat(64);
-        assert!(
-            q.binaries[1]
-                .split(' ')
-                .all(|arm| arm.ends_with(&format!("={zeros}"))),
-            "{}",
-            q.binaries[1]
-        );
+        assert_eq!(q.binaries[1], "0".repeat(64));
     }
     let dir = std::env::temp_dir().join(format!("analyze_binaries_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
