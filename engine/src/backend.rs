@@ -8,6 +8,7 @@
 
 use crate::config::ModelConfig;
 use crate::options::Prefetch;
+use crate::state::PoolMap;
 use crate::synthetic::Init;
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, Weights};
 use anyhow::Result;
@@ -34,6 +35,17 @@ pub enum RoundKey {
     },
     /// The GDN replay of an accepted prefix of `rows` positions.
     Replay { live: usize, rows: usize },
+}
+
+impl RoundKey {
+    /// The state slot the round reads.
+    pub fn live(&self) -> usize {
+        match *self {
+            RoundKey::Plain { live }
+            | RoundKey::Spec { live, .. }
+            | RoundKey::Replay { live, .. } => live,
+        }
+    }
 }
 
 /// A layer's mixer output and what follows it: the output projection, then the FFN of the
@@ -78,7 +90,8 @@ pub trait Backend: Sized {
 
     fn alloc(&mut self, len: usize) -> Result<Self::Buf>;
     fn alloc_tokens(&mut self, len: usize) -> Result<Self::Tok>;
-    fn alloc_pool(&mut self, bytes: usize) -> Result<Self::Pool>;
+    /// The state pool of `map.total_bytes()`, laid out as `map` says.
+    fn alloc_pool(&mut self, map: &PoolMap) -> Result<Self::Pool>;
     fn upload(&mut self, host: &[f32]) -> Result<Self::Buf>;
     /// A weight vector (norm, conv taps, gate biases): bf16-exact values.
     fn upload_weights(&mut self, host: &[f32]) -> Result<Self::Buf>;

@@ -32,6 +32,9 @@ enum Command {
     Info(ModelArgs),
     /// List the ENGINE_* environment variables, their values and defaults.
     Options,
+    /// Compile every kernel into the kernel cache without opening a device (NVRTC only), so
+    /// that a GPU machine given the cache skips the compile on its first start.
+    Kernels,
 }
 
 #[derive(Args)]
@@ -304,7 +307,25 @@ fn run() -> Result<()> {
             print!("{}", options::help());
             Ok(())
         }
+        Command::Kernels => fill_kernel_cache(),
     }
+}
+
+/// Compiles (or finds cached) the PTX of every kernel file, the cache named on stdout.
+fn fill_kernel_cache() -> Result<()> {
+    use engine::cuda::nvrtc::{default_cache_dir, Compiler, KERNEL_FILES};
+    let dir =
+        default_cache_dir().context("no kernel cache: neither XDG_CACHE_HOME nor HOME is set")?;
+    let compiler = Compiler::new(Some(dir.clone()))?;
+    for file in KERNEL_FILES {
+        compiler.ptx(file)?;
+    }
+    println!(
+        "{} kernel files compiled for sm_90 into {}",
+        KERNEL_FILES.len(),
+        dir.display()
+    );
+    Ok(())
 }
 
 fn main() -> ExitCode {

@@ -96,7 +96,7 @@ impl<B: Backend> Model<B> {
         let w = Weights::load(&cfg, source, &mut backend)?;
         backend.derive_weights(&cfg, &w)?;
         let map = PoolMap::new(&cfg, arm.layout);
-        let pool = backend.alloc_pool(map.total_bytes())?;
+        let pool = backend.alloc_pool(&map)?;
         let (h, c) = (cfg.hidden, cfg.conv_channels());
         let (hv, vd) = (cfg.gdn_value_heads, cfg.gdn_value_heads * cfg.gdn_value_dim);
         let (ad, kvd) = (

@@ -161,6 +161,9 @@ pub enum PoolLayout {
     ByLayer,
     /// [all layers' s0][all layers' s1], each layer's slot [conv][rec].
     BySlot,
+    /// [s0: every layer's conv, then every layer's rec][s1: the same]: a slot's recurrent
+    /// state is one byte range (what ENGINE_L2_WINDOW=recurrent covers).
+    BySlotKind,
 }
 
 pub const PREFETCH: Variable<Prefetch> = Variable {
@@ -221,21 +224,22 @@ pub const BACKEND: Variable<BackendChoice> = Variable {
 pub enum L2Mode {
     /// No window, no reserve.
     Off,
-    /// Access-policy window over the whole GDN state pool (hitProp persisting, missProp
-    /// normal) on every kernel node of the decode graph, plus the persisting reserve
-    /// min(persistingL2CacheMaxSize, pool).
+    /// An access-policy window (hitProp persisting, missProp normal) over the state that
+    /// ENGINE_L2_WINDOW names, on every kernel node of the decode graphs, plus the persisting
+    /// reserve of ENGINE_L2_RESERVE.
     Window,
     /// The same reserve, nothing pinned.
     ReserveOnly,
-    /// The same reserve and a window of the same geometry over a decoy buffer of the pool's
+    /// The same reserve and windows of the same geometry over a decoy buffer of the pool's
     /// size that nothing reads.
     StructuralZero,
     /// The same code path, installing no window and no reserve.
     Null,
 }
 
-/// The window's hit ratio: `Clamp` = reserve / pool (a larger ratio over a window wider than
-/// the reserve makes the persisting lines evict each other), or a fixed number in (0, 1].
+/// The window's hit ratio: `Clamp` = reserve / window, at most 1 (a larger ratio over a
+/// window wider than the reserve makes the persisting lines evict each other), or a fixed
+/// number in (0, 1].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum HitRatio {
     Clamp,
@@ -255,10 +259,42 @@ pub const L2_GUARD: Variable<Switch> = Variable {
 };
 const L2_HIT_RATIO: &str = "ENGINE_L2_HIT_RATIO";
 
+/// What the window of a decode graph covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum L2Window {
+    /// The whole state pool, both slots.
+    Pool,
+    /// The state slot the graph's round reads (conv and recurrent state of every layer); a
+    /// layout that keeps each slot in one range (by-slot, by-slot-kind).
+    Slot,
+    /// The recurrent state of the slot the round reads, without its conv state;
+    /// ENGINE_POOL_LAYOUT=by-slot-kind.
+    Recurrent,
+}
+
+pub const L2_WINDOW: Variable<L2Window> = Variable {
+    name: "ENGINE_L2_WINDOW",
+    default: L2Window::Pool,
+    about: "picked per captured graph: the slot is the live slot its round reads",
+};
+
+/// The persisting reserve `ENGINE_L2_RESERVE` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReserveSize {
+    /// min(persistingL2CacheMaxSize, pool).
+    Max,
+    /// This many bytes, rounded up to the device's granularity.
+    Bytes(usize),
+}
+
+const L2_RESERVE: &str = "ENGINE_L2_RESERVE";
+
 /// The L2 arm a process runs under.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct L2Arm {
     pub mode: L2Mode,
+    pub window: L2Window,
+    pub reserve: ReserveSize,
     pub hit_ratio: HitRatio,
     /// Install nothing when the pool is wider than one access-policy window.
     pub guard: bool,
@@ -268,6 +304,8 @@ impl Default for L2Arm {
     fn default() -> Self {
         L2Arm {
             mode: L2.default,
+            window: L2_WINDOW.default,
+            reserve: ReserveSize::Max,
             hit_ratio: HitRatio::Clamp,
             guard: L2_GUARD.default.is_on(),
         }
@@ -275,10 +313,13 @@ impl Default for L2Arm {
 }
 
 impl L2Arm {
-    /// Reads `ENGINE_L2`, `ENGINE_L2_HIT_RATIO` and `ENGINE_L2_GUARD`.
+    /// Reads `ENGINE_L2`, `ENGINE_L2_WINDOW`, `ENGINE_L2_RESERVE`, `ENGINE_L2_HIT_RATIO` and
+    /// `ENGINE_L2_GUARD`.
     pub fn from_lookup(lookup: Lookup) -> Result<L2Arm> {
         Ok(L2Arm {
             mode: L2.read(lookup)?,
+            window: L2_WINDOW.read(lookup)?,
+            reserve: reserve_size(lookup)?,
             hit_ratio: hit_ratio(lookup)?,
             guard: L2_GUARD.read(lookup)?.is_on(),
         })
@@ -307,7 +348,42 @@ fn hit_ratio_help() -> String {
         L2_HIT_RATIO,
         "clamp|NUMBER",
         "clamp",
-        "clamp: reserve / pool; NUMBER: a fixed ratio in (0, 1]",
+        "clamp: reserve / window, at most 1; NUMBER: a fixed ratio in (0, 1]",
+        vec![],
+    )
+}
+
+/// `max`, a byte count (`15728640`) or MiB (`15MiB`, `3.75MiB`).
+fn reserve_size(lookup: Lookup) -> Result<ReserveSize> {
+    let Some(v) = lookup(L2_RESERVE) else {
+        return Ok(ReserveSize::Max);
+    };
+    let bytes = match v.strip_suffix("MiB") {
+        _ if v == "max" => return Ok(ReserveSize::Max),
+        Some(mib) => mib
+            .parse::<f64>()
+            .ok()
+            .filter(|m| m.is_finite() && *m > 0.0)
+            .map(|m| (m * 1_048_576.0).round() as usize),
+        None => v.parse::<usize>().ok(),
+    };
+    match bytes {
+        Some(b) if b > 0 => Ok(ReserveSize::Bytes(b)),
+        _ => Err(anyhow!(
+            "invalid value `{v}` for environment variable {L2_RESERVE}; allowed: max, a positive \
+             byte count such as 15728640, or MiB such as 15MiB (for no reserve use ENGINE_L2=null)"
+        )),
+    }
+}
+
+fn reserve_help() -> String {
+    entry(
+        L2_RESERVE,
+        "max|BYTES|NMiB",
+        "max",
+        "the persisting L2 reserve of window, reserve-only and structural-zero, rounded up to \
+         the device's granularity (L2/16) and said on stderr; max: min(persistingL2CacheMaxSize, \
+         pool); above persistingL2CacheMaxSize is an error",
         vec![],
     )
 }
@@ -446,7 +522,13 @@ pub fn help() -> String {
         ("Backend", vec![BACKEND.help()]),
         (
             "L2 persistence of the GDN state pool (CUDA)",
-            vec![L2.help(), hit_ratio_help(), L2_GUARD.help()],
+            vec![
+                L2.help(),
+                L2_WINDOW.help(),
+                reserve_help(),
+                hit_ratio_help(),
+                L2_GUARD.help(),
+            ],
         ),
         (
             "Decode launches (CUDA)",
@@ -605,6 +687,8 @@ mod tests {
     fn l2_arm_defaults_to_off_clamp_guarded() {
         let want = L2Arm {
             mode: L2Mode::Off,
+            window: L2Window::Pool,
+            reserve: ReserveSize::Max,
             hit_ratio: HitRatio::Clamp,
             guard: true,
         };
@@ -642,7 +726,8 @@ mod tests {
             L2Arm {
                 mode: L2Mode::Window,
                 hit_ratio: HitRatio::Fixed(0.75),
-                guard: false
+                guard: false,
+                ..L2Arm::default()
             }
         );
         let a = L2Arm::from_lookup(&table(&[
@@ -653,6 +738,43 @@ mod tests {
         assert_eq!((a.hit_ratio, a.guard), (HitRatio::Fixed(1.0), true));
         let a = L2Arm::from_lookup(&table(&[("ENGINE_L2_HIT_RATIO", "clamp")])).unwrap();
         assert_eq!(a.hit_ratio, HitRatio::Clamp);
+    }
+
+    #[test]
+    fn l2_window_and_reserve_parse_bytes_mib_and_max() {
+        for (name, window) in [
+            ("pool", L2Window::Pool),
+            ("slot", L2Window::Slot),
+            ("recurrent", L2Window::Recurrent),
+        ] {
+            let a = L2Arm::from_lookup(&table(&[("ENGINE_L2_WINDOW", name)])).unwrap();
+            assert_eq!(a.window, window);
+        }
+        for (value, want) in [
+            ("max", ReserveSize::Max),
+            ("3932160", ReserveSize::Bytes(3_932_160)),
+            ("3.75MiB", ReserveSize::Bytes(3_932_160)),
+            ("15MiB", ReserveSize::Bytes(15_728_640)),
+            ("1", ReserveSize::Bytes(1)),
+        ] {
+            let a = L2Arm::from_lookup(&table(&[("ENGINE_L2_RESERVE", value)])).unwrap();
+            assert_eq!(a.reserve, want, "{value}");
+        }
+        for bad in [
+            "0", "0MiB", "-1", "15 MiB", "15mib", "1e9", "MiB", "NaNMiB", "",
+        ] {
+            let e = L2Arm::from_lookup(&table(&[("ENGINE_L2_RESERVE", bad)]))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("ENGINE_L2_RESERVE") && e.contains(&format!("`{bad}`")),
+                "{e}"
+            );
+        }
+        let e = L2Arm::from_lookup(&table(&[("ENGINE_L2_WINDOW", "slots")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pool, slot, recurrent"), "{e}");
     }
 
     #[test]
@@ -702,9 +824,11 @@ mod tests {
         let h = help();
         for line in [
             "ENGINE_PREFETCH=off|next-layer|null|structural-zero   [default: off]",
-            "ENGINE_POOL_LAYOUT=by-layer|by-slot   [default: by-layer]",
+            "ENGINE_POOL_LAYOUT=by-layer|by-slot|by-slot-kind   [default: by-layer]",
             "ENGINE_BACKEND=cpu|cuda|auto   [default: cpu]",
             "ENGINE_L2=off|window|reserve-only|structural-zero|null   [default: off]",
+            "ENGINE_L2_WINDOW=pool|slot|recurrent   [default: pool]",
+            "ENGINE_L2_RESERVE=max|BYTES|NMiB   [default: max]",
             "ENGINE_L2_HIT_RATIO=clamp|NUMBER   [default: clamp]",
             "ENGINE_L2_GUARD=on|off   [default: on]",
             "ENGINE_PDL=on|off   [default: on]",

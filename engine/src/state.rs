@@ -1,6 +1,8 @@
 //! The two-slot recurrent state pool: one flat allocation holding, for every GDN layer, two
 //! slots of conv state and two of recurrent state. One slot is live; a speculative round
-//! writes the other and the live index flips when the round commits.
+//! writes the other and the live index flips when the round commits. The layout decides
+//! which parts of a slot are one byte range ([`PoolMap::slot_extent`],
+//! [`PoolMap::recurrent_extent`]): what an L2 access-policy window can cover.
 
 use crate::config::ModelConfig;
 use crate::options::PoolLayout;
@@ -35,7 +37,13 @@ impl PoolMap {
             PoolLayout::ByLayer => g * 2 * (self.conv_bytes + self.rec_bytes) + s * self.conv_bytes,
             // [layer 0 s0: conv rec][layer 1 s0] … [layer 0 s1] …
             PoolLayout::BySlot => (s * self.layers + g) * (self.conv_bytes + self.rec_bytes),
+            // [s0: conv of every layer, rec of every layer][s1: …]
+            PoolLayout::BySlotKind => self.slot_base(s) + g * self.conv_bytes,
         }
+    }
+
+    fn slot_base(&self, s: usize) -> usize {
+        s * self.layers * (self.conv_bytes + self.rec_bytes)
     }
 
     /// Recurrent state of GDN layer `g`, slot `s`.
@@ -47,6 +55,9 @@ impl PoolMap {
                     + s * self.rec_bytes
             }
             PoolLayout::BySlot => self.conv(g, s) + self.conv_bytes,
+            PoolLayout::BySlotKind => {
+                self.slot_base(s) + self.layers * self.conv_bytes + g * self.rec_bytes
+            }
         }
     }
 
@@ -58,6 +69,33 @@ impl PoolMap {
             (self.rec(g, s), self.rec_bytes),
         ]
     }
+
+    /// The one byte range (offset, bytes) that holds slot `s` of every layer, conv and
+    /// recurrent; None when the layout interleaves it with the other slot.
+    pub fn slot_extent(&self, s: usize) -> Option<(usize, usize)> {
+        contiguous((0..self.layers).flat_map(|g| self.slot_ranges(g, s)))
+    }
+
+    /// The one byte range that holds the recurrent state of slot `s` of every layer and
+    /// nothing else; None when the layout puts other state between.
+    pub fn recurrent_extent(&self, s: usize) -> Option<(usize, usize)> {
+        contiguous((0..self.layers).map(|g| (self.rec(g, s), self.rec_bytes)))
+    }
+}
+
+/// The range `ranges` tile without a gap, or None.
+fn contiguous(ranges: impl Iterator<Item = (usize, usize)>) -> Option<(usize, usize)> {
+    let mut ranges: Vec<_> = ranges.collect();
+    ranges.sort_unstable();
+    let (start, _) = *ranges.first()?;
+    let mut end = start;
+    for (offset, bytes) in ranges {
+        if offset != end {
+            return None;
+        }
+        end += bytes;
+    }
+    Some((start, end - start))
 }
 
 #[cfg(test)]
@@ -75,7 +113,11 @@ mod tests {
     #[test]
     fn both_layouts_tile_the_pool_without_overlap() {
         let cfg = ModelConfig::preset("qwen3.6-35b-a3b").unwrap();
-        for layout in [PoolLayout::ByLayer, PoolLayout::BySlot] {
+        for layout in [
+            PoolLayout::ByLayer,
+            PoolLayout::BySlot,
+            PoolLayout::BySlotKind,
+        ] {
             let m = PoolMap::new(&cfg, layout);
             assert_eq!(m.total_bytes(), 128_778_240);
             let r = regions(&m);
@@ -91,6 +133,29 @@ mod tests {
         assert_eq!(
             (m.conv(1, 0), m.conv(1, 1), m.rec(1, 0)),
             (4_292_608, 4_292_608 + 49_152, 4_292_608 + 98_304)
+        );
+    }
+
+    /// What one access-policy window can cover in each layout: a slot is one range unless
+    /// the layout interleaves the slots, its recurrent state alone only in by-slot-kind.
+    #[test]
+    fn extents_are_one_range_only_where_the_layout_makes_them_one() {
+        let cfg = ModelConfig::preset("qwen3.6-35b-a3b").unwrap();
+        let half = 64_389_120;
+        let by_layer = PoolMap::new(&cfg, PoolLayout::ByLayer);
+        assert_eq!(by_layer.slot_extent(0), None);
+        assert_eq!(by_layer.recurrent_extent(1), None);
+        let by_slot = PoolMap::new(&cfg, PoolLayout::BySlot);
+        assert_eq!(by_slot.slot_extent(0), Some((0, half)));
+        assert_eq!(by_slot.slot_extent(1), Some((half, half)));
+        assert_eq!(by_slot.recurrent_extent(0), None);
+        let kind = PoolMap::new(&cfg, PoolLayout::BySlotKind);
+        assert_eq!(kind.slot_extent(1), Some((half, half)));
+        let conv = 30 * 49_152;
+        assert_eq!(kind.recurrent_extent(0), Some((conv, 30 * 2_097_152)));
+        assert_eq!(
+            kind.recurrent_extent(1),
+            Some((half + conv, 30 * 2_097_152))
         );
     }
 }

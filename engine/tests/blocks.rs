@@ -117,7 +117,7 @@ fn gdn_conv_recurrence_and_gated_norm_match_f64_and_write_only_the_target_slot()
     let mut b = CpuBackend::new();
     b.prepare(&c, 8).unwrap();
     let map = PoolMap::new(&c, Arm::default().layout);
-    let mut pool = b.alloc_pool(map.total_bytes()).unwrap();
+    let mut pool = b.alloc_pool(&map).unwrap();
     let (ch, hv, vd) = (
         c.conv_channels(),
         c.gdn_value_heads,

@@ -4,38 +4,15 @@
 
 mod common;
 
-use common::{generate, one_at_a_time, rand_vec};
+use common::{generate, gpu_cfg as cfg, one_at_a_time, rand_vec};
 use engine::backend::{Backend, KvCache, OutFfn, SlotPair};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::CpuBackend;
 use engine::cuda::{timeline, CudaBackend, FoldNorms, Gpu};
 use engine::model::{rope_table, Model};
-use engine::options::Arm;
+use engine::options::{Arm, PoolLayout};
+use engine::state::PoolMap;
 use engine::weights::{Mixer, WeightSource, Weights};
-
-/// A small model in the shapes the CUDA kernels take (128-wide GDN heads).
-fn cfg() -> ModelConfig {
-    let mut c = ModelConfig::preset("small").unwrap();
-    c.name = "small-gpu".into();
-    c.vocab = 4096;
-    c.layers = 4;
-    (
-        c.gdn_key_heads,
-        c.gdn_value_heads,
-        c.gdn_key_dim,
-        c.gdn_value_dim,
-    ) = (2, 4, 128, 128);
-    (c.attn_heads, c.attn_kv_heads, c.attn_head_dim) = (8, 2, 64);
-    c.ffn = Ffn::Moe {
-        experts: 16,
-        top_k: 4,
-        expert_size: 64,
-        shared_size: 64,
-    };
-    c.max_context = 512;
-    c.validate().unwrap();
-    c
-}
 
 /// A backend on the device; the tests that call it are `#[ignore = "needs a CUDA device"]`.
 fn cuda(graphs: bool) -> CudaBackend {
@@ -151,10 +128,13 @@ fn every_block_matches_the_cpu_backend() {
         assert!(rel_err(&tag("matmul qkv"), &p.gpu.read_buf(&qkv_g, t * ch), &qkv_c) < 1e-5);
         let hv = c.gdn_value_heads;
         let (ba, bag) = input(&mut p.gpu, "ba", t * hv, 2.0);
-        let pool_bytes = 2 * (c.conv_slot_bytes() + c.rec_slot_bytes());
+        let one_layer = PoolMap {
+            layers: 1,
+            ..PoolMap::new(&c, PoolLayout::ByLayer)
+        };
         let (mut pool_c, mut pool_g) = (
-            p.cpu.alloc_pool(pool_bytes).unwrap(),
-            p.gpu.alloc_pool(pool_bytes).unwrap(),
+            p.cpu.alloc_pool(&one_layer).unwrap(),
+            p.gpu.alloc_pool(&one_layer).unwrap(),
         );
         let conv = SlotPair {
             src: 0,

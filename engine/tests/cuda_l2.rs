@@ -1,20 +1,25 @@
 //! L2 persistence on the device: the counted persisting reserve (nesting, equal twins,
-//! release order, a refused request, threads), and the arms around the capture of a graph of
-//! real GDN kernels over the Qwen3.6-35B-A3B-shaped state pool (window on every kernel node,
-//! the decoy of structural-zero, null, off, reserve-only, the guard and its unguarded
-//! contrast), read back from the graph and the device. Every test needs a CUDA device: they
-//! are ignored unless run with `--ignored` (`.ci/gpu-tests`).
+//! release order, a refused request, threads, the limit restored after every exit), the arms
+//! around the capture of a graph of real GDN kernels over the Qwen3.6-35B-A3B-shaped state
+//! pool (window on every kernel node, the decoy of structural-zero, null, off, reserve-only,
+//! the guard and its unguarded contrast), and each window extent and reserve size in the
+//! engine's own decode graphs, read back from every kernel node and the device. Every test
+//! needs a CUDA device: they are ignored unless run with `--ignored` (`.ci/gpu-tests`).
 
 mod common;
 
-use common::{gpu, one_at_a_time};
+use common::{generate, gpu, gpu_cfg, one_at_a_time};
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaGraph, CudaSlice, DevicePtr};
+use engine::config::ModelConfig;
 use engine::cuda::l2::{graph_windows, persisting_limit, stream_window, L2Reserve, L2Session};
-use engine::cuda::{GdnShape, Gpu};
-use engine::options::{HitRatio, L2Arm, L2Mode, Named};
+use engine::cuda::{CudaBackend, GdnShape, Gpu};
+use engine::model::Model;
+use engine::options::{Arm, HitRatio, L2Arm, L2Mode, L2Window, Named, PoolLayout, ReserveSize};
+use engine::state::PoolMap;
+use engine::weights::WeightSource;
 use half::bf16;
 
 /// The 35B-A3B shape: 30 GDN layers of `[conv s0][conv s1][rec s0][rec s1]`.
@@ -22,6 +27,21 @@ const SHAPE: GdnShape = GdnShape { hk: 16, hv: 32 };
 const LAYERS: usize = 30;
 /// The dense-27B shape's pool, 2.29 times the H200's widest window.
 const POOL_27B: usize = 307_888_128;
+
+/// The pool map of `preset` laid out by layer (what [`Round::record`] writes).
+fn by_layer(preset: &str) -> PoolMap {
+    PoolMap::new(&ModelConfig::preset(preset).unwrap(), PoolLayout::ByLayer)
+}
+
+fn pool_35b() -> PoolMap {
+    by_layer("qwen3.6-35b-a3b")
+}
+
+fn pool_27b() -> PoolMap {
+    let map = by_layer("dense-27b");
+    assert_eq!(map.total_bytes(), POOL_27B);
+    map
+}
 
 /// The step in which the driver sets the limit (L2 / 16 on the H200): requests that are
 /// multiples of it read back exactly.
@@ -234,9 +254,9 @@ impl Round {
         Ok(())
     }
 
-    /// Captures the round under `l2`, runs the graph once and reads its windows back.
+    /// Captures the round under `l2` as a round reading slot 0, runs the graph once.
     fn capture(&mut self, gpu: &Gpu, l2: &L2Session) -> CudaGraph {
-        let graph = l2.capture(gpu, |gpu| self.record(gpu)).unwrap();
+        let graph = l2.capture(gpu, 0, |gpu| self.record(gpu)).unwrap();
         graph.launch().unwrap();
         gpu.synchronize().unwrap();
         graph
@@ -250,7 +270,7 @@ fn window_covers_every_kernel_node_and_leaves_the_stream() {
     let _device = one_at_a_time();
     let original = limit(gpu);
     let pool_bytes = LAYERS * SHAPE.layer_state_bytes();
-    assert_eq!(pool_bytes, 128_778_240);
+    assert_eq!(pool_bytes, pool_35b().total_bytes());
     let mut round = Round::new(gpu, pool_bytes);
     let reserve = gpu.info.persisting_l2_max_bytes.min(pool_bytes);
     for (hit_ratio, want_ratio) in [
@@ -262,10 +282,10 @@ fn window_covers_every_kernel_node_and_leaves_the_stream() {
             &L2Arm {
                 mode: L2Mode::Window,
                 hit_ratio,
-                guard: true,
+                ..L2Arm::default()
             },
             round.pool_ptr(gpu),
-            pool_bytes,
+            &pool_35b(),
         )
         .unwrap();
         assert_eq!(
@@ -274,14 +294,14 @@ fn window_covers_every_kernel_node_and_leaves_the_stream() {
             "the reserve is not min(persistingL2CacheMaxSize, pool)"
         );
         let graph = round.capture(gpu, &l2);
-        let audit = l2.audit(&[&graph]).unwrap();
+        let audit = l2.audit(&[(&graph, 0)]).unwrap();
         println!("window {hit_ratio:?}: {:?}", audit.values());
         assert_eq!(
             (audit.kernel_nodes, audit.windowed_nodes),
             (2 * LAYERS, 2 * LAYERS),
             "not every kernel node is windowed"
         );
-        let w = audit.window.unwrap();
+        let w = graph_windows(&gpu.ctx, &[&graph]).unwrap().window.unwrap();
         assert_eq!(
             (w.base, w.bytes, w.hit_ratio, w.persisting),
             (round.pool_ptr(gpu), pool_bytes, want_ratio, true)
@@ -301,7 +321,9 @@ fn window_covers_every_kernel_node_and_leaves_the_stream() {
             0
         );
         // A round that fails to record still leaves the stream clear.
-        assert!(l2.capture(gpu, |_| anyhow::bail!("round failed")).is_err());
+        assert!(l2
+            .capture(gpu, 0, |_| anyhow::bail!("round failed"))
+            .is_err());
         assert_eq!(
             stream_window(gpu).unwrap().bytes,
             0,
@@ -325,17 +347,21 @@ fn structural_zero_windows_a_decoy_of_the_same_geometry() {
     let pool_bytes = LAYERS * SHAPE.layer_state_bytes();
     let mut round = Round::new(gpu, pool_bytes);
     let pool = round.pool_ptr(gpu);
-    let window = L2Session::begin(gpu, &arm(L2Mode::Window), pool, pool_bytes).unwrap();
-    let want = round.capture(gpu, &window);
-    let want = window.audit(&[&want]).unwrap();
+    let window = L2Session::begin(gpu, &arm(L2Mode::Window), pool, &pool_35b()).unwrap();
+    let want_graph = round.capture(gpu, &window);
+    let want = window.audit(&[(&want_graph, 0)]).unwrap();
+    let decoy = graph_windows(&gpu.ctx, &[&want_graph])
+        .unwrap()
+        .window
+        .unwrap();
     drop(window);
-    let l2 = L2Session::begin(gpu, &arm(L2Mode::StructuralZero), pool, pool_bytes).unwrap();
+    let l2 = L2Session::begin(gpu, &arm(L2Mode::StructuralZero), pool, &pool_35b()).unwrap();
     let graph = round.capture(gpu, &l2);
-    let audit = l2.audit(&[&graph]).unwrap();
+    let audit = l2.audit(&[(&graph, 0)]).unwrap();
     println!("structural-zero: {:?}", audit.values());
-    let (w, decoy) = (audit.window.unwrap(), want.window.unwrap());
+    let w = graph_windows(&gpu.ctx, &[&graph]).unwrap().window.unwrap();
     assert_ne!(w.base, pool, "structural-zero windowed the pool");
-    assert_eq!(w.base, l2.window_base());
+    assert_eq!(w.base, l2.window_buffer());
     let decoy_end = w.base + w.bytes as u64;
     assert!(
         decoy_end <= pool || w.base >= pool + pool_bytes as u64,
@@ -346,8 +372,8 @@ fn structural_zero_windows_a_decoy_of_the_same_geometry() {
         (decoy.bytes, decoy.hit_ratio, decoy.persisting)
     );
     assert_eq!(
-        (audit.windowed_nodes, audit.reserve_bytes),
-        (want.windowed_nodes, want.reserve_bytes)
+        (audit.windowed_nodes, audit.reserve_bytes, &audit.windows),
+        (want.windowed_nodes, want.reserve_bytes, &want.windows)
     );
 }
 
@@ -367,13 +393,17 @@ fn null_off_and_reserve_only_window_nothing() {
             gpu.info.persisting_l2_max_bytes.min(pool_bytes),
         ),
     ] {
-        let l2 = L2Session::begin(gpu, &arm(mode), round.pool_ptr(gpu), pool_bytes).unwrap();
+        let l2 = L2Session::begin(gpu, &arm(mode), round.pool_ptr(gpu), &pool_35b()).unwrap();
         let graph = round.capture(gpu, &l2);
-        let audit = l2.audit(&[&graph]).unwrap();
+        let audit = l2.audit(&[(&graph, 0)]).unwrap();
         println!("{}: {:?}", mode.name(), audit.values());
         assert_eq!(
-            (audit.kernel_nodes, audit.windowed_nodes, audit.window),
-            (2 * LAYERS, 0, None),
+            (
+                audit.kernel_nodes,
+                audit.windowed_nodes,
+                audit.windows.len()
+            ),
+            (2 * LAYERS, 0, 0),
             "{mode:?}"
         );
         assert_eq!(
@@ -398,10 +428,10 @@ fn guard_installs_nothing_for_a_pool_wider_than_the_window() {
     );
     let mut round = Round::new(gpu, POOL_27B);
     for mode in [L2Mode::Window, L2Mode::ReserveOnly, L2Mode::StructuralZero] {
-        let l2 = L2Session::begin(gpu, &arm(mode), round.pool_ptr(gpu), POOL_27B).unwrap();
+        let l2 = L2Session::begin(gpu, &arm(mode), round.pool_ptr(gpu), &pool_27b()).unwrap();
         assert_eq!(limit(gpu), original, "{mode:?}: the guard took a reserve");
         let graph = round.capture(gpu, &l2);
-        let audit = l2.audit(&[&graph]).unwrap();
+        let audit = l2.audit(&[(&graph, 0)]).unwrap();
         println!("guarded {}: {:?}", mode.name(), audit.values());
         assert_eq!(
             (audit.windowed_nodes, audit.reserve_bytes, audit.guard_fired),
@@ -425,10 +455,10 @@ fn unguarded_wide_window_reaches_the_driver_and_is_reported() {
     let mut round = Round::new(gpu, POOL_27B);
     let unguarded = L2Arm {
         mode: L2Mode::Window,
-        hit_ratio: HitRatio::Clamp,
         guard: false,
+        ..L2Arm::default()
     };
-    let l2 = L2Session::begin(gpu, &unguarded, round.pool_ptr(gpu), POOL_27B).unwrap();
+    let l2 = L2Session::begin(gpu, &unguarded, round.pool_ptr(gpu), &pool_27b()).unwrap();
     let reserve = gpu.info.persisting_l2_max_bytes;
     assert_eq!(
         limit(gpu),
@@ -436,7 +466,7 @@ fn unguarded_wide_window_reaches_the_driver_and_is_reported() {
         "the unguarded arm did not take its reserve"
     );
     let graph = round.capture(gpu, &l2);
-    let audit = l2.audit(&[&graph]).unwrap();
+    let audit = l2.audit(&[(&graph, 0)]).unwrap();
     let refusal = l2.window_refusal().map(str::to_string);
     println!("unguarded: {:?}; driver: {refusal:?}", audit.values());
     // The H200's driver refuses a window above accessPolicyMaxWindowSize (GPU.md); the
@@ -456,4 +486,137 @@ fn unguarded_wide_window_reaches_the_driver_and_is_reported() {
     drop(graph);
     drop(l2);
     assert_eq!(limit(gpu), original);
+}
+
+/// The reserve a plan takes for `size` over a pool of `pool_bytes`.
+fn planned_reserve(gpu: &Gpu, size: ReserveSize, pool_bytes: usize) -> usize {
+    match size {
+        ReserveSize::Max => gpu.info.persisting_l2_max_bytes.min(pool_bytes),
+        ReserveSize::Bytes(b) => b.div_ceil(granule(gpu)) * granule(gpu),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn every_decode_graph_carries_the_window_of_the_slot_its_round_reads() {
+    let gpu = gpu();
+    let _device = one_at_a_time();
+    let (original, g) = (limit(gpu), granule(gpu));
+    let (cfg, layout) = (gpu_cfg(), PoolLayout::BySlotKind);
+    let map = PoolMap::new(&cfg, layout);
+    let src = WeightSource::Synthetic { seed: 3 };
+    let prompt = engine::bench::prompts(3, 1, 37, cfg.vocab).remove(0);
+    let decode = |l2: L2Arm| {
+        let backend = CudaBackend::new(0, true, l2).unwrap();
+        let arm = Arm {
+            layout,
+            ..Arm::default()
+        };
+        let mut m = Model::new(cfg.clone(), &src, arm, backend, 16).unwrap();
+        let (tokens, _) = generate(&mut m, &prompt, 16, 24, Some(3));
+        (m, tokens)
+    };
+    let (_, plain) = decode(L2Arm::default());
+    for (extent, reserve) in [
+        (L2Window::Pool, ReserveSize::Max),
+        (L2Window::Slot, ReserveSize::Bytes(g)),
+        (L2Window::Recurrent, ReserveSize::Bytes(2 * g + 1)),
+    ] {
+        let arm = L2Arm {
+            mode: L2Mode::Window,
+            window: extent,
+            reserve,
+            ..L2Arm::default()
+        };
+        let (m, tokens) = decode(arm);
+        assert_eq!(tokens, plain, "{extent:?}: the window changed a token");
+        let b = &m.backend;
+        let (pool, _) = b.state_pool();
+        let slots: std::collections::BTreeSet<_> = b.graph_slots().iter().copied().collect();
+        assert_eq!(
+            slots.len(),
+            2,
+            "the decode did not capture rounds reading both slots"
+        );
+        let reserve = planned_reserve(gpu, reserve, map.total_bytes());
+        for (graph, &live) in b.graphs().iter().zip(b.graph_slots()) {
+            let (offset, bytes) = match extent {
+                L2Window::Pool => (0, map.total_bytes()),
+                L2Window::Slot => map.slot_extent(live).unwrap(),
+                L2Window::Recurrent => map.recurrent_extent(live).unwrap(),
+            };
+            let nodes = graph_windows(&b.gpu.ctx, &[graph]).unwrap();
+            assert_eq!(
+                nodes.windowed_nodes, nodes.kernel_nodes,
+                "{extent:?}, slot {live}: a kernel node without the window"
+            );
+            let w = nodes.window.expect("a graph without a window");
+            assert_eq!(
+                (w.base, w.bytes, w.persisting),
+                (pool + offset as u64, bytes, true),
+                "{extent:?}, slot {live}"
+            );
+            let ratio = (reserve as f64 / bytes as f64).min(1.0) as f32;
+            assert_eq!(w.hit_ratio, ratio, "{extent:?}, slot {live}");
+        }
+        let audit = b.l2_audit().unwrap();
+        println!("{}: {:?}", extent.name(), audit.values());
+        let distinct = if extent == L2Window::Pool { 1 } else { 2 };
+        assert_eq!(
+            (audit.reserve_bytes, audit.windows.len()),
+            (reserve, distinct),
+            "{extent:?}"
+        );
+        drop(m);
+        assert_eq!(
+            limit(gpu),
+            original,
+            "{extent:?}: the limit was not restored"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn the_limit_is_restored_after_every_exit() {
+    let gpu = gpu();
+    let _device = one_at_a_time();
+    let (original, g) = (limit(gpu), granule(gpu));
+    let mut round = Round::new(gpu, pool_35b().total_bytes());
+    let sized = L2Arm {
+        mode: L2Mode::Window,
+        reserve: ReserveSize::Bytes(3 * g),
+        ..L2Arm::default()
+    };
+    // An error exit: the session leaves through `?`.
+    let failing = |round: &mut Round| -> anyhow::Result<()> {
+        let l2 = L2Session::begin(gpu, &sized, round.pool_ptr(gpu), &pool_35b())?;
+        assert_eq!(limit(gpu), 3 * g);
+        l2.capture(gpu, 1, |_| anyhow::bail!("the round failed"))?;
+        panic!("a failed capture returned a graph")
+    };
+    assert!(failing(&mut round).is_err());
+    assert_eq!(limit(gpu), original, "an error exit left the reserve");
+    // A panic while the session is held.
+    let pool = round.pool_ptr(gpu);
+    let unwound = std::panic::catch_unwind(|| {
+        let _l2 = L2Session::begin(gpu, &sized, pool, &pool_35b()).unwrap();
+        assert_eq!(limit(gpu), 3 * g);
+        panic!("a round panicked");
+    });
+    assert!(unwound.is_err());
+    assert_eq!(limit(gpu), original, "a panic left the reserve");
+    // A plan the engine refuses fails before any reserve is taken.
+    let split = L2Arm {
+        window: L2Window::Recurrent,
+        ..sized
+    };
+    let backend = CudaBackend::new(0, true, split).unwrap();
+    let src = WeightSource::Synthetic { seed: 3 };
+    let Err(e) = Model::new(gpu_cfg(), &src, Arm::default(), backend, 16) else {
+        panic!("a recurrent window over a by-layer pool was accepted")
+    };
+    let e = format!("{e:#}");
+    assert!(e.contains("ENGINE_POOL_LAYOUT=by-slot-kind"), "{e}");
+    assert_eq!(limit(gpu), original, "a refused plan moved the limit");
 }

@@ -6,6 +6,7 @@ mod prefetch;
 use crate::backend::{Backend, KvCache, PrefetchCounts, SlotPair};
 use crate::config::{ModelConfig, MAX_GDN_DIM};
 use crate::options::Prefetch;
+use crate::state::PoolMap;
 use crate::synthetic::{round_bf16, synthetic_value, Init};
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, SwiGlu};
 use anyhow::Result;
@@ -132,8 +133,8 @@ impl Backend for CpuBackend {
         Ok(vec![0; len])
     }
 
-    fn alloc_pool(&mut self, bytes: usize) -> Result<Vec<u32>> {
-        Ok(vec![0; bytes.div_ceil(4)])
+    fn alloc_pool(&mut self, map: &PoolMap) -> Result<Vec<u32>> {
+        Ok(vec![0; map.total_bytes().div_ceil(4)])
     }
 
     fn upload(&mut self, host: &[f32]) -> Result<Vec<f32>> {

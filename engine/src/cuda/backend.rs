@@ -29,6 +29,7 @@ use crate::backend::{
 };
 use crate::config::{Ffn, ModelConfig};
 use crate::options::{FoldNorms, L2Arm, Prefetch};
+use crate::state::PoolMap;
 use crate::synthetic::Init;
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, LayerWeights, Mixer, Weights};
 
@@ -137,6 +138,8 @@ pub struct CudaBackend {
     error: Option<anyhow::Error>,
     prep: Option<Prepared>,
     graphs: Vec<CudaGraph>,
+    /// The state slot each graph's round reads: which window it carries.
+    graph_slots: Vec<usize>,
     graph_of: HashMap<GraphKey, Recorded>,
     profile: Option<Profile>,
     /// Device address and bytes of the state pool (the last one allocated).
@@ -173,6 +176,7 @@ impl CudaBackend {
             error: None,
             prep: None,
             graphs: Vec::new(),
+            graph_slots: Vec::new(),
             graph_of: HashMap::new(),
             profile: None,
             pool: (0, 0),
@@ -191,7 +195,11 @@ impl CudaBackend {
 
     /// What the captured graphs and the device hold under the L2 arm, read back.
     pub fn l2_audit(&self) -> Result<L2Audit> {
-        let graphs: Vec<&CudaGraph> = self.graphs.iter().collect();
+        let graphs: Vec<_> = self
+            .graphs
+            .iter()
+            .zip(self.graph_slots.iter().copied())
+            .collect();
         match &self.l2 {
             Some(l2) => l2.audit(&graphs),
             None => Ok(L2Audit::no_device()),
@@ -201,6 +209,11 @@ impl CudaBackend {
     /// The captured round graphs (their kernel nodes can be audited through `cu_graph()`).
     pub fn graphs(&self) -> &[CudaGraph] {
         &self.graphs
+    }
+
+    /// The state slot each graph of [`CudaBackend::graphs`] reads.
+    pub fn graph_slots(&self) -> &[usize] {
+        &self.graph_slots
     }
 
     /// The state pool's device address and size in bytes: the region an L2 access-policy
@@ -308,7 +321,7 @@ impl CudaBackend {
         // every kernel node of the graph, and comes off right after, so that nothing eager
         // runs under it.
         if let Some(l2) = &b.l2 {
-            l2.install_on_stream(&b.gpu)
+            l2.install_on_stream(&b.gpu, key.0.live())
                 .context("installing the L2 window before capture")?;
         }
         b.gpu
@@ -346,6 +359,7 @@ impl CudaBackend {
             },
         );
         b.graphs.push(graph);
+        b.graph_slots.push(key.0.live());
         Ok(())
     }
 
@@ -860,7 +874,8 @@ impl Backend for CudaBackend {
         Ok(self.gpu.stream.alloc_zeros(len.max(1))?)
     }
 
-    fn alloc_pool(&mut self, bytes: usize) -> Result<CudaSlice<u8>> {
+    fn alloc_pool(&mut self, map: &PoolMap) -> Result<CudaSlice<u8>> {
+        let bytes = map.total_bytes();
         let pool: CudaSlice<u8> = self
             .gpu
             .stream
@@ -868,12 +883,7 @@ impl Backend for CudaBackend {
             .with_context(|| format!("allocating the {bytes} B state pool on the GPU"))?;
         self.pool = (pool.device_ptr(&self.gpu.stream).0, bytes);
         self.l2 = None; // a session over an earlier pool releases its reserve first
-        self.l2 = Some(L2Session::begin(
-            &self.gpu,
-            &self.l2_arm,
-            self.pool.0,
-            bytes,
-        )?);
+        self.l2 = Some(L2Session::begin(&self.gpu, &self.l2_arm, self.pool.0, map)?);
         Ok(pool)
     }
 

@@ -1,14 +1,15 @@
-//! L2 persistence for the decode graph: the `ENGINE_L2` arms ([`crate::options::L2Arm`]), the guard against pools wider
-//! than one access-policy window, the counted persisting-L2 reserve, and the audit read back
-//! from the captured graphs and the device.
+//! L2 persistence for the decode graph: the `ENGINE_L2*` arms ([`crate::options::L2Arm`]),
+//! the window each captured graph carries (the pool, the slot its round reads, or that
+//! slot's recurrent state), the sized persisting reserve, the guard against windows wider
+//! than the device allows, and the audit read back from the captured graphs and the device.
 //!
 //! Around the capture of a decode round:
 //!
 //! ```ignore
 //! let arm = L2Arm::from_env()?;
-//! let l2 = L2Session::begin(&gpu, &arm, pool_ptr, pool_bytes)?; // takes the reserve
-//! let graph = l2.capture(&gpu, |gpu| round(gpu))?;             // window on the stream only here
-//! let audit = l2.audit(&[graph.cu_graph()])?;                  // L2Audit::COLUMNS, audit.values()
+//! let l2 = L2Session::begin(&gpu, &arm, pool_ptr, &pool_map)?; // takes the reserve
+//! let graph = l2.capture(&gpu, live, |gpu| round(gpu))?;     // window on the stream only here
+//! let audit = l2.audit(&[(&graph, live)])?;                   // L2Audit::COLUMNS, audit.values()
 //! // ... replay the graph; synchronize; then drop the graphs and `l2` (restores the limit)
 //! ```
 //!
@@ -29,7 +30,8 @@ use cudarc::driver::sys::{
 use cudarc::driver::{CudaContext, CudaGraph, CudaSlice, DevicePtr};
 
 use super::{DeviceInfo, Gpu};
-use crate::options::{HitRatio, L2Arm, L2Mode, Named};
+use crate::options::{HitRatio, L2Arm, L2Mode, L2Window, Named, ReserveSize};
+use crate::state::PoolMap;
 
 /// The device's L2 persistence limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +40,9 @@ pub struct L2Limits {
     pub persisting_max: usize,
     /// `accessPolicyMaxWindowSize`: the widest access-policy window.
     pub max_window: usize,
+    /// The step in which the driver sets the reserve. No attribute reports it; on the H200 a
+    /// request reads back in steps of L2 / 16 (docs/GPU.md), so that is what it is taken to be.
+    pub granularity: usize,
 }
 
 impl L2Limits {
@@ -45,8 +50,16 @@ impl L2Limits {
         L2Limits {
             persisting_max: info.persisting_l2_max_bytes,
             max_window: info.access_policy_max_window_bytes,
+            granularity: (info.l2_bytes / 16).max(1),
         }
     }
+}
+
+/// One window as planned: its base as an offset into the buffer it covers, and its width.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Extent {
+    pub offset: usize,
+    pub bytes: usize,
 }
 
 /// What an arm installs for a pool on a device (decided before touching the device).
@@ -54,25 +67,40 @@ impl L2Limits {
 pub struct L2Plan {
     /// Persisting reserve to take; 0 takes none.
     pub reserve_bytes: usize,
-    /// Window width; 0 sets the empty window (the armed path that windows nothing).
-    pub window_bytes: usize,
+    /// The byte count asked for, when rounding to the granularity changed it.
+    pub reserve_asked: Option<usize>,
+    /// The window of a graph whose round reads slot 0 and slot 1; 0 bytes set the empty
+    /// window (the armed path that windows nothing).
+    pub windows: [Extent; 2],
     pub hit_ratio: f32,
     /// The guard's message when it fired (then nothing is installed).
     pub guard: Option<String>,
 }
 
-/// Decides the reserve, the window and the guard for `arm` over a pool of `pool_bytes`.
-pub fn plan(arm: &L2Arm, limits: L2Limits, pool_bytes: usize) -> Result<L2Plan> {
-    let nothing = |guard| L2Plan {
-        reserve_bytes: 0,
-        window_bytes: 0,
-        hit_ratio: 0.0,
-        guard,
-    };
+impl L2Plan {
+    fn nothing(guard: Option<String>) -> L2Plan {
+        L2Plan {
+            reserve_bytes: 0,
+            reserve_asked: None,
+            windows: [Extent::default(); 2],
+            hit_ratio: 0.0,
+            guard,
+        }
+    }
+
+    /// The width of the windows (equal for both slots).
+    pub fn window_bytes(&self) -> usize {
+        self.windows[0].bytes
+    }
+}
+
+/// Decides the reserve, the windows and the guard for `arm` over the pool `map`.
+pub fn plan(arm: &L2Arm, limits: L2Limits, map: &PoolMap) -> Result<L2Plan> {
     if matches!(arm.mode, L2Mode::Off | L2Mode::Null) {
-        return Ok(nothing(None));
+        return Ok(L2Plan::nothing(None));
     }
     let name = arm.mode.name();
+    let pool_bytes = map.total_bytes();
     ensure!(
         pool_bytes > 0,
         "ENGINE_L2={name}: the state pool is empty (0 bytes); this model has no GDN state to pin"
@@ -81,33 +109,90 @@ pub fn plan(arm: &L2Arm, limits: L2Limits, pool_bytes: usize) -> Result<L2Plan> 
         limits.persisting_max > 0,
         "ENGINE_L2={name}: the device reports persistingL2CacheMaxSize = 0 (no L2 persistence); use ENGINE_L2=off"
     );
-    if arm.guard && pool_bytes > limits.max_window {
-        return Ok(nothing(Some(format!(
-            "ENGINE_L2={name}: the state pool ({} B) is wider than the device's accessPolicyMaxWindowSize ({} B); \
+    let windows = extents(arm.window, map)?;
+    let window_bytes = windows[0].bytes;
+    if arm.guard && window_bytes > limits.max_window {
+        return Ok(L2Plan::nothing(Some(format!(
+            "ENGINE_L2={name}: the window over the {} ({} B) is wider than the device's accessPolicyMaxWindowSize ({} B); \
              installing no window and no persisting reserve (ENGINE_L2_GUARD=off sends the request to the driver)",
-            grouped(pool_bytes),
+            arm.window.name(),
+            grouped(window_bytes),
             grouped(limits.max_window)
         ))));
     }
-    let reserve_bytes = limits.persisting_max.min(pool_bytes);
+    let (reserve_bytes, reserve_asked) = reserve(arm.reserve, limits, pool_bytes)?;
     if arm.mode == L2Mode::ReserveOnly {
         return Ok(L2Plan {
             reserve_bytes,
-            window_bytes: 0,
-            hit_ratio: 0.0,
-            guard: None,
+            reserve_asked,
+            ..L2Plan::nothing(None)
         });
     }
     let hit_ratio = match arm.hit_ratio {
-        HitRatio::Clamp => (reserve_bytes as f64 / pool_bytes as f64) as f32,
+        HitRatio::Clamp => (reserve_bytes as f64 / window_bytes as f64).min(1.0) as f32,
         HitRatio::Fixed(r) => r,
     };
     Ok(L2Plan {
         reserve_bytes,
-        window_bytes: pool_bytes,
+        reserve_asked,
+        windows,
         hit_ratio,
         guard: None,
     })
+}
+
+/// The window of a graph reading slot 0 and slot 1; an extent the layout splits is an error
+/// that names the layout that keeps it whole.
+fn extents(window: L2Window, map: &PoolMap) -> Result<[Extent; 2]> {
+    let of = |s| match window {
+        L2Window::Pool => Some((0, map.total_bytes())),
+        L2Window::Slot => map.slot_extent(s),
+        L2Window::Recurrent => map.recurrent_extent(s),
+    };
+    let one = |s| {
+        of(s).map(|(offset, bytes)| Extent { offset, bytes }).with_context(|| {
+            let fix = match window {
+                L2Window::Recurrent => "by-slot-kind",
+                _ => "by-slot or by-slot-kind",
+            };
+            format!(
+                "ENGINE_L2_WINDOW={}: the pool layout {} does not keep slot {s}'s {} in one byte range, \
+                 and a window is one range; set ENGINE_POOL_LAYOUT={fix}",
+                window.name(),
+                map.layout.name(),
+                match window {
+                    L2Window::Recurrent => "recurrent state",
+                    _ => "state",
+                }
+            )
+        })
+    };
+    Ok([one(0)?, one(1)?])
+}
+
+/// The reserve in bytes, and the bytes asked for when rounding changed them.
+fn reserve(
+    size: ReserveSize,
+    limits: L2Limits,
+    pool_bytes: usize,
+) -> Result<(usize, Option<usize>)> {
+    let asked = match size {
+        ReserveSize::Max => return Ok((limits.persisting_max.min(pool_bytes), None)),
+        ReserveSize::Bytes(b) => b,
+    };
+    ensure!(
+        asked <= limits.persisting_max,
+        "ENGINE_L2_RESERVE={asked}: {} B is above the device's persistingL2CacheMaxSize of {} B; \
+         ask for at most {} or for max",
+        grouped(asked),
+        grouped(limits.persisting_max),
+        limits.persisting_max
+    );
+    let rounded = asked
+        .div_ceil(limits.granularity)
+        .saturating_mul(limits.granularity)
+        .min(limits.persisting_max);
+    Ok((rounded, (rounded != asked).then_some(asked)))
 }
 
 /// `1234567` as `1,234,567`.
@@ -321,13 +406,16 @@ fn set_stream_window(gpu: &Gpu, base: u64, bytes: usize, hit_ratio: f32) -> Resu
     })
 }
 
-/// The guard speaks once per process, however many sessions a run opens.
-fn say_guard_once(message: &str) {
-    static SAID: AtomicBool = AtomicBool::new(false);
-    if !SAID.swap(true, Ordering::Relaxed) {
-        eprintln!("l2 guard: {message}");
+/// Says `message` on stderr the first time `said` is passed, however many sessions a run
+/// opens.
+fn say_once(said: &AtomicBool, message: &str) {
+    if !said.swap(true, Ordering::Relaxed) {
+        eprintln!("l2: {message}");
     }
 }
+
+static GUARD_SAID: AtomicBool = AtomicBool::new(false);
+static ROUNDING_SAID: AtomicBool = AtomicBool::new(false);
 
 /// One arm applied to one state pool: holds the reserve (and the decoy buffer of the
 /// structural-zero arm) from [`L2Session::begin`] until dropped. Drop it only after the
@@ -335,7 +423,8 @@ fn say_guard_once(message: &str) {
 pub struct L2Session {
     arm: L2Arm,
     plan: L2Plan,
-    window_base: u64,
+    /// The buffer the windows cover: the pool, or the decoy of structural-zero.
+    window_buffer: u64,
     refusal: OnceLock<String>,
     ctx: Arc<CudaContext>,
     _decoy: Option<CudaSlice<u8>>,
@@ -343,15 +432,27 @@ pub struct L2Session {
 }
 
 impl L2Session {
-    /// Plans `arm` for the pool at `pool_ptr` of `pool_bytes` against the device's limits,
-    /// says the guard's message once per process when it fires, allocates the decoy of the
-    /// structural-zero arm and takes the reserve.
-    pub fn begin(gpu: &Gpu, arm: &L2Arm, pool_ptr: u64, pool_bytes: usize) -> Result<L2Session> {
-        let plan = plan(arm, L2Limits::of(&gpu.info), pool_bytes)?;
+    /// Plans `arm` for the pool at `pool_ptr` laid out as `map` against the device's limits,
+    /// says the guard's message and a rounded reserve once per process, allocates the decoy
+    /// of the structural-zero arm and takes the reserve.
+    pub fn begin(gpu: &Gpu, arm: &L2Arm, pool_ptr: u64, map: &PoolMap) -> Result<L2Session> {
+        let limits = L2Limits::of(&gpu.info);
+        let plan = plan(arm, limits, map)?;
         if let Some(message) = &plan.guard {
-            say_guard_once(message);
+            say_once(&GUARD_SAID, message);
         }
-        let decoy = match arm.mode == L2Mode::StructuralZero && plan.window_bytes > 0 {
+        if let Some(asked) = plan.reserve_asked {
+            say_once(
+                &ROUNDING_SAID,
+                &format!(
+                    "ENGINE_L2_RESERVE={asked}: reserving {} B, rounded up to the device's granularity of {} B (L2 / 16)",
+                    grouped(plan.reserve_bytes),
+                    grouped(limits.granularity)
+                ),
+            );
+        }
+        let pool_bytes = map.total_bytes();
+        let decoy = match arm.mode == L2Mode::StructuralZero && plan.window_bytes() > 0 {
             true => Some(gpu.stream.alloc_zeros::<u8>(pool_bytes).with_context(|| {
                 format!(
                     "allocating the structural-zero decoy of {} B",
@@ -360,7 +461,7 @@ impl L2Session {
             })?),
             false => None,
         };
-        let window_base = decoy
+        let window_buffer = decoy
             .as_ref()
             .map_or(pool_ptr, |d| d.device_ptr(&gpu.stream).0);
         let reserve = match plan.reserve_bytes {
@@ -370,7 +471,7 @@ impl L2Session {
         Ok(L2Session {
             arm: *arm,
             plan,
-            window_base,
+            window_buffer,
             refusal: OnceLock::new(),
             ctx: gpu.ctx.clone(),
             _decoy: decoy,
@@ -386,9 +487,21 @@ impl L2Session {
         &self.plan
     }
 
-    /// The address the window covers: the pool, or the decoy for structural-zero.
-    pub fn window_base(&self) -> u64 {
-        self.window_base
+    /// The address the windows' offsets count from: the pool, or the decoy for
+    /// structural-zero.
+    pub fn window_buffer(&self) -> u64 {
+        self.window_buffer
+    }
+
+    /// The window a graph whose round reads slot `live` is planned to carry.
+    pub fn window(&self, live: usize) -> Window {
+        let extent = self.plan.windows[live];
+        Window {
+            base: self.window_buffer + extent.offset as u64,
+            bytes: extent.bytes,
+            hit_ratio: self.plan.hit_ratio,
+            persisting: true,
+        }
     }
 
     /// The driver's refusal of an unguarded window (`ENGINE_L2_GUARD=off`), if it refused.
@@ -396,22 +509,26 @@ impl L2Session {
         self.refusal.get().map(String::as_str)
     }
 
-    /// Sets the planned window on `gpu.stream`; call right before beginning capture. `off`
-    /// does nothing; every other arm makes the same driver call, `null`, `reserve-only` and
-    /// a fired guard with an empty window. With the guard off, a window the driver refuses
-    /// is said once on stderr and kept in [`L2Session::window_refusal`], and the capture
-    /// proceeds without it (the audit then shows no windowed node).
-    pub fn install_on_stream(&self, gpu: &Gpu) -> Result<()> {
+    /// Sets the window of a round reading slot `live` on `gpu.stream`; call right before
+    /// beginning capture. `off` does nothing; every other arm makes the same driver call,
+    /// `null`, `reserve-only` and a fired guard with an empty window. With the guard off, a
+    /// window the driver refuses is said once on stderr and kept in
+    /// [`L2Session::window_refusal`], and the capture proceeds without it (the audit then
+    /// shows no windowed node).
+    pub fn install_on_stream(&self, gpu: &Gpu, live: usize) -> Result<()> {
         if self.arm.mode == L2Mode::Off {
             return Ok(());
         }
-        let set = set_stream_window(
-            gpu,
-            self.window_base,
-            self.plan.window_bytes,
-            self.plan.hit_ratio,
-        );
-        match set {
+        let window = match self.plan.window_bytes() {
+            0 => Window {
+                base: 0,
+                bytes: 0,
+                hit_ratio: 0.0,
+                persisting: true,
+            },
+            _ => self.window(live),
+        };
+        match set_stream_window(gpu, window.base, window.bytes, window.hit_ratio) {
             Err(e) if !self.arm.guard => {
                 let message = format!("ENGINE_L2_GUARD=off: the driver refused the window: {e:#}");
                 if self.refusal.set(message.clone()).is_ok() {
@@ -439,10 +556,16 @@ impl L2Session {
         Ok(())
     }
 
-    /// [`Gpu::capture`] between [`L2Session::install_on_stream`] and
-    /// [`L2Session::remove_from_stream`]; the window is removed even when the capture fails.
-    pub fn capture(&self, gpu: &Gpu, round: impl FnOnce(&Gpu) -> Result<()>) -> Result<CudaGraph> {
-        self.install_on_stream(gpu)?;
+    /// [`Gpu::capture`] of a round reading slot `live` between
+    /// [`L2Session::install_on_stream`] and [`L2Session::remove_from_stream`]; the window is
+    /// removed even when the capture fails.
+    pub fn capture(
+        &self,
+        gpu: &Gpu,
+        live: usize,
+        round: impl FnOnce(&Gpu) -> Result<()>,
+    ) -> Result<CudaGraph> {
+        self.install_on_stream(gpu, live)?;
         let graph = gpu.capture(round);
         let removed = self.remove_from_stream(gpu);
         let graph = graph?;
@@ -450,18 +573,40 @@ impl L2Session {
         Ok(graph)
     }
 
-    /// Counts the kernel nodes of `graphs` and those carrying a window, reading each node's
-    /// attribute back, and reads the persisting limit off the device.
-    pub fn audit(&self, graphs: &[&CudaGraph]) -> Result<L2Audit> {
-        let nodes = graph_windows(&self.ctx, graphs)?;
-        Ok(L2Audit {
+    /// Reads back the window of every kernel node of `graphs`, each with the slot its round
+    /// reads, and the persisting limit off the device. A graph whose windowed nodes carry
+    /// another window than the plan gives its slot is an error.
+    pub fn audit(&self, graphs: &[(&CudaGraph, usize)]) -> Result<L2Audit> {
+        let mut audit = L2Audit {
             arm: self.arm.mode,
-            window: nodes.window,
+            extent: self.arm.window,
+            windows: Vec::new(),
+            hit_ratio: 0.0,
             reserve_bytes: persisting_limit(&self.ctx)?,
-            kernel_nodes: nodes.kernel_nodes,
-            windowed_nodes: nodes.windowed_nodes,
+            kernel_nodes: 0,
+            windowed_nodes: 0,
             guard_fired: self.plan.guard.is_some(),
-        })
+        };
+        for (g, &(graph, live)) in graphs.iter().enumerate() {
+            let nodes = graph_windows(&self.ctx, &[graph]).with_context(|| format!("graph {g}"))?;
+            audit.kernel_nodes += nodes.kernel_nodes;
+            audit.windowed_nodes += nodes.windowed_nodes;
+            let Some(window) = nodes.window else {
+                continue;
+            };
+            let want = self.window(live);
+            ensure!(
+                window == want,
+                "graph {g} (a round reading slot {live}): its kernel nodes carry {window:?}, the plan is {want:?}"
+            );
+            audit.hit_ratio = window.hit_ratio;
+            let extent = self.plan.windows[live];
+            if !audit.windows.contains(&extent) {
+                audit.windows.push(extent);
+            }
+        }
+        audit.windows.sort_by_key(|e| e.offset);
+        Ok(audit)
     }
 }
 
@@ -545,8 +690,13 @@ fn kernel_node_window(node: CUgraphNode) -> Result<Option<Window>> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct L2Audit {
     pub arm: L2Mode,
-    /// The window the windowed nodes share (None when no node is windowed).
-    pub window: Option<Window>,
+    /// What the windows were asked to cover (`ENGINE_L2_WINDOW`).
+    pub extent: L2Window,
+    /// The distinct windows the windowed nodes carry, as offsets into the buffer they cover
+    /// (the pool, or the decoy), by offset; empty when no node is windowed.
+    pub windows: Vec<Extent>,
+    /// The windowed nodes' hit ratio (0 when none is windowed).
+    pub hit_ratio: f32,
     /// The persisting limit the device holds (its own default under `off` and `null`).
     pub reserve_bytes: usize,
     pub kernel_nodes: usize,
@@ -559,7 +709,9 @@ impl L2Audit {
     pub fn no_device() -> L2Audit {
         L2Audit {
             arm: L2Mode::Off,
-            window: None,
+            extent: L2Window::Pool,
+            windows: Vec::new(),
+            hit_ratio: 0.0,
             reserve_bytes: 0,
             kernel_nodes: 0,
             windowed_nodes: 0,
@@ -568,8 +720,10 @@ impl L2Audit {
     }
 
     /// The CSV columns, in the order of [`L2Audit::values`].
-    pub const COLUMNS: [&'static str; 7] = [
+    pub const COLUMNS: [&'static str; 9] = [
         "l2_arm",
+        "l2_window",
+        "l2_window_base_offset",
         "l2_window_bytes",
         "l2_reserve_bytes",
         "l2_hit_ratio",
@@ -578,14 +732,23 @@ impl L2Audit {
         "l2_guard_fired",
     ];
 
-    /// The row's values: window bytes and hit ratio 0 when no node is windowed, the guard 0/1.
-    pub fn values(&self) -> [String; 7] {
-        let (bytes, ratio) = self.window.map_or((0, 0.0), |w| (w.bytes, w.hit_ratio));
+    /// The row's values: the windows' offsets and widths joined by `;` (one per distinct
+    /// window, `0` when no node is windowed), the guard 0/1.
+    pub fn values(&self) -> [String; 9] {
+        let joined = |part: fn(&Extent) -> usize| match self.windows.is_empty() {
+            true => "0".to_string(),
+            false => {
+                let parts: Vec<String> = self.windows.iter().map(|e| part(e).to_string()).collect();
+                parts.join(";")
+            }
+        };
         [
             self.arm.name(),
-            bytes.to_string(),
+            self.extent.name(),
+            joined(|e| e.offset),
+            joined(|e| e.bytes),
             self.reserve_bytes.to_string(),
-            ratio.to_string(),
+            self.hit_ratio.to_string(),
             self.kernel_nodes.to_string(),
             self.windowed_nodes.to_string(),
             u8::from(self.guard_fired).to_string(),
@@ -596,88 +759,217 @@ impl L2Audit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ModelConfig;
+    use crate::options::PoolLayout;
 
     /// The H200's limits (GPU.md); the arithmetic below does not depend on them being real.
     const H200: L2Limits = L2Limits {
         persisting_max: 39_321_600,
         max_window: 134_217_728,
+        granularity: 3_932_160,
     };
     const POOL_35B: usize = 128_778_240;
-    const POOL_27B: usize = 307_888_128;
+    const HALF_35B: usize = 64_389_120;
+    const REC_35B: usize = 30 * 2_097_152;
+    const CONV_35B: usize = 30 * 49_152;
+
+    fn pool(preset: &str, layout: PoolLayout) -> PoolMap {
+        PoolMap::new(&ModelConfig::preset(preset).unwrap(), layout)
+    }
+
+    fn a35b(layout: PoolLayout) -> PoolMap {
+        pool("qwen3.6-35b-a3b", layout)
+    }
+
+    fn a27b() -> PoolMap {
+        pool("dense-27b", PoolLayout::ByLayer)
+    }
 
     fn arm(mode: L2Mode, hit_ratio: HitRatio, guard: bool) -> L2Arm {
         L2Arm {
             mode,
             hit_ratio,
             guard,
+            ..L2Arm::default()
+        }
+    }
+
+    fn window(mode: L2Mode, window: L2Window, reserve: ReserveSize) -> L2Arm {
+        L2Arm {
+            mode,
+            window,
+            reserve,
+            ..L2Arm::default()
+        }
+    }
+
+    fn extent(offset: usize, bytes: usize) -> Extent {
+        Extent { offset, bytes }
+    }
+
+    #[test]
+    fn clamp_gives_reserve_over_window() {
+        let map = a35b(PoolLayout::ByLayer);
+        let p = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), H200, &map).unwrap();
+        assert_eq!(
+            (p.reserve_bytes, p.windows, p.guard.as_deref()),
+            (39_321_600, [extent(0, POOL_35B); 2], None)
+        );
+        assert!((p.hit_ratio - 0.305_343_5).abs() < 1e-6, "{}", p.hit_ratio);
+        // A window narrower than the reserve is hit fully, never above 1.
+        let small = window(
+            L2Mode::Window,
+            L2Window::Recurrent,
+            ReserveSize::Bytes(39_321_600),
+        );
+        let mut tiny = map;
+        tiny.layout = PoolLayout::BySlotKind;
+        tiny.rec_bytes = 1_000;
+        let p = plan(&small, H200, &tiny).unwrap();
+        assert_eq!((p.window_bytes(), p.hit_ratio), (30_000, 1.0));
+    }
+
+    #[test]
+    fn each_extent_gives_each_slot_its_own_range() {
+        let kind = a35b(PoolLayout::BySlotKind);
+        let by_slot = a35b(PoolLayout::BySlot);
+        for (w, map, want) in [
+            (L2Window::Pool, &kind, [extent(0, POOL_35B); 2]),
+            (
+                L2Window::Slot,
+                &kind,
+                [extent(0, HALF_35B), extent(HALF_35B, HALF_35B)],
+            ),
+            (
+                L2Window::Slot,
+                &by_slot,
+                [extent(0, HALF_35B), extent(HALF_35B, HALF_35B)],
+            ),
+            (
+                L2Window::Recurrent,
+                &kind,
+                [
+                    extent(CONV_35B, REC_35B),
+                    extent(HALF_35B + CONV_35B, REC_35B),
+                ],
+            ),
+        ] {
+            let a = window(L2Mode::Window, w, ReserveSize::Max);
+            let p = plan(&a, H200, map).unwrap();
+            assert_eq!(p.windows, want, "{w:?} {:?}", map.layout);
+            let ratio = (39_321_600f64 / want[0].bytes as f64) as f32;
+            assert_eq!(p.hit_ratio, ratio, "{w:?}");
+            // The structural zero has the same geometry; only its buffer differs.
+            let z = L2Arm {
+                mode: L2Mode::StructuralZero,
+                ..a
+            };
+            assert_eq!(plan(&z, H200, map).unwrap(), p);
         }
     }
 
     #[test]
-    fn clamp_gives_reserve_over_pool() {
-        let p = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), H200, POOL_35B).unwrap();
-        assert_eq!(
-            (p.reserve_bytes, p.window_bytes, p.guard.as_deref()),
-            (39_321_600, POOL_35B, None)
+    fn an_extent_the_layout_splits_names_the_layout_that_keeps_it_whole() {
+        for (w, layout, fix) in [
+            (
+                L2Window::Slot,
+                PoolLayout::ByLayer,
+                "=by-slot or by-slot-kind",
+            ),
+            (L2Window::Recurrent, PoolLayout::ByLayer, "=by-slot-kind"),
+            (L2Window::Recurrent, PoolLayout::BySlot, "=by-slot-kind"),
+        ] {
+            let a = window(L2Mode::Window, w, ReserveSize::Max);
+            let e = plan(&a, H200, &a35b(layout)).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("ENGINE_L2_WINDOW={}", w.name()))
+                    && e.contains(&layout.name())
+                    && e.contains(&format!("ENGINE_POOL_LAYOUT{fix}")),
+                "{e}"
+            );
+        }
+        // Off and null never look at the extent.
+        let off = window(L2Mode::Null, L2Window::Recurrent, ReserveSize::Max);
+        assert!(plan(&off, H200, &a35b(PoolLayout::ByLayer)).is_ok());
+    }
+
+    #[test]
+    fn a_reserve_is_rounded_up_to_the_granularity_and_capped_at_the_maximum() {
+        let map = a35b(PoolLayout::ByLayer);
+        let g = H200.granularity;
+        for (asked, want, said) in [
+            (g, g, None),
+            (1, g, Some(1)),
+            (g + 1, 2 * g, Some(g + 1)),
+            (15_000_000, 4 * g, Some(15_000_000)),
+            (10 * g, 10 * g, None),
+        ] {
+            for mode in [L2Mode::Window, L2Mode::ReserveOnly, L2Mode::StructuralZero] {
+                let a = window(mode, L2Window::Pool, ReserveSize::Bytes(asked));
+                let p = plan(&a, H200, &map).unwrap();
+                assert_eq!((p.reserve_bytes, p.reserve_asked), (want, said), "{asked}");
+            }
+        }
+        let a = window(L2Mode::Window, L2Window::Pool, ReserveSize::Bytes(g));
+        let p = plan(&a, H200, &map).unwrap();
+        assert_eq!(p.hit_ratio, (g as f64 / POOL_35B as f64) as f32);
+        // A maximum that is not a multiple of the granularity is the largest reserve.
+        let odd = L2Limits {
+            persisting_max: 10 * g - 5,
+            ..H200
+        };
+        let a = window(
+            L2Mode::Window,
+            L2Window::Pool,
+            ReserveSize::Bytes(9 * g + 1),
         );
-        assert_eq!(p.hit_ratio, (39_321_600f64 / POOL_35B as f64) as f32);
-        assert!((p.hit_ratio - 0.305_343_5).abs() < 1e-6, "{}", p.hit_ratio);
-        // A pool smaller than the largest reserve is reserved whole and hit fully.
-        let p = plan(
-            &arm(L2Mode::Window, HitRatio::Clamp, true),
-            H200,
-            10_000_000,
-        )
-        .unwrap();
-        assert_eq!(
-            (p.reserve_bytes, p.window_bytes, p.hit_ratio),
-            (10_000_000, 10_000_000, 1.0)
+        assert_eq!(plan(&a, odd, &map).unwrap().reserve_bytes, 10 * g - 5);
+    }
+
+    #[test]
+    fn a_reserve_above_the_maximum_is_an_error_naming_both() {
+        let a = window(
+            L2Mode::Window,
+            L2Window::Pool,
+            ReserveSize::Bytes(39_321_601),
+        );
+        let e = plan(&a, H200, &a35b(PoolLayout::ByLayer))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ENGINE_L2_RESERVE=39321601")
+                && e.contains("39,321,601 B")
+                && e.contains("persistingL2CacheMaxSize of 39,321,600 B")
+                && e.contains("or for max"),
+            "{e}"
         );
     }
 
     #[test]
-    fn fixed_ratio_is_kept_and_controls_share_the_window_geometry() {
+    fn controls_share_the_window_geometry_and_off_and_null_install_nothing() {
+        let map = a35b(PoolLayout::ByLayer);
         let w = plan(
             &arm(L2Mode::Window, HitRatio::Fixed(0.75), true),
             H200,
-            POOL_35B,
+            &map,
         )
         .unwrap();
         assert_eq!(w.hit_ratio, 0.75);
-        let z = plan(
-            &arm(L2Mode::StructuralZero, HitRatio::Fixed(0.75), true),
-            H200,
-            POOL_35B,
-        )
-        .unwrap();
-        assert_eq!(z, w);
-        let r = plan(
-            &arm(L2Mode::ReserveOnly, HitRatio::Clamp, true),
-            H200,
-            POOL_35B,
-        )
-        .unwrap();
-        assert_eq!((r.reserve_bytes, r.window_bytes), (39_321_600, 0));
+        let r = plan(&arm(L2Mode::ReserveOnly, HitRatio::Clamp, true), H200, &map).unwrap();
+        assert_eq!((r.reserve_bytes, r.window_bytes()), (39_321_600, 0));
         for mode in [L2Mode::Off, L2Mode::Null] {
-            let n = plan(&arm(mode, HitRatio::Clamp, true), H200, POOL_27B).unwrap();
-            assert_eq!(
-                n,
-                L2Plan {
-                    reserve_bytes: 0,
-                    window_bytes: 0,
-                    hit_ratio: 0.0,
-                    guard: None
-                },
-                "{mode:?}"
-            );
+            let n = plan(&arm(mode, HitRatio::Clamp, true), H200, &a27b()).unwrap();
+            assert_eq!(n, L2Plan::nothing(None), "{mode:?}");
         }
     }
 
     #[test]
     fn guard_fires_only_above_the_max_window_and_names_both_sizes() {
+        let wide = a27b();
+        assert_eq!(wide.total_bytes(), 307_888_128);
         for mode in [L2Mode::Window, L2Mode::ReserveOnly, L2Mode::StructuralZero] {
-            let p = plan(&arm(mode, HitRatio::Clamp, true), H200, POOL_27B).unwrap();
-            assert_eq!((p.reserve_bytes, p.window_bytes), (0, 0), "{mode:?}");
+            let p = plan(&arm(mode, HitRatio::Clamp, true), H200, &wide).unwrap();
+            assert_eq!((p.reserve_bytes, p.window_bytes()), (0, 0), "{mode:?}");
             let m = p.guard.expect("guard fired");
             assert!(
                 m.contains("307,888,128 B")
@@ -686,35 +978,40 @@ mod tests {
                 "{m}"
             );
         }
-        let edge = plan(
-            &arm(L2Mode::Window, HitRatio::Clamp, true),
-            H200,
-            H200.max_window,
-        )
-        .unwrap();
-        assert_eq!((edge.window_bytes, edge.guard), (H200.max_window, None));
-        let wider = plan(
-            &arm(L2Mode::Window, HitRatio::Clamp, true),
-            H200,
-            H200.max_window + 1,
-        )
-        .unwrap();
-        assert!(wider.guard.is_some());
+        let fits = L2Limits {
+            max_window: POOL_35B,
+            ..H200
+        };
+        let map = a35b(PoolLayout::ByLayer);
+        let edge = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), fits, &map).unwrap();
+        assert_eq!((edge.window_bytes(), edge.guard), (POOL_35B, None));
+        let narrower = L2Limits {
+            max_window: POOL_35B - 1,
+            ..H200
+        };
+        let p = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), narrower, &map).unwrap();
+        assert!(p.guard.is_some());
+        // The guard judges the window, not the pool: one slot fits where the pool does not.
+        let slot = window(L2Mode::Window, L2Window::Slot, ReserveSize::Max);
+        let p = plan(&slot, narrower, &a35b(PoolLayout::BySlot)).unwrap();
+        assert_eq!((p.window_bytes(), p.guard), (HALF_35B, None));
     }
 
     #[test]
     fn unguarded_plan_sends_the_wide_window() {
-        let p = plan(&arm(L2Mode::Window, HitRatio::Clamp, false), H200, POOL_27B).unwrap();
+        let p = plan(&arm(L2Mode::Window, HitRatio::Clamp, false), H200, &a27b()).unwrap();
         assert_eq!(
-            (p.reserve_bytes, p.window_bytes, p.guard),
-            (39_321_600, POOL_27B, None)
+            (p.reserve_bytes, p.window_bytes(), p.guard),
+            (39_321_600, 307_888_128, None)
         );
-        assert_eq!(p.hit_ratio, (39_321_600f64 / POOL_27B as f64) as f32);
+        assert_eq!(p.hit_ratio, (39_321_600f64 / 307_888_128f64) as f32);
     }
 
     #[test]
     fn plan_rejects_an_empty_pool_and_a_device_without_persistence() {
-        let e = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), H200, 0)
+        let mut empty = a35b(PoolLayout::ByLayer);
+        empty.layers = 0;
+        let e = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), H200, &empty)
             .unwrap_err()
             .to_string();
         assert!(
@@ -724,11 +1021,12 @@ mod tests {
         let none = L2Limits {
             persisting_max: 0,
             max_window: 0,
+            granularity: 1,
         };
         let e = plan(
             &arm(L2Mode::ReserveOnly, HitRatio::Clamp, true),
             none,
-            POOL_35B,
+            &a35b(PoolLayout::ByLayer),
         )
         .unwrap_err()
         .to_string();
@@ -742,12 +1040,9 @@ mod tests {
     fn audit_row_matches_its_columns() {
         let audit = L2Audit {
             arm: L2Mode::Window,
-            window: Some(Window {
-                base: 0x1000,
-                bytes: POOL_35B,
-                hit_ratio: 0.5,
-                persisting: true,
-            }),
+            extent: L2Window::Slot,
+            windows: vec![extent(0, HALF_35B), extent(HALF_35B, HALF_35B)],
+            hit_ratio: 0.5,
             reserve_bytes: 39_321_600,
             kernel_nodes: 61,
             windowed_nodes: 61,
@@ -755,16 +1050,27 @@ mod tests {
         };
         assert_eq!(
             audit.values(),
-            ["window", "128778240", "39321600", "0.5", "61", "61", "0"]
+            [
+                "window",
+                "slot",
+                "0;64389120",
+                "64389120;64389120",
+                "39321600",
+                "0.5",
+                "61",
+                "61",
+                "0"
+            ]
         );
         let off = L2Audit {
             arm: L2Mode::Off,
-            window: None,
+            windows: vec![],
+            hit_ratio: 0.0,
             guard_fired: true,
             ..audit
         };
-        assert_eq!(off.values()[1..4], ["0", "39321600", "0"]);
-        assert_eq!(off.values()[6], "1");
+        assert_eq!(off.values()[2..6], ["0", "0", "39321600", "0"]);
+        assert_eq!(off.values()[8], "1");
         assert_eq!(L2Audit::COLUMNS.len(), off.values().len());
     }
 

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use engine::backend::Backend;
-use engine::config::ModelConfig;
+use engine::config::{Ffn, ModelConfig};
 use engine::cpu::{CpuBackend, CpuMat};
 use engine::cuda::Gpu;
 use engine::model::Model;
@@ -134,4 +134,28 @@ pub fn f64s(x: &[f32]) -> Vec<f64> {
 pub fn one_at_a_time() -> MutexGuard<'static, ()> {
     static DEVICE: Mutex<()> = Mutex::new(());
     DEVICE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A small model in the shapes the CUDA kernels take (128-wide GDN heads).
+pub fn gpu_cfg() -> ModelConfig {
+    let mut c = ModelConfig::preset("small").unwrap();
+    c.name = "small-gpu".into();
+    c.vocab = 4096;
+    c.layers = 4;
+    (
+        c.gdn_key_heads,
+        c.gdn_value_heads,
+        c.gdn_key_dim,
+        c.gdn_value_dim,
+    ) = (2, 4, 128, 128);
+    (c.attn_heads, c.attn_kv_heads, c.attn_head_dim) = (8, 2, 64);
+    c.ffn = Ffn::Moe {
+        experts: 16,
+        top_k: 4,
+        expert_size: 64,
+        shared_size: 64,
+    };
+    c.max_context = 512;
+    c.validate().unwrap();
+    c
 }
