@@ -281,7 +281,7 @@ pub const L2_WINDOW: Variable<L2Window> = Variable {
 /// The persisting reserve `ENGINE_L2_RESERVE` asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReserveSize {
-    /// min(persistingL2CacheMaxSize, pool).
+    /// min(persistingL2CacheMaxSize, pool), in whole granules.
     Max,
     /// This many bytes, rounded up to the device's granularity.
     Bytes(usize),
@@ -383,7 +383,7 @@ fn reserve_help() -> String {
         "max",
         "the persisting L2 reserve of window, reserve-only and structural-zero, rounded up to \
          the device's granularity (L2/16) and said on stderr; max: min(persistingL2CacheMaxSize, \
-         pool); above persistingL2CacheMaxSize is an error",
+         pool) in whole granules; above persistingL2CacheMaxSize is an error",
         vec![],
     )
 }

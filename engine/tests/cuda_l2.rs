@@ -489,11 +489,13 @@ fn unguarded_wide_window_reaches_the_driver_and_is_reported() {
 }
 
 /// The reserve a plan takes for `size` over a pool of `pool_bytes`.
+/// (The driver holds whole granules: a pool smaller than one takes one.)
 fn planned_reserve(gpu: &Gpu, size: ReserveSize, pool_bytes: usize) -> usize {
-    match size {
+    let bytes = match size {
         ReserveSize::Max => gpu.info.persisting_l2_max_bytes.min(pool_bytes),
-        ReserveSize::Bytes(b) => b.div_ceil(granule(gpu)) * granule(gpu),
-    }
+        ReserveSize::Bytes(b) => b,
+    };
+    (bytes.div_ceil(granule(gpu)) * granule(gpu)).min(gpu.info.persisting_l2_max_bytes)
 }
 
 #[test]

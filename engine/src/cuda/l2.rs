@@ -170,14 +170,22 @@ fn extents(window: L2Window, map: &PoolMap) -> Result<[Extent; 2]> {
     Ok([one(0)?, one(1)?])
 }
 
-/// The reserve in bytes, and the bytes asked for when rounding changed them.
+/// The reserve in bytes, and the bytes asked for when rounding changed them. The driver
+/// holds the limit in whole granules (a pool of 1.6 MB reads back as one 3.75 MiB granule on
+/// the H200), so the plan rounds up too and says what the device will hold.
 fn reserve(
     size: ReserveSize,
     limits: L2Limits,
     pool_bytes: usize,
 ) -> Result<(usize, Option<usize>)> {
+    let in_granules = |bytes: usize| {
+        bytes
+            .div_ceil(limits.granularity)
+            .saturating_mul(limits.granularity)
+            .min(limits.persisting_max)
+    };
     let asked = match size {
-        ReserveSize::Max => return Ok((limits.persisting_max.min(pool_bytes), None)),
+        ReserveSize::Max => return Ok((in_granules(limits.persisting_max.min(pool_bytes)), None)),
         ReserveSize::Bytes(b) => b,
     };
     ensure!(
@@ -188,10 +196,7 @@ fn reserve(
         grouped(limits.persisting_max),
         limits.persisting_max
     );
-    let rounded = asked
-        .div_ceil(limits.granularity)
-        .saturating_mul(limits.granularity)
-        .min(limits.persisting_max);
+    let rounded = in_granules(asked);
     Ok((rounded, (rounded != asked).then_some(asked)))
 }
 
@@ -924,6 +929,18 @@ mod tests {
             ReserveSize::Bytes(9 * g + 1),
         );
         assert_eq!(plan(&a, odd, &map).unwrap().reserve_bytes, 10 * g - 5);
+    }
+
+    #[test]
+    fn max_over_a_pool_smaller_than_the_maximum_takes_whole_granules() {
+        let mut small = a35b(PoolLayout::ByLayer);
+        small.layers = 1; // 4,292,608 B: one granule and a bit
+        let p = plan(&arm(L2Mode::Window, HitRatio::Clamp, true), H200, &small).unwrap();
+        assert_eq!(
+            (p.reserve_bytes, p.reserve_asked),
+            (2 * H200.granularity, None)
+        );
+        assert_eq!(p.hit_ratio, 1.0);
     }
 
     #[test]
