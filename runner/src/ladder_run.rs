@@ -159,6 +159,8 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         log_path,
         signal,
         engine_columns: None,
+        header_binary: None,
+        extra_said: Vec::new(),
         checks: Default::default(),
         cells: 0,
         summary: order
@@ -307,6 +309,10 @@ struct Run<'a> {
     signal: Arc<AtomicUsize>,
     /// The engine's columns, known once the first cell has printed them.
     engine_columns: Option<Vec<String>>,
+    /// The binary (blake3) of the cell that fixed the columns.
+    header_binary: Option<String>,
+    /// Arms already said to print columns the header lacks.
+    extra_said: Vec<usize>,
     checks: crate::cell_check::CellChecks,
     cells: usize,
     summary: Vec<ArmSummary>,
@@ -498,7 +504,7 @@ impl Run<'_> {
             return Err(e.clone());
         }
         let engine = parsed.map(|p| p.expect("errors returned above"));
-        self.check_columns(engine.as_ref(), &at)?;
+        let engine = self.fit_columns(engine, cell, &at)?;
         let rows = self.rows(cell, &result, engine.as_ref(), &before, &after);
         self.writer
             .as_mut()
@@ -538,24 +544,75 @@ impl Run<'_> {
             .map_err(|e| format!("cannot write the side log {}: {e}", self.log_path.display()))
     }
 
-    /// The first cell fixes the header; every later cell must print the same columns.
-    fn check_columns(&mut self, engine: Option<&CellOutput>, at: &str) -> Result<(), String> {
-        match (&self.engine_columns, engine) {
-            (None, Some(out)) => {
-                self.check_declared_columns(&out.columns)?;
-                self.engine_columns = Some(out.columns.clone());
-                self.write_header()
+    /// The first cell fixes the header; every later cell must print the same columns, unless
+    /// its arm runs another binary than that cell's (a build against a build whose output
+    /// gained or lost a column). Such a cell must print every column the spec reads; its
+    /// values go under the header's columns, empty where it printed none, and columns the
+    /// header lacks are said once per arm on stderr and in the side log, and not stored.
+    fn fit_columns(
+        &mut self,
+        engine: Option<CellOutput>,
+        cell: Cell,
+        at: &str,
+    ) -> Result<Option<CellOutput>, String> {
+        let binary = &self.arms[cell.arm].binary.blake3;
+        let (first, out) = match (&self.engine_columns, engine) {
+            (None, engine) => {
+                let columns = engine
+                    .as_ref()
+                    .map_or(Vec::new(), |out| out.columns.clone());
+                if engine.is_some() {
+                    self.check_declared_columns(&columns)?;
+                }
+                self.engine_columns = Some(columns);
+                self.header_binary = Some(binary.clone());
+                self.write_header()?;
+                return Ok(engine);
             }
-            (None, None) => {
-                self.engine_columns = Some(Vec::new());
-                self.write_header()
+            (Some(first), Some(out)) if *first != out.columns && !first.is_empty() => {
+                (first.clone(), out)
             }
-            (Some(first), Some(out)) if *first != out.columns && !first.is_empty() => Err(format!(
+            (_, engine) => return Ok(engine),
+        };
+        if self.header_binary.as_ref() == Some(binary) {
+            return Err(format!(
                 "{at} printed the columns {:?}, the first cell printed {:?}",
                 out.columns, first
-            )),
-            _ => Ok(()),
+            ));
         }
+        self.check_declared_columns(&out.columns)
+            .map_err(|e| format!("{at}: {e}"))?;
+        let extra: Vec<&String> = out.columns.iter().filter(|c| !first.contains(c)).collect();
+        if !extra.is_empty() && !self.extra_said.contains(&cell.arm) {
+            self.extra_said.push(cell.arm);
+            let line = format!(
+                "runner: arm {} runs another binary than the first cell's and prints columns the ladder file does not hold: {}; they are not stored\n",
+                self.order.arms[cell.arm],
+                extra.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
+            );
+            eprint!("{line}");
+            let _ = self.log.write_all(line.as_bytes());
+        }
+        let rows = out
+            .rows
+            .iter()
+            .map(|values| {
+                first
+                    .iter()
+                    .map(|c| {
+                        out.columns
+                            .iter()
+                            .position(|o| o == c)
+                            .and_then(|i| values.get(i).cloned())
+                            .unwrap_or_default()
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(Some(CellOutput {
+            columns: first,
+            rows,
+        }))
     }
 
     /// Every column the spec reads must be among those the engine printed.

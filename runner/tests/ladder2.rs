@@ -159,6 +159,80 @@ fn two_builds_are_two_arms_each_hashed_into_the_start_record() {
     assert!((speed("before") - 100.0).abs() < 1.0 && (speed("after") - 150.0).abs() < 1.0);
 }
 
+/// A shell script at `rel` that prints a one-row CSV (`printf` format `csv`).
+fn script(bench: &Bench, rel: &str, csv: &str) -> PathBuf {
+    let path = bench.path(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, format!("#!/bin/sh\nprintf '{csv}'\n")).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+fn builds_spec(before: &Path, after: &Path) -> String {
+    format!(
+        "command = [\"{b}\"]\noutput = \"csv\"\npasses = 3\n\n[[arm]]\nname = \"before\"\nrole = \"base\"\ncommand = [\"{b}\"]\n\n[[arm]]\nname = \"after\"\ncommand = [\"{a}\"]\n{TOK_S}",
+        b = before.display(),
+        a = after.display()
+    )
+}
+
+#[test]
+fn a_build_whose_output_gained_and_lost_columns_is_stored_by_column_name() {
+    let bench = Bench::new();
+    let before = script(&bench, "before.sh", "tok_s,old\\n100,x\\n");
+    let after = script(&bench, "after.sh", "new,tok_s,more\\ny,150,z\\n");
+    let out = bench.run(&bench.spec(&builds_spec(&before, &after)));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("arm after runs another binary")
+            && stderr(&out).contains("new, more")
+            && stderr(&out).matches("arm after runs").count() == 1,
+        "{}",
+        stderr(&out)
+    );
+    let ladder = bench.ladder();
+    assert_eq!(column(&ladder, "tok_s", "after"), ["150"; 3]);
+    assert_eq!(column(&ladder, "tok_s", "before"), ["100"; 3]);
+    assert_eq!(column(&ladder, "old", "after"), [""; 3]);
+    assert!(ladder.column("new").is_none());
+}
+
+#[test]
+fn one_binary_that_changes_its_columns_aborts_and_a_build_must_print_the_metric() {
+    let bench = Bench::new();
+    let moody = bench.path("moody.sh");
+    std::fs::write(
+        &moody,
+        "#!/bin/sh\nif [ \"$LADDER_ARM\" = b ]; then printf 'x,tok_s\\n1,2\\n'; else printf 'tok_s\\n2\\n'; fi\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&moody, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let body = format!(
+        "command = [\"{m}\"]\noutput = \"csv\"\npasses = 3\n\n[[arm]]\nname = \"a\"\nrole = \"base\"\n\n[[arm]]\nname = \"b\"\n{TOK_S}",
+        m = moody.display()
+    );
+    let out = bench.run(&bench.spec(&body));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "(arm b) printed the columns [\"x\", \"tok_s\"], the first cell printed [\"tok_s\"]"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let bench = Bench::new();
+    let before = script(&bench, "before.sh", "tok_s\\n100\\n");
+    let after = script(&bench, "after.sh", "speed\\n150\\n");
+    let out = bench.run(&bench.spec(&builds_spec(&before, &after)));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("(arm after)")
+            && stderr(&out).contains("the column \"tok_s\" is not among"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn args_arms_append_to_the_command_and_start_up_bytes_stay_equal() {
     let bench = Bench::new();
