@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Remakes every ladder report under reports/<study>/ from its ladder files in raw/, with the
-# analysis of this checkout: reports/<study>/<name>.md, its .json and its .svg figures.
+# analysis of this checkout: reports/<study>/<name>.md, its .json, its CSV summary and its .svg
+# figures.
 # Studies without ladder files (hand-written comparison loops from before the runner compared
 # builds) have no report to remake. Run from anywhere after `cargo build --release`.
 set -euo pipefail
@@ -9,12 +10,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 analyze=target/release/analyze
 [ -x "$analyze" ] || { echo "regenerate.sh: $analyze missing; run cargo build --release first" >&2; exit 1; }
 
-# report STUDY NAME FILES...: reports/STUDY/NAME.md and .json from FILES.
+# report STUDY NAME FILES...: reports/STUDY/NAME.md, .json and .csv from FILES.
 report() {
     local study=$1 name=$2
     shift 2
     mkdir -p "reports/$study"
-    "$analyze" report "$@" -o "reports/$study/$name.md" --json "reports/$study/$name.json"
+    "$analyze" report "$@" -o "reports/$study/$name.md" --json "reports/$study/$name.json" --csv "reports/$study/$name.csv"
 }
 
 report engine-fold-h200 engine-fold-h200 raw/engine-fold-h200_h200-08645f8.csv raw/engine-fold-h200_h200-12b278e.csv
@@ -31,3 +32,7 @@ report quickstart quickstart raw/quickstart_2core-47db777.csv raw/quickstart_2co
 report sort-locale sort-locale raw/sort-locale_2core-05b2cf2.csv
 report quickstart quickstart-738dd7a raw/quickstart_2core-738dd7a-1.csv raw/quickstart_2core-738dd7a-2.csv raw/quickstart_2core-738dd7a-3.csv raw/quickstart_2core-738dd7a-4.csv raw/quickstart_2core-738dd7a-5.csv
 report engine-builds-h200 engine-builds-h200 raw/engine-builds-h200_h200-7bdf93b-vm-card0.csv
+report l2-sweep-h200 l2-sweep-plain-h200 raw/l2-sweep-plain-h200_h200-133d95a.csv raw/l2-sweep-plain-h200_h200-133d95a-b.csv
+report l2-sweep-h200 l2-sweep-mtp-h200 raw/l2-sweep-mtp-h200_h200-133d95a.csv raw/l2-sweep-mtp-h200_h200-133d95a-b.csv
+report l2-off-builds-h200 l2-off-builds-h200 raw/l2-off-builds-h200_h200-33fc9aa.csv
+python3 reports/l2-sweep-h200/plot.py
