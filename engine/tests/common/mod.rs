@@ -43,15 +43,6 @@ pub fn prompt(seed: u64, len: usize) -> Vec<u32> {
     engine::bench::prompts(seed, 1, len, 512).remove(0)
 }
 
-/// Says why a device test does not run. Straight to stderr: libtest captures println!, and
-/// a skip must be seen.
-pub fn skip(reason: &str) {
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!("skipped: {reason}\n").as_bytes(),
-    );
-}
-
 /// The CUDA device shared by a test binary's tests. The tests that call it are
 /// `#[ignore = "needs a CUDA device"]` and run with `--ignored` on a GPU machine
 /// (`.ci/gpu-tests`), so a missing device is a failure here, never a silent pass.
