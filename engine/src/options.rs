@@ -254,7 +254,7 @@ pub const L2: Variable<L2Mode> = Variable {
 pub const L2_GUARD: Variable<Switch> = Variable {
     name: "ENGINE_L2_GUARD",
     default: Switch::On,
-    about: "on: a pool wider than accessPolicyMaxWindowSize installs nothing (said once on \
+    about: "on: a window wider than accessPolicyMaxWindowSize installs nothing (said once on \
             stderr); off: the request goes to the driver",
 };
 const L2_HIT_RATIO: &str = "ENGINE_L2_HIT_RATIO";
@@ -264,10 +264,10 @@ const L2_HIT_RATIO: &str = "ENGINE_L2_HIT_RATIO";
 pub enum L2Window {
     /// The whole state pool, both slots.
     Pool,
-    /// The state slot the graph's round reads (conv and recurrent state of every layer); a
-    /// layout that keeps each slot in one range (by-slot, by-slot-kind).
+    /// The state slot the graph's round reads (conv and recurrent state of every layer); needs
+    /// a layout that keeps each slot in one range (by-slot, by-slot-kind).
     Slot,
-    /// The recurrent state of the slot the round reads, without its conv state;
+    /// The recurrent state of the slot the round reads, without its conv state; needs
     /// ENGINE_POOL_LAYOUT=by-slot-kind.
     Recurrent,
 }
@@ -296,7 +296,7 @@ pub struct L2Arm {
     pub window: L2Window,
     pub reserve: ReserveSize,
     pub hit_ratio: HitRatio,
-    /// Install nothing when the pool is wider than one access-policy window.
+    /// Install nothing when the window is wider than one access-policy window allows.
     pub guard: bool,
 }
 
