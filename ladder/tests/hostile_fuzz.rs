@@ -5,6 +5,8 @@
 //!
 //! A normal `cargo test` runs 512 cases of each; `ABAB_FUZZ_CASES=200000` runs that many.
 
+mod common;
+
 use ladder::sample::{Sample, SampleArm};
 use ladder::spec::Spec;
 use ladder::verify::replay;
@@ -13,6 +15,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::LazyLock;
 
 fn cases() -> u32 {
     std::env::var("ABAB_FUZZ_CASES")
@@ -71,35 +74,18 @@ fn mutated_ladders_never_panic_the_reader() {
     eprintln!("fuzz: {} mutated ladders replayed", ran.into_inner());
 }
 
-const SPEC: &str = r#"name = "demo"
-command = ["engine", "bench"]
-passes = 4
-warmup_passes = 1
-order = "shuffle"
-seed = 3
-timeout_s = 60
-
-[env]
-COMMON = "1"
-
-[[arm]]
-name = "off"
-role = "base"
-env = { MODE = "off" }
-
-[[arm]]
-name = "on"
-env = { MODE = "on" }
-
-[[metric]]
-column = "tok_s"
-better = "higher"
-row = 0
-"#;
+/// The demo spec with an order, a seed, a timeout and a metric row added.
+static SPEC: LazyLock<String> = LazyLock::new(|| {
+    common::DEMO_SPEC.replacen(
+        "passes = 4\n",
+        "passes = 4\nwarmup_passes = 1\norder = \"shuffle\"\nseed = 3\ntimeout_s = 60\n",
+        1,
+    ) + "row = 0\n"
+});
 
 #[test]
 fn mutated_specs_never_panic_the_parser() {
-    Spec::parse(Path::new("demo.toml"), SPEC).unwrap();
+    Spec::parse(Path::new("demo.toml"), &SPEC).unwrap();
     let ran = AtomicUsize::new(0);
     runner()
         .run(&proptest::collection::vec(mutation(), 1..4), |mutations| {

@@ -1,63 +1,26 @@
 //! Hostile ladder files and a failing disk: the reader bounds everything by what the file
 //! holds, and the writer never leaves a torn row.
 
-use ladder::ladder_file::{
-    ArmRecord, BinaryRecord, HostRecord, LadderWriter, OrderRecord, Role, StartRecord, FORMAT,
-};
-use ladder::order::Scheme;
+mod common;
+
+use common::HEADER;
+use ladder::ladder_file::{LadderWriter, Role, StartRecord};
 use ladder::verify::{replay, DefectKind};
-use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The demo start record for `arms`, the first the base, the others plain arms.
 fn start(arms: &[String], passes: usize) -> StartRecord {
-    StartRecord {
-        format: FORMAT.into(),
-        ladder: "demo".into(),
-        tag: "t1".into(),
-        started: "2026-11-29T10:00:00.000000Z".into(),
-        order: OrderRecord {
-            scheme: Scheme::Rotate,
-            arms: arms.to_vec(),
-            passes,
-            seed: None,
-            looks: None,
-        },
-        warmup_passes: 1,
-        arms: arms
-            .iter()
-            .enumerate()
-            .map(|(i, name)| ArmRecord {
-                name: name.clone(),
-                role: if i == 0 { Role::Base } else { Role::Arm },
-                env: BTreeMap::new(),
-                argv: None,
-                binary: None,
-            })
-            .collect(),
-        spec: serde_json::json!({"name": "demo"}),
-        spec_blake3: "00".into(),
-        command: vec!["engine".into()],
-        binary: BinaryRecord {
-            path: "/bin/engine".into(),
-            blake3: "00".into(),
-        },
-        host: HostRecord {
-            hostname: "h".into(),
-            os: "linux".into(),
-            cpus: 2,
-            extra: Default::default(),
-        },
-        card: None,
-        extra: Default::default(),
-    }
+    let arms: Vec<(&str, Role)> = arms
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.as_str(), if i == 0 { Role::Base } else { Role::Arm }))
+        .collect();
+    common::start_record(&arms, passes)
 }
 
 fn names(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("arm{i}")).collect()
 }
-
-const HEADER: &str =
-    "ladder_pass,ladder_slot,ladder_arm,ladder_started,ladder_ended,ladder_exit,tok_s";
 
 fn row(pass: usize, slot: usize, arm: &str, k: usize) -> Vec<String> {
     vec![

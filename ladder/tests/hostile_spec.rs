@@ -1,29 +1,11 @@
 //! Specs that ask for what the runner could only find out mid-run, or never: each is refused
 //! by `Spec::parse`, before any file exists, with the spec's line and the rule.
 
+mod common;
+
+use common::DEMO_SPEC as GOOD;
 use ladder::spec::{Spec, SpecError};
 use std::path::Path;
-
-const GOOD: &str = r#"name = "demo"
-command = ["engine", "bench"]
-passes = 4
-
-[env]
-COMMON = "1"
-
-[[arm]]
-name = "off"
-role = "base"
-env = { MODE = "off" }
-
-[[arm]]
-name = "on"
-env = { MODE = "on" }
-
-[[metric]]
-column = "tok_s"
-better = "higher"
-"#;
 
 fn refused(text: &str) -> SpecError {
     Spec::parse(Path::new("ladders/demo.toml"), text).expect_err("the spec should be refused")

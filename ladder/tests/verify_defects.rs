@@ -1,60 +1,19 @@
 //! Every defect kind of LADDER-FORMAT.md, produced by mutating a clean file, is reported at
 //! the right line; and no input at all makes the verifier panic.
 
-use ladder::ladder_file::{
-    ArmRecord, BinaryRecord, EndRecord, HostRecord, LadderWriter, OrderRecord, Role, StartRecord,
-    FORMAT,
-};
-use ladder::order::Scheme;
+mod common;
+
+use ladder::ladder_file::{EndRecord, LadderWriter, Role, StartRecord};
 use ladder::verify::{replay, DefectKind};
 use proptest::prelude::*;
-use std::collections::BTreeMap;
 
 const ARMS: [&str; 3] = ["off", "on", "null"];
 const PASSES: usize = 3;
 
+/// The demo start record: arms `off` (the base), `on` and `null`, over three passes.
 fn start() -> StartRecord {
     let roles = [Role::Base, Role::Arm, Role::Null];
-    StartRecord {
-        format: FORMAT.into(),
-        ladder: "demo".into(),
-        tag: "t1".into(),
-        started: "2026-11-29T10:00:00.000000Z".into(),
-        order: OrderRecord {
-            scheme: Scheme::Rotate,
-            arms: ARMS.map(String::from).to_vec(),
-            passes: PASSES,
-            seed: None,
-            looks: None,
-        },
-        warmup_passes: 1,
-        arms: ARMS
-            .iter()
-            .zip(roles)
-            .map(|(name, role)| ArmRecord {
-                name: name.to_string(),
-                role,
-                env: BTreeMap::new(),
-                argv: None,
-                binary: None,
-            })
-            .collect(),
-        spec: serde_json::json!({"name": "demo"}),
-        spec_blake3: "00".into(),
-        command: vec!["engine".into()],
-        binary: BinaryRecord {
-            path: "/bin/engine".into(),
-            blake3: "00".into(),
-        },
-        host: HostRecord {
-            hostname: "h".into(),
-            os: "linux".into(),
-            cpus: 2,
-            extra: Default::default(),
-        },
-        card: None,
-        extra: Default::default(),
-    }
+    common::start_record(&ARMS.into_iter().zip(roles).collect::<Vec<_>>(), PASSES)
 }
 
 /// A clean ladder written by the real writer: 9 cells on lines 3..=11, done on line 12.
@@ -67,9 +26,13 @@ fn write_clean() -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("demo_t1.csv");
     let mut writer = LadderWriter::create(&path, &start()).unwrap();
-    let header = "ladder_pass,ladder_slot,ladder_arm,ladder_started,ladder_ended,ladder_exit,tok_s";
     writer
-        .write_header(&header.split(',').map(String::from).collect::<Vec<_>>())
+        .write_header(
+            &common::HEADER
+                .split(',')
+                .map(String::from)
+                .collect::<Vec<_>>(),
+        )
         .unwrap();
     for p in 0..PASSES {
         for s in 0..ARMS.len() {

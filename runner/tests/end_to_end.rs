@@ -1,41 +1,33 @@
 //! The runner end to end, against the stand-in engine in `examples/test_engine.rs`.
 
+mod common;
+
+use common::{copy_test_engine, runner, stderr, RunDir};
 use ladder::verify::{replay, DefectKind};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn runner() -> &'static str {
-    env!("CARGO_BIN_EXE_runner")
-}
-
-/// `cargo test` builds the examples beside the binaries.
-fn test_engine() -> PathBuf {
-    let path = Path::new(runner())
-        .parent()
-        .unwrap()
-        .join("examples/test_engine");
-    assert!(
-        path.is_file(),
-        "{} is missing: run the tests with cargo test",
-        path.display()
-    );
-    path
-}
 
 /// A spec in a fresh folder, with three arms whose speeds differ; `extra` goes into `[env]`.
 struct Ladder {
-    dir: tempfile::TempDir,
+    run_dir: RunDir,
     engine: PathBuf,
+}
+
+impl std::ops::Deref for Ladder {
+    type Target = RunDir;
+
+    fn deref(&self) -> &RunDir {
+        &self.run_dir
+    }
 }
 
 impl Ladder {
     fn new() -> Ladder {
-        let dir = tempfile::tempdir().unwrap();
+        let run_dir = RunDir::new("e2e");
         // A private copy, so that a test may replace it without touching the others.
-        let engine = dir.path().join("engine");
-        std::fs::copy(test_engine(), &engine).unwrap();
-        Ladder { dir, engine }
+        let engine = copy_test_engine(run_dir.dir.path());
+        Ladder { run_dir, engine }
     }
 
     fn spec(&self, top: &str, env: &str) -> PathBuf {
@@ -76,45 +68,6 @@ column = "digest"
         std::fs::write(&path, text).unwrap();
         path
     }
-
-    fn out(&self) -> PathBuf {
-        self.dir.path().join("raw")
-    }
-
-    fn file(&self) -> PathBuf {
-        self.out().join("e2e_t.csv")
-    }
-
-    fn command(&self, spec: &Path) -> Command {
-        let mut command = Command::new(runner());
-        command
-            .args(["run"])
-            .arg(spec)
-            .args(["--tag", "t", "--out"])
-            .arg(self.out());
-        command
-    }
-
-    fn run(&self, spec: &Path) -> Output {
-        self.command(spec).output().unwrap()
-    }
-
-    fn text(&self) -> String {
-        std::fs::read_to_string(self.file()).unwrap()
-    }
-
-    fn defect_kinds(&self) -> Vec<DefectKind> {
-        replay(self.text().as_bytes())
-            .verdict
-            .defects
-            .iter()
-            .map(|d| d.kind)
-            .collect()
-    }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]

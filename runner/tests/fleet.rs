@@ -1,46 +1,22 @@
 //! `runner fleet` on CPU slots, against the stand-in engine in `examples/test_engine.rs`.
 
+mod common;
+
+use common::{runner, write_test_engine_spec};
 use ladder::verify::replay;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn runner() -> &'static str {
-    env!("CARGO_BIN_EXE_runner")
-}
-
+/// Writes `fleet.toml`: two arms of the test engine on cards 0 and 1, each cell sleeping `sleep_ms`.
 fn spec(dir: &Path, sleep_ms: u32, passes: usize) -> PathBuf {
-    let engine = Path::new(runner())
-        .parent()
-        .unwrap()
-        .join("examples/test_engine");
-    let text = format!(
-        r#"name = "fleet"
-command = ["{}"]
-passes = {passes}
-cards = [0, 1]
-
-[env]
-TEST_SLEEP_MS = "{sleep_ms}"
-
-[[arm]]
-name = "off"
-role = "base"
-env = {{ TEST_SPEED = "100" }}
-
-[[arm]]
-name = "on"
-env = {{ TEST_SPEED = "101" }}
-
-[[metric]]
-column = "tok_s"
-better = "higher"
-"#,
-        engine.display()
-    );
-    let path = dir.join("fleet.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+    write_test_engine_spec(
+        dir,
+        "fleet",
+        passes,
+        "cards = [0, 1]\n",
+        &format!("TEST_SLEEP_MS = \"{sleep_ms}\""),
+    )
 }
 
 fn fleet(dir: &Path, spec: &Path) -> Command {

@@ -2,45 +2,22 @@
 //! made to fail, and the dependent report job. Needs `sbatch` and a running cluster, which
 //! `.ci/slurm-up` starts on one machine; `.ci/run` runs these with `--ignored`.
 
+mod common;
+
+use common::{runner, write_test_engine_spec};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn runner() -> &'static str {
-    env!("CARGO_BIN_EXE_runner")
-}
-
+/// Writes `replica.toml`: two arms of the test engine over 3 passes; array task 2 fails.
 fn write_spec(dir: &Path) -> PathBuf {
-    let engine = Path::new(runner())
-        .parent()
-        .unwrap()
-        .join("examples/test_engine");
-    let text = format!(
-        r#"name = "replica"
-command = ["{}"]
-passes = 3
-
-[env]
-TEST_FAIL_IF = "SLURM_ARRAY_TASK_ID=2"
-
-[[arm]]
-name = "off"
-role = "base"
-env = {{ TEST_SPEED = "100" }}
-
-[[arm]]
-name = "on"
-env = {{ TEST_SPEED = "101" }}
-
-[[metric]]
-column = "tok_s"
-better = "higher"
-"#,
-        engine.display()
-    );
-    let path = dir.join("replica.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+    write_test_engine_spec(
+        dir,
+        "replica",
+        3,
+        "",
+        "TEST_FAIL_IF = \"SLURM_ARRAY_TASK_ID=2\"",
+    )
 }
 
 /// Waits until Slurm no longer lists `job`.

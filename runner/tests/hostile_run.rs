@@ -2,6 +2,9 @@
 //! mid-run is refused before the ladder file exists, and every bad cell ends the ladder
 //! with an abort record that names it.
 
+mod common;
+
+use common::{runner, stderr, test_engine_path, RunDir};
 use ladder::verify::{replay, DefectKind};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -9,25 +12,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn runner() -> &'static str {
-    env!("CARGO_BIN_EXE_runner")
-}
-
-fn test_engine() -> PathBuf {
-    Path::new(runner())
-        .parent()
-        .unwrap()
-        .join("examples/test_engine")
-}
-
 struct Case {
-    dir: tempfile::TempDir,
+    run_dir: RunDir,
+}
+
+impl std::ops::Deref for Case {
+    type Target = RunDir;
+
+    fn deref(&self) -> &RunDir {
+        &self.run_dir
+    }
 }
 
 impl Case {
     fn new() -> Case {
         Case {
-            dir: tempfile::tempdir().unwrap(),
+            run_dir: RunDir::new("h"),
         }
     }
 
@@ -69,51 +69,16 @@ better = "higher"
     }
 
     fn engine_spec(&self, off_env: &str, on_env: &str, metric: &str) -> PathBuf {
-        self.spec(&test_engine(), 3, "", off_env, on_env, metric)
-    }
-
-    fn out(&self) -> PathBuf {
-        self.dir.path().join("raw")
-    }
-
-    fn file(&self) -> PathBuf {
-        self.out().join("h_t.csv")
-    }
-
-    fn command(&self, spec: &Path) -> Command {
-        let mut command = Command::new(runner());
-        command
-            .arg("run")
-            .arg(spec)
-            .args(["--tag", "t", "--out"])
-            .arg(self.out());
-        command
-    }
-
-    fn run(&self, spec: &Path) -> Output {
-        self.command(spec).output().unwrap()
-    }
-
-    fn text(&self) -> String {
-        std::fs::read_to_string(self.file()).unwrap()
+        self.spec(&test_engine_path(), 3, "", off_env, on_env, metric)
     }
 
     fn kinds(&self) -> Vec<DefectKind> {
-        replay(self.text().as_bytes())
-            .verdict
-            .defects
-            .iter()
-            .map(|d| d.kind)
-            .collect()
+        self.defect_kinds()
     }
 
     fn last_line(&self) -> String {
         self.text().lines().last().unwrap().to_string()
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A refusal before the run: exit 2, the message holds every `words`, and no file is left.
@@ -141,7 +106,7 @@ fn a_directory_as_the_command_is_called_a_directory_with_the_spec_line() {
 fn a_non_executable_command_is_refused_with_the_spec_line() {
     let case = Case::new();
     let engine = case.dir.path().join("engine");
-    std::fs::copy(test_engine(), &engine).unwrap();
+    std::fs::copy(test_engine_path(), &engine).unwrap();
     std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o644)).unwrap();
     let out = case.run(&case.spec(&engine, 3, "", "", "", ""));
     assert_refused_before_the_file(&case, &out, &["h.toml:2", "not executable"]);
@@ -150,7 +115,7 @@ fn a_non_executable_command_is_refused_with_the_spec_line() {
 #[test]
 fn spec_mistakes_found_only_mid_run_before_are_refused_before_the_file() {
     let case = Case::new();
-    let engine = test_engine();
+    let engine = test_engine_path();
     let refusals: [(&str, &str, &[&str]); 4] = [
         ("timeout_s = 1e20", "", &["h.toml:4", "7 days"]),
         ("", ", \"A=B\" = \"1\"", &["h.toml:9", "'='"]),
@@ -183,7 +148,14 @@ fn spec_mistakes_found_only_mid_run_before_are_refused_before_the_file() {
 #[test]
 fn plan_refuses_absurd_passes_instead_of_aborting() {
     let case = Case::new();
-    let spec = case.spec(&test_engine(), 9_223_372_036_854_775_807, "", "", "", "");
+    let spec = case.spec(
+        &test_engine_path(),
+        9_223_372_036_854_775_807,
+        "",
+        "",
+        "",
+        "",
+    );
     let out = Command::new(runner())
         .arg("plan")
         .arg(&spec)
@@ -306,7 +278,7 @@ fn sighup_writes_an_abort_record() {
 #[test]
 fn a_full_disk_stops_the_runner_with_the_file_name_and_no_torn_row() {
     let case = Case::new();
-    let spec = case.spec(&test_engine(), 40, "", "", "", "");
+    let spec = case.spec(&test_engine_path(), 40, "", "", "", "");
     let limit: u64 = 6_000;
     let mut command = case.command(&spec);
     // SAFETY: only async-signal-safe libc calls between fork and exec. SIGXFSZ ignored (the

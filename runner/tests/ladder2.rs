@@ -2,41 +2,34 @@
 //! are builds or carry their own arguments, cells as a user needs them, scans, `runner ab`
 //! and precision stopping.
 
+mod common;
+
+use common::{copy_test_engine, runner, stderr, test_engine, RunDir};
 use ladder::stop::{plan_of_ladder, Stopped};
 use ladder::verify::{replay, DefectKind, Ladder};
 use ladder::Spec;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn runner() -> &'static str {
-    env!("CARGO_BIN_EXE_runner")
-}
-
-fn test_engine() -> PathBuf {
-    let path = Path::new(runner())
-        .parent()
-        .unwrap()
-        .join("examples/test_engine");
-    assert!(
-        path.is_file(),
-        "{} is missing: run the tests with cargo test",
-        path.display()
-    );
-    path
-}
-
 /// A fresh folder holding a copy of the test engine.
 struct Bench {
-    dir: tempfile::TempDir,
+    run_dir: RunDir,
     engine: PathBuf,
+}
+
+impl std::ops::Deref for Bench {
+    type Target = RunDir;
+
+    fn deref(&self) -> &RunDir {
+        &self.run_dir
+    }
 }
 
 impl Bench {
     fn new() -> Bench {
-        let dir = tempfile::tempdir().unwrap();
-        let engine = dir.path().join("engine");
-        std::fs::copy(test_engine(), &engine).unwrap();
-        Bench { dir, engine }
+        let run_dir = RunDir::new("e2e");
+        let engine = copy_test_engine(run_dir.dir.path());
+        Bench { run_dir, engine }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -72,37 +65,11 @@ impl Bench {
         path
     }
 
-    fn out(&self) -> PathBuf {
-        self.path("raw")
-    }
-
-    fn run(&self, spec: &Path) -> Output {
-        Command::new(runner())
-            .arg("run")
-            .arg(spec)
-            .args(["--tag", "t", "--out"])
-            .arg(self.out())
-            .output()
-            .unwrap()
-    }
-
-    fn file(&self) -> PathBuf {
-        self.out().join("e2e_t.csv")
-    }
-
-    fn text(&self) -> String {
-        std::fs::read_to_string(self.file()).unwrap()
-    }
-
     fn ladder(&self) -> Ladder {
         let replayed = replay(self.text().as_bytes());
         assert!(replayed.verdict.connected, "{:?}", replayed.verdict.defects);
         replayed.ladder.unwrap()
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn stdout(out: &Output) -> String {

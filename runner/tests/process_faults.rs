@@ -2,13 +2,12 @@
 //! stdout open, a cell that pours out more than a benchmark prints, and a runner killed
 //! outright. None may hang the runner or outlive it.
 
+mod common;
+
+use common::{run_command, runner};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn runner() -> &'static str {
-    env!("CARGO_BIN_EXE_runner")
-}
 
 /// A two-arm csv spec whose cells run `sh -c SCRIPT`.
 fn spec(dir: &Path, script: &str, timeout_s: u32) -> PathBuf {
@@ -37,11 +36,7 @@ better = "higher"
 }
 
 fn run(dir: &Path, spec: &Path) -> Output {
-    Command::new(runner())
-        .arg("run")
-        .arg(spec)
-        .args(["--tag", "t", "--out"])
-        .arg(dir)
+    run_command(spec, dir)
         .stdin(Stdio::null())
         .output()
         .unwrap()
