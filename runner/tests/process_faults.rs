@@ -50,9 +50,15 @@ fn last_line(dir: &Path) -> String {
 #[test]
 fn a_process_in_another_session_holding_stdout_does_not_hang_the_runner() {
     let dir = tempfile::tempdir().unwrap();
-    let script = "setsid sleep 30 & echo tok_s; echo 100";
+    // The cell waits until the sleeper is in its own session (it writes the marker after
+    // setsid), so that the runner's kill of the cell's process group cannot catch it first.
+    let marker = dir.path().join("detached");
+    let script = format!(
+        "setsid sh -c 'touch \"$0\"; exec sleep 30' {m} & while [ ! -e {m} ]; do sleep 0.01; done; echo tok_s; echo 100",
+        m = marker.display()
+    );
     let clock = Instant::now();
-    let out = run(dir.path(), &spec(dir.path(), script, 60));
+    let out = run(dir.path(), &spec(dir.path(), &script, 60));
     assert!(
         clock.elapsed() < Duration::from_secs(20),
         "the runner waited on the held pipe"
