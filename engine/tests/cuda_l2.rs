@@ -534,14 +534,14 @@ fn every_decode_graph_carries_the_window_of_the_slot_its_round_reads() {
         assert_eq!(tokens, plain, "{extent:?}: the window changed a token");
         let b = &m.backend;
         let (pool, _) = b.state_pool();
-        let slots: std::collections::BTreeSet<_> = b.graph_slots().iter().copied().collect();
+        let slots: std::collections::BTreeSet<_> = b.graph_slots().into_iter().collect();
         assert_eq!(
             slots.len(),
             2,
             "the decode did not capture rounds reading both slots"
         );
         let reserve = planned_reserve(gpu, reserve, map.total_bytes());
-        for (graph, &live) in b.graphs().iter().zip(b.graph_slots()) {
+        for (graph, live) in b.graphs().iter().zip(b.graph_slots()) {
             let (offset, bytes) = match extent {
                 L2Window::Pool => (0, map.total_bytes()),
                 L2Window::Slot => map.slot_extent(live).unwrap(),

@@ -159,7 +159,6 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         log_path,
         signal,
         engine_columns: None,
-        header_binary: None,
         extra_said: Vec::new(),
         checks: Default::default(),
         cells: 0,
@@ -309,8 +308,6 @@ struct Run<'a> {
     signal: Arc<AtomicUsize>,
     /// The engine's columns, known once the first cell has printed them.
     engine_columns: Option<Vec<String>>,
-    /// The binary (blake3) of the cell that fixed the columns.
-    header_binary: Option<String>,
     /// Arms already said to print columns the header lacks.
     extra_said: Vec<usize>,
     checks: crate::cell_check::CellChecks,
@@ -565,7 +562,6 @@ impl Run<'_> {
                     self.check_declared_columns(&columns)?;
                 }
                 self.engine_columns = Some(columns);
-                self.header_binary = Some(binary.clone());
                 self.write_header()?;
                 return Ok(engine);
             }
@@ -574,7 +570,9 @@ impl Run<'_> {
             }
             (_, engine) => return Ok(engine),
         };
-        if self.header_binary.as_ref() == Some(binary) {
+        // The header came from the ladder's first cell.
+        let header_arm = self.order.cells().next().map(|c| c.arm);
+        if header_arm.map(|a| &self.arms[a].binary.blake3) == Some(binary) {
             return Err(format!(
                 "{at} printed the columns {:?}, the first cell printed {:?}",
                 out.columns, first

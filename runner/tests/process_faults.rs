@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{run_command, runner};
+use common::{run_command, runner, stderr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -42,7 +42,9 @@ fn run(dir: &Path, spec: &Path) -> Output {
         .unwrap()
 }
 
-fn last_line(dir: &Path) -> String {
+/// The ladder file's last line, once the runner has exited with status 1 (an abort).
+fn aborted(dir: &Path, out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
     let text = std::fs::read_to_string(dir.join("faults_t.csv")).unwrap();
     text.lines().last().unwrap().to_string()
 }
@@ -63,13 +65,7 @@ fn a_process_in_another_session_holding_stdout_does_not_hang_the_runner() {
         clock.elapsed() < Duration::from_secs(20),
         "the runner waited on the held pipe"
     );
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let last = last_line(dir.path());
+    let last = aborted(dir.path(), &out);
     assert!(
         last.starts_with("#ladder-abort ") && last.contains("stdout stayed open"),
         "{last}"
@@ -81,13 +77,7 @@ fn a_cell_printing_more_than_the_parse_limit_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let script = "echo tok_s; head -c 20000000 /dev/zero | tr '\\0' 1; echo";
     let out = run(dir.path(), &spec(dir.path(), script, 60));
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let last = last_line(dir.path());
+    let last = aborted(dir.path(), &out);
     assert!(
         last.contains("more than the 16 MiB the runner parses"),
         "{last}"

@@ -138,8 +138,6 @@ pub struct CudaBackend {
     error: Option<anyhow::Error>,
     prep: Option<Prepared>,
     graphs: Vec<CudaGraph>,
-    /// The state slot each graph's round reads: which window it carries.
-    graph_slots: Vec<usize>,
     graph_of: HashMap<GraphKey, Recorded>,
     profile: Option<Profile>,
     /// Device address and bytes of the state pool (the last one allocated).
@@ -176,7 +174,6 @@ impl CudaBackend {
             error: None,
             prep: None,
             graphs: Vec::new(),
-            graph_slots: Vec::new(),
             graph_of: HashMap::new(),
             profile: None,
             pool: (0, 0),
@@ -195,11 +192,7 @@ impl CudaBackend {
 
     /// What the captured graphs and the device hold under the L2 arm, read back.
     pub fn l2_audit(&self) -> Result<L2Audit> {
-        let graphs: Vec<_> = self
-            .graphs
-            .iter()
-            .zip(self.graph_slots.iter().copied())
-            .collect();
+        let graphs: Vec<_> = self.graphs.iter().zip(self.graph_slots()).collect();
         match &self.l2 {
             Some(l2) => l2.audit(&graphs),
             None => Ok(L2Audit::no_device()),
@@ -211,9 +204,14 @@ impl CudaBackend {
         &self.graphs
     }
 
-    /// The state slot each graph of [`CudaBackend::graphs`] reads.
-    pub fn graph_slots(&self) -> &[usize] {
-        &self.graph_slots
+    /// The state slot each graph of [`CudaBackend::graphs`] reads (part of the round's key:
+    /// the slot offsets are baked into its launches).
+    pub fn graph_slots(&self) -> Vec<usize> {
+        let mut slots = vec![0; self.graphs.len()];
+        for ((round, _), recorded) in &self.graph_of {
+            slots[recorded.graph] = round.live();
+        }
+        slots
     }
 
     /// The state pool's device address and size in bytes: the region an L2 access-policy
@@ -359,7 +357,6 @@ impl CudaBackend {
             },
         );
         b.graphs.push(graph);
-        b.graph_slots.push(key.0.live());
         Ok(())
     }
 
