@@ -2,8 +2,9 @@
 # Remakes every ladder report under reports/<study>/ from its ladder files in raw/, with the
 # analysis of this checkout: reports/<study>/<name>.md, its .json, its CSV summary and its .svg
 # figures.
-# Studies without ladder files (hand-written comparison loops from before the runner compared
-# builds) have no report to remake. Run from anywhere after `cargo build --release`.
+# Studies without ladder files (measurements, and in reports/archive/ the hand-written comparison
+# loops from before the runner compared builds) have no report to remake; reports/README.md lists
+# every study. Run from anywhere after `cargo build --release`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
