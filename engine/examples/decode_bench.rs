@@ -49,6 +49,7 @@ fn main() -> anyhow::Result<()> {
             prompts: 1,
             seed: 0,
             read_ceiling_gbs: None,
+            decode_pad_pct: None,
         };
         let r = pool.install(|| bench::run(&mut model, &plan))?;
         let label = k.map_or("plain".to_string(), |k| format!("mtp K={k}"));

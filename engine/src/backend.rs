@@ -12,6 +12,7 @@ use crate::state::PoolMap;
 use crate::synthetic::Init;
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, Weights};
 use anyhow::Result;
+use std::time::Duration;
 
 /// Where one GDN layer's state lives in the pool for one call: the slot read and the slot
 /// written (equal for an in-place update), as byte offsets into the pool.
@@ -140,6 +141,13 @@ pub trait Backend: Sized {
         let _ = (backend, key);
         body(m)
     }
+    /// The busy-wait that [`Backend::pad_round`] ends a round with from now on, in the rounds
+    /// recorded before too (`ENGINE_DECODE_PAD_PCT`). Called outside rounds, the first time
+    /// before the first round.
+    fn set_round_pad(&mut self, pad: Duration) -> Result<()>;
+    /// Waits the pad of [`Backend::set_round_pad`] once the work enqueued before has run: the
+    /// last operation of a padded decode round.
+    fn pad_round(&mut self);
     /// Zeroes the whole pool (a new sequence starts from a zero state).
     fn clear_pool(&mut self, pool: &mut Self::Pool);
     fn write_tokens(&mut self, dst: &mut Self::Tok, at: usize, host: &[u32]);

@@ -8,8 +8,8 @@ use crate::model::Model;
 use crate::options::Named;
 use crate::synthetic::prompt_token;
 use crate::tensors::{tensor_specs, Traffic};
-use anyhow::{bail, Result};
-use std::time::Instant;
+use anyhow::{bail, ensure, Result};
+use std::time::{Duration, Instant};
 
 /// What one bench run does (the model and backend are built by the caller).
 #[derive(Clone, Debug)]
@@ -26,6 +26,43 @@ pub struct BenchPlan {
     /// The device's read bandwidth in GB/s the decode is quoted against (measured at start
     /// or given), if known.
     pub read_ceiling_gbs: Option<f64>,
+    /// `ENGINE_DECODE_PAD_PCT`: every timed decode round padded by this percentage of the
+    /// warm-up's mean round; `None`: no pad.
+    pub decode_pad_pct: Option<f64>,
+}
+
+impl BenchPlan {
+    /// Refuses a plan that cannot run as asked, before anything is built or run.
+    pub fn check(&self) -> Result<()> {
+        if let (Some(pct), 0) = (self.decode_pad_pct, self.warmup) {
+            bail!(
+                "ENGINE_DECODE_PAD_PCT={pct} needs a warm-up repetition to time the decode rounds \
+                 it pads: pass --warmup 1 (or more), or unset ENGINE_DECODE_PAD_PCT"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The known-effect pad (`ENGINE_DECODE_PAD_PCT`) as the timed reps ran it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DecodePad {
+    /// The percentage asked.
+    pub pct: f64,
+    /// Decode seconds and decode rounds of the last warm-up rep (all its prompts). Earlier
+    /// warm-up reps are left out: the first also captures the backend's graphs and warms its
+    /// caches, which no timed rep does.
+    pub warmup_decode_seconds: f64,
+    pub warmup_rounds: u64,
+    /// The busy-wait that ended every timed round.
+    pub seconds: f64,
+}
+
+impl DecodePad {
+    /// The warm-up's mean round, of which the pad is `pct` %.
+    pub fn warmup_round_seconds(&self) -> f64 {
+        self.warmup_decode_seconds / self.warmup_rounds as f64
+    }
 }
 
 /// One rep over every prompt.
@@ -33,6 +70,8 @@ struct Rep {
     prefill_s: f64,
     decode_s: f64,
     spec: SpecStats,
+    /// Decode rounds ([`Model::rounds_run`]).
+    rounds: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -56,6 +95,8 @@ pub struct BenchResult {
     pub roofline_fraction: Option<f64>,
     /// The L2 arm as the decode graphs and the device hold it, read back after the run.
     pub l2: L2Audit,
+    /// The pad of every timed decode round, when `ENGINE_DECODE_PAD_PCT` asked for one.
+    pub decode_pad: Option<DecodePad>,
 }
 
 /// Bytes one decode round must move at a context of `ctx` positions, at bf16 weights and KV
@@ -146,10 +187,12 @@ fn rep<B: Backend>(
     prompts: &[Vec<u32>],
     outs: &mut [Vec<u32>],
 ) -> Result<Rep> {
+    let rounds_before = m.rounds_run();
     let mut r = Rep {
         prefill_s: 0.0,
         decode_s: 0.0,
         spec: SpecStats::default(),
+        rounds: 0,
     };
     for (p, out) in prompts.iter().zip(outs.iter_mut()) {
         let (pf, dc, spec) = generate(m, plan, p, out)?;
@@ -157,20 +200,54 @@ fn rep<B: Backend>(
         r.decode_s += dc;
         r.spec.add(spec);
     }
+    r.rounds = m.rounds_run() - rounds_before;
     Ok(r)
 }
 
+/// Pads every round from now on by `pct` % of the mean decode round of `warmup`, and says so.
+fn pad_timed_rounds<B: Backend>(m: &mut Model<B>, pct: f64, warmup: &Rep) -> Result<DecodePad> {
+    ensure!(
+        warmup.rounds > 0,
+        "ENGINE_DECODE_PAD_PCT: the warm-up ran no decode round to time"
+    );
+    let round = warmup.decode_s / warmup.rounds as f64;
+    let pad = Duration::from_secs_f64(pct / 100.0 * round);
+    m.pad_rounds(pad)?;
+    eprintln!(
+        "decode pad: {pct} % of {:.3} ms a round = {:.1} µs per round (ENGINE_DECODE_PAD_PCT)",
+        round * 1e3,
+        pad.as_secs_f64() * 1e6
+    );
+    Ok(DecodePad {
+        pct,
+        warmup_decode_seconds: warmup.decode_s,
+        warmup_rounds: warmup.rounds,
+        seconds: pad.as_secs_f64(),
+    })
+}
+
 pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult> {
+    plan.check()?;
     m.check_fit(plan.n_prompt, plan.n_gen)?;
     let prompts = prompts(plan.seed, plan.prompts, plan.n_prompt, m.cfg.vocab);
     let mut outs: Vec<Vec<u32>> = prompts
         .iter()
         .map(|_| Vec::with_capacity(plan.n_gen + 1))
         .collect();
+    if plan.decode_pad_pct.is_some() {
+        // The pad is there, at zero, from the first round: a backend that records rounds
+        // records it with them, and the warm-up times the rounds as the timed reps run them.
+        m.pad_rounds(Duration::ZERO)?;
+    }
+    let mut last_warmup = None;
     for w in 0..plan.warmup {
         eprintln!("warmup {}/{}", w + 1, plan.warmup);
-        rep(m, plan, &prompts, &mut outs)?;
+        last_warmup = Some(rep(m, plan, &prompts, &mut outs)?);
     }
+    let decode_pad = match (plan.decode_pad_pct, &last_warmup) {
+        (Some(pct), Some(warmup)) => Some(pad_timed_rounds(m, pct, warmup)?),
+        _ => None,
+    };
     let before = m.backend.prefetch_counts();
     let mut reps = Vec::with_capacity(plan.reps);
     let mut first_tokens: Option<Vec<Vec<u32>>> = None;
@@ -236,6 +313,7 @@ pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult
         roofline_fraction,
         // The caller reads the device back for a GPU run; on the CPU there is none.
         l2: L2Audit::no_device(),
+        decode_pad,
     })
 }
 
@@ -253,7 +331,7 @@ impl BenchResult {
 prefill_seconds_mean,prefill_tok_s,decode_seconds_mean,decode_tok_s,total_seconds_mean,\
 spec,draft_tokens,spec_rounds,spec_fallback_steps,spec_acceptance_rate,output_digest,\
 state_pool_bytes,prefetch,pool_layout,prefetch_bytes_per_token,prefetch_walked_bytes_per_token,seed,bytes_per_round,read_ceiling_gbs,\
-roofline_fraction";
+roofline_fraction,decode_pad_pct,decode_pad_us";
 
     /// The CSV header: the run's columns, then the L2 audit's.
     pub fn header() -> String {
@@ -306,6 +384,12 @@ roofline_fraction";
                 .unwrap_or_default(),
             self.roofline_fraction
                 .map(|f| format!("{f:.4}"))
+                .unwrap_or_default(),
+            self.decode_pad
+                .map(|p| p.pct.to_string())
+                .unwrap_or_default(),
+            self.decode_pad
+                .map(|p| format!("{:.3}", p.seconds * 1e6))
                 .unwrap_or_default(),
         ];
         format!("{},{}", fields.join(","), self.l2.values().join(","))

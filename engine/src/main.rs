@@ -162,17 +162,6 @@ fn bench(args: &BenchArgs) -> Result<()> {
     let arm = Arm::from_env()?;
     let l2_arm = L2Arm::from_env()?;
     let gpu_options = GpuOptions::from_env()?;
-    let opened = args.model.backend(!args.no_cuda_graph, l2_arm)?;
-    // Everything runs on a pool worker, so the kernels' parallel splits use the worker's own
-    // queue (the global injector allocates every 63 jobs).
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.threads.unwrap_or(0) as usize)
-        .build()
-        .context("cannot start the worker threads")?;
-    let source = match &args.weights {
-        Some(path) => WeightSource::Safetensors(path.clone()),
-        None => WeightSource::Synthetic { seed: args.seed },
-    };
     let plan = BenchPlan {
         n_prompt: args.pg.0,
         n_gen: args.pg.1,
@@ -185,6 +174,19 @@ fn bench(args: &BenchArgs) -> Result<()> {
         prompts: args.prompts as usize,
         seed: args.seed,
         read_ceiling_gbs: args.read_ceiling_gbs,
+        decode_pad_pct: options::decode_pad_pct(&options::environment)?,
+    };
+    plan.check()?;
+    let opened = args.model.backend(!args.no_cuda_graph, l2_arm)?;
+    // Everything runs on a pool worker, so the kernels' parallel splits use the worker's own
+    // queue (the global injector allocates every 63 jobs).
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.unwrap_or(0) as usize)
+        .build()
+        .context("cannot start the worker threads")?;
+    let source = match &args.weights {
+        Some(path) => WeightSource::Safetensors(path.clone()),
+        None => WeightSource::Synthetic { seed: args.seed },
     };
     eprintln!(
         "building {} ({}) with prefetch={} pool_layout={}",

@@ -7,6 +7,7 @@ use crate::options::Arm;
 use crate::state::PoolMap;
 use crate::weights::{LayerWeights, Mixer, WeightSource, Weights};
 use anyhow::Result;
+use std::time::Duration;
 
 /// Activation buffers, `max_rows` rows each.
 pub(crate) struct Acts<B: Backend> {
@@ -77,6 +78,10 @@ pub struct Model<B: Backend> {
     pub(crate) mtp_queued: usize,
     /// Per layer: the index (among GDN layers) of the next GDN layer, if any.
     next_gdn: Vec<Option<usize>>,
+    /// Decode rounds run since the model was built ([`Model::rounds_run`]).
+    rounds: u64,
+    /// Whether every round ends with the backend's pad ([`Model::pad_rounds`]).
+    padded: bool,
 }
 
 /// Largest batch a round needs: the verify pass and the MTP catch-up.
@@ -173,6 +178,8 @@ impl<B: Backend> Model<B> {
             mtp_pos: 0,
             mtp_queued: 0,
             next_gdn,
+            rounds: 0,
+            padded: false,
         })
     }
 
@@ -181,10 +188,34 @@ impl<B: Backend> Model<B> {
         &mut self.backend
     }
 
-    /// Runs `body` as the decode round `key` at the current position (see [`Backend::round`]).
+    /// Runs `body` as the decode round `key` at the current position (see [`Backend::round`]),
+    /// ending with the pad once [`Model::pad_rounds`] has been called.
     pub(crate) fn round(&mut self, key: RoundKey, body: impl FnOnce(&mut Self)) {
         self.backend.set_positions(self.pos);
-        B::round(self, Self::backend_mut, key, body);
+        self.rounds += 1;
+        let padded = self.padded;
+        B::round(self, Self::backend_mut, key, |m| {
+            body(m);
+            if padded {
+                m.backend.pad_round();
+            }
+        });
+    }
+
+    /// Ends every decode round from now on with a busy-wait of `pad` (the known-effect
+    /// control, `ENGINE_DECODE_PAD_PCT`); a later call changes the length, in the rounds a
+    /// backend recorded before too. The first call must come before the first round, so that
+    /// every recorded round holds the pad.
+    pub fn pad_rounds(&mut self, pad: Duration) -> Result<()> {
+        self.backend.set_round_pad(pad)?;
+        self.padded = true;
+        Ok(())
+    }
+
+    /// Decode rounds run since the model was built: every plain step, and while speculating
+    /// every round, replay and fallback step (prefill runs none).
+    pub fn rounds_run(&self) -> u64 {
+        self.rounds
     }
 
     /// The first `rows` rows of the final normed hidden state of the last target pass.

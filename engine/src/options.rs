@@ -4,9 +4,10 @@
 //! The variables are environment variables, not flags, so that the runner's arms can set them
 //! around an unchanged command line. Three groups are read where they are needed: the CPU arm
 //! ([`Arm`]: state pool layout and prefetch), the L2 arm ([`L2Arm`]) and the GPU launch
-//! options ([`GpuOptions`]); `ENGINE_BACKEND` only when `--backend` is not given. Every
-//! variable, its values and its default are listed once, in [`VARIABLES`], which the readers
-//! and the help text share.
+//! options ([`GpuOptions`]); `ENGINE_BACKEND` only when `--backend` is not given, and
+//! `ENGINE_DECODE_PAD_PCT` ([`decode_pad_pct`]) by `engine bench`. Every variable, its values
+//! and its default are listed once, in [`VARIABLES`], which the readers and the help text
+//! share.
 
 use anyhow::{anyhow, Result};
 use clap::ValueEnum;
@@ -510,6 +511,45 @@ impl GpuOptions {
 }
 
 // ---------------------------------------------------------------------------------------
+// The known effect: `engine bench` pads every timed decode round by a share of the warm-up's
+// mean round, so that a ladder can check that its intervals recover a slowdown set in advance.
+
+const DECODE_PAD_PCT: &str = "ENGINE_DECODE_PAD_PCT";
+/// Ten times the round: a larger pad is a mistyped value, not a control.
+const MAX_DECODE_PAD_PCT: f64 = 1000.0;
+
+/// `ENGINE_DECODE_PAD_PCT`: the pad in percent of the warm-up's mean decode round, `None`
+/// when unset (no pad, and nothing of its mechanism in the decode).
+pub fn decode_pad_pct(lookup: Lookup) -> Result<Option<f64>> {
+    let Some(v) = lookup(DECODE_PAD_PCT) else {
+        return Ok(None);
+    };
+    match v.parse::<f64>() {
+        // `abs` reads `-0` as 0, which the range lets through.
+        Ok(pct) if (0.0..=MAX_DECODE_PAD_PCT).contains(&pct) => Ok(Some(pct.abs())),
+        _ => Err(anyhow!(
+            "invalid value `{v}` for environment variable {DECODE_PAD_PCT}; allowed: a percentage \
+             of the warm-up's mean decode round from 0 to {MAX_DECODE_PAD_PCT}, such as 5 or 0.1 \
+             (unset it for no pad)"
+        )),
+    }
+}
+
+fn decode_pad_help() -> String {
+    entry(
+        DECODE_PAD_PCT,
+        "PERCENT",
+        "unset",
+        "engine bench times the decode rounds of the last warm-up rep, then ends every timed \
+         decode round with a busy-wait of PERCENT % of their mean (CUDA: a spin kernel in each \
+         round's graph): decode tok/s changes by 100·(1/(1 + PERCENT/100) − 1) %, tokens and \
+         rounds do not; 0 keeps the spin with no wait (the mechanism's own cost); needs \
+         --warmup 1 or more; unset: no pad",
+        vec![],
+    )
+}
+
+// ---------------------------------------------------------------------------------------
 
 /// The help text: every variable, its values and its default (`engine options`, and after
 /// the help of `engine bench` and `engine info`).
@@ -539,6 +579,10 @@ pub fn help() -> String {
                 WEIGHT_PRELOAD.help(),
                 ROUTER_IN_OUT.help(),
             ],
+        ),
+        (
+            "A known effect on decode speed (engine bench, both backends)",
+            vec![decode_pad_help()],
         ),
     ];
     let mut s = String::from("Environment variables:\n");
@@ -809,6 +853,36 @@ mod tests {
     }
 
     #[test]
+    fn the_decode_pad_is_a_percentage_and_a_bad_one_names_the_variable() {
+        let read = |v: &str| decode_pad_pct(&table(&[("ENGINE_DECODE_PAD_PCT", v)]));
+        assert_eq!(decode_pad_pct(&table(&[])).unwrap(), None, "unset: no pad");
+        for (v, want) in [
+            ("5", 5.0),
+            ("0.1", 0.1),
+            ("0", 0.0),
+            ("1000", 1000.0),
+            ("1e1", 10.0),
+        ] {
+            assert_eq!(read(v).unwrap(), Some(want), "{v}");
+        }
+        let zero = read("-0").unwrap().unwrap();
+        assert!(zero == 0.0 && zero.is_sign_positive(), "-0 reads as 0");
+        for bad in [
+            "-1", "-0.5", "NaN", "nan", "inf", "-inf", "infinity", "1000.5", "1e9", "five", "5%",
+            "", " 5",
+        ] {
+            let e = read(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("ENGINE_DECODE_PAD_PCT")
+                    && e.contains(&format!("`{bad}`"))
+                    && e.contains("from 0 to 1000")
+                    && e.contains("unset it"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
     fn values_are_matched_exactly() {
         // Clap's parser would accept `ON` with ignore_case; the variables never did.
         assert!(PDL.read(&table(&[("ENGINE_PDL", "ON")])).is_err());
@@ -836,6 +910,7 @@ mod tests {
             "ENGINE_WEIGHT_PREFETCH=on|off   [default: off]",
             "ENGINE_WEIGHT_PRELOAD=on|off   [default: on]",
             "ENGINE_ROUTER_IN_OUT=on|off   [default: on]",
+            "ENGINE_DECODE_PAD_PCT=PERCENT   [default: unset]",
         ] {
             assert!(h.contains(line), "`{line}` missing from:\n{h}");
         }

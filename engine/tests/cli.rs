@@ -7,7 +7,8 @@ fn engine(args: &[&str], env: &[(&str, &str)]) -> Output {
     c.args(args)
         .env_remove("ENGINE_PREFETCH")
         .env_remove("ENGINE_POOL_LAYOUT")
-        .env_remove("ENGINE_BACKEND");
+        .env_remove("ENGINE_BACKEND")
+        .env_remove("ENGINE_DECODE_PAD_PCT");
     for (k, v) in env {
         c.env(k, v);
     }
@@ -31,6 +32,10 @@ fn fails(args: &[&str], env: &[(&str, &str)], needles: &[&str]) {
 
 const TINY: &[&str] = &[
     "bench", "--preset", "tiny", "-pg", "12,10", "-r", "2", "--warmup", "0",
+];
+/// [`TINY`] with a warm-up rep, which `ENGINE_DECODE_PAD_PCT` times.
+const TINY_WARM: &[&str] = &[
+    "bench", "--preset", "tiny", "-pg", "12,10", "-r", "2", "--warmup", "1",
 ];
 
 fn row(o: &Output) -> std::collections::HashMap<String, String> {
@@ -199,6 +204,77 @@ fn bad_input_is_named_with_the_allowed_values() {
     );
 }
 
+/// `ENGINE_DECODE_PAD_PCT`: two columns after the run's own, before the L2 audit's, empty
+/// when unset; the pad said once on stderr; the same tokens and rounds as without it.
+#[test]
+fn the_decode_pad_has_its_columns_and_changes_no_token() {
+    let args: Vec<&str> = TINY_WARM
+        .iter()
+        .copied()
+        .chain(["--spec", "mtp", "--draft-tokens", "2"])
+        .collect();
+    let base = engine(&args, &[]);
+    let header = String::from_utf8_lossy(&base.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        header.contains(",roofline_fraction,decode_pad_pct,decode_pad_us,l2_"),
+        "{header}"
+    );
+    let base = row(&base);
+    assert_eq!(
+        (&*base["decode_pad_pct"], &*base["decode_pad_us"]),
+        ("", "")
+    );
+    let o = engine(&args, &[("ENGINE_DECODE_PAD_PCT", "5")]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(
+        err.matches("decode pad: 5 % of ").count(),
+        1,
+        "the pad is said once: {err}"
+    );
+    assert!(
+        err.contains("µs per round (ENGINE_DECODE_PAD_PCT)"),
+        "{err}"
+    );
+    let padded = row(&o);
+    assert_eq!(padded["decode_pad_pct"], "5");
+    let us: f64 = padded["decode_pad_us"].parse().unwrap();
+    assert!(us > 0.0, "{us}");
+    for col in ["output_digest", "spec_rounds", "spec_fallback_steps"] {
+        assert_eq!(padded[col], base[col], "{col}");
+    }
+}
+
+/// A bad value, or a pad without a warm-up rep to time it on, stops the bench before it
+/// builds anything.
+#[test]
+fn the_decode_pad_is_refused_before_anything_runs() {
+    for bad in ["-1", "NaN", "inf", "1001", "five", ""] {
+        fails(
+            TINY_WARM,
+            &[("ENGINE_DECODE_PAD_PCT", bad)],
+            &[
+                "ENGINE_DECODE_PAD_PCT",
+                &format!("`{bad}`"),
+                "from 0 to 1000",
+            ],
+        );
+    }
+    fails(
+        TINY,
+        &[("ENGINE_DECODE_PAD_PCT", "5")],
+        &["ENGINE_DECODE_PAD_PCT=5", "warm-up", "--warmup 1"],
+    );
+    for (args, value) in [(TINY_WARM, "-1"), (TINY, "5")] {
+        let o = engine(args, &[("ENGINE_DECODE_PAD_PCT", value)]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("building"), "{value} built the model: {err}");
+    }
+}
+
 #[test]
 fn options_lists_every_variable_and_bench_help_too() {
     let o = engine(&["options"], &[]);
@@ -217,6 +293,7 @@ fn options_lists_every_variable_and_bench_help_too() {
         "ENGINE_WEIGHT_PREFETCH=",
         "ENGINE_WEIGHT_PRELOAD=",
         "ENGINE_ROUTER_IN_OUT=",
+        "ENGINE_DECODE_PAD_PCT=",
     ] {
         assert!(
             out.contains(var) && help.contains(var),

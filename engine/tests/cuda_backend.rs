@@ -6,6 +6,7 @@ mod common;
 
 use common::{generate, gpu_cfg as cfg, one_at_a_time, rand_vec};
 use engine::backend::{Backend, KvCache, OutFfn, SlotPair};
+use engine::bench::{self, BenchPlan};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::CpuBackend;
 use engine::cuda::{timeline, CudaBackend, FoldNorms, Gpu};
@@ -671,4 +672,77 @@ fn the_timeline_notes_every_launch_of_a_decode_and_changes_no_token() {
         out,
         "the timeline's kernels decode other tokens"
     );
+}
+
+/// `ENGINE_DECODE_PAD_PCT` through `engine bench`'s own loop, plain and speculative: P = 5
+/// against unset gives a decode tok/s ratio within 1.5 % of 1/1.05 (median of alternated runs;
+/// the tolerance also holds the spin node's own cost), with the same tokens and rounds. The
+/// cost of P = 0 (the node waiting nothing) against unset is printed.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_five_percent_pad_slows_the_decode_to_1_over_1_05() {
+    let _device = one_at_a_time();
+    let src = WeightSource::Synthetic { seed: 2 };
+    let arms = [None, Some(0.0), Some(5.0)];
+    for draft in [None, Some(3)] {
+        let plan = |decode_pad_pct| BenchPlan {
+            n_prompt: 32,
+            n_gen: 256,
+            reps: 3,
+            // The second warm-up rep, which the pad is timed on, captures no graph.
+            warmup: 2,
+            prefill_chunk: 16,
+            draft_tokens: draft,
+            prompts: 1,
+            seed: 2,
+            read_ceiling_gbs: None,
+            decode_pad_pct,
+        };
+        let mut models: Vec<_> = arms
+            .iter()
+            .map(|_| Model::new(cfg(), &src, Arm::default(), cuda(true), 16).unwrap())
+            .collect();
+        let mut seconds = vec![Vec::new(); arms.len()];
+        for pass in 0..5 {
+            for i in (0..arms.len()).map(|j| (pass + j) % arms.len()) {
+                let r = bench::run(&mut models[i], &plan(arms[i])).unwrap();
+                seconds[i].push((r.decode_seconds_mean, r.output_digest, r.spec));
+            }
+        }
+        let rounds: Vec<u64> = models.iter().map(|m| m.rounds_run()).collect();
+        assert!(
+            rounds.iter().all(|&r| r == rounds[0]),
+            "draft {draft:?}: rounds {rounds:?} for arms {arms:?}"
+        );
+        for (runs, pct) in seconds.iter().zip(arms) {
+            for (_, digest, spec) in runs {
+                assert_eq!(
+                    (digest, spec),
+                    (&seconds[0][0].1, &seconds[0][0].2),
+                    "draft {draft:?}, ENGINE_DECODE_PAD_PCT {pct:?}"
+                );
+            }
+        }
+        // Decode tok/s of arm `i` over unset's, pass by pass; the median.
+        let speed = |i: usize| {
+            let mut r: Vec<f64> = (0..seconds[0].len())
+                .map(|p| seconds[0][p].0 / seconds[i][p].0)
+                .collect();
+            r.sort_by(f64::total_cmp);
+            r[r.len() / 2]
+        };
+        let (zero, five) = (speed(1), speed(2));
+        eprintln!(
+            "draft {draft:?}: decode tok/s against unset: P = 0 (the spin node alone) {:+.3} %, \
+             P = 5 {:+.3} % (expected {:+.3} %; against P = 0: {:+.3} %)",
+            100.0 * (zero - 1.0),
+            100.0 * (five - 1.0),
+            100.0 * (1.0 / 1.05 - 1.0),
+            100.0 * (five / zero - 1.0)
+        );
+        assert!(
+            (five * 1.05 - 1.0).abs() <= 0.015,
+            "draft {draft:?}: P = 5 gives {five:.4} of the unpadded speed, expected 1/1.05"
+        );
+    }
 }

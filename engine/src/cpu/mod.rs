@@ -14,6 +14,7 @@ use kernels::{argmax, dot};
 use kernels::{inv_rms, l2_normalize, matmul, rms_norm_row, sigmoid, silu, softplus};
 use prefetch::Prefetcher;
 use rayon::prelude::*;
+use std::time::{Duration, Instant};
 
 pub struct CpuMat {
     pub rows: usize,
@@ -55,6 +56,8 @@ struct MoeScratch {
 pub struct CpuBackend {
     scratch: Scratch,
     prefetch: Prefetcher,
+    /// What [`Backend::pad_round`] waits (`ENGINE_DECODE_PAD_PCT`).
+    round_pad: Duration,
 }
 
 impl CpuBackend {
@@ -186,6 +189,20 @@ impl Backend for CpuBackend {
 
     fn read_buf(&mut self, src: &Vec<f32>, len: usize) -> Vec<f32> {
         src[..len].to_vec()
+    }
+
+    fn set_round_pad(&mut self, pad: Duration) -> Result<()> {
+        self.round_pad = pad;
+        Ok(())
+    }
+
+    /// A spin, not a sleep: a sleep wakes up late by however long the scheduler takes, and
+    /// the pad must add what it says.
+    fn pad_round(&mut self) {
+        let start = Instant::now();
+        while start.elapsed() < self.round_pad {
+            std::hint::spin_loop();
+        }
     }
 
     fn clear_pool(&mut self, pool: &mut Vec<u32>) {

@@ -8,7 +8,7 @@
 //! [`Backend::feed_next`] advanced it), so a replayed round sees the new position.
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
@@ -149,6 +149,10 @@ pub struct CudaBackend {
     /// Per output projection (by its weights' device address) of a layer whose FFN is an MoE:
     /// the router carried through it (`ENGINE_ROUTER_IN_OUT`, [`Gpu::out_moe_at`]).
     through_out: HashMap<u64, RouterThroughOut>,
+    /// The nanoseconds the spin kernel of a padded round waits (`ENGINE_DECODE_PAD_PCT`), read
+    /// on the device so that every captured round replays the length last written; `None`
+    /// while no round is padded.
+    round_pad: Option<CudaSlice<u64>>,
     /// Seconds spent compiling or loading the kernels and opening the device.
     pub startup_seconds: f64,
 }
@@ -180,6 +184,7 @@ impl CudaBackend {
             l2_arm,
             l2: None,
             through_out: HashMap::new(),
+            round_pad: None,
             startup_seconds: 0.0,
         }
     }
@@ -1039,6 +1044,46 @@ impl Backend for CudaBackend {
         if let Err(e) = Self::capture(m, backend, key, body) {
             backend(m).error.get_or_insert(e);
         }
+    }
+
+    /// The length goes to the device by a copy on the stream, outside any graph, so that the
+    /// rounds queued before run with the old one and every round after with the new one.
+    fn set_round_pad(&mut self, pad: Duration) -> Result<()> {
+        let ns = u64::try_from(pad.as_nanos())
+            .with_context(|| format!("a decode pad of {pad:?} does not fit 64-bit nanoseconds"))?;
+        if self.round_pad.is_none() {
+            ensure!(
+                self.graphs.is_empty(),
+                "the decode pad must be set before the first round is captured: the {} graphs \
+                 captured so far hold no pad",
+                self.graphs.len()
+            );
+            self.round_pad = Some(
+                self.gpu
+                    .stream
+                    .alloc_zeros(1)
+                    .context("allocating the decode pad's length on the GPU")?,
+            );
+        }
+        let length = self.round_pad.as_mut().expect("allocated above");
+        self.gpu
+            .stream
+            .memcpy_htod(&[ns], length)
+            .context("writing the decode pad's length to the GPU")
+    }
+
+    fn pad_round(&mut self) {
+        self.op(
+            || "decode_pad".into(),
+            0,
+            |b| {
+                let length = b
+                    .round_pad
+                    .as_ref()
+                    .context("a round was padded before the pad was set")?;
+                b.gpu.decode_pad(length)
+            },
+        );
     }
 
     fn clear_pool(&mut self, pool: &mut CudaSlice<u8>) {

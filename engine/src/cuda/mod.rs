@@ -39,6 +39,7 @@ pub mod l2;
 pub mod launch;
 pub mod moe;
 pub mod nvrtc;
+pub mod pad;
 pub mod rmsnorm;
 pub mod synthetic;
 pub mod timeline;

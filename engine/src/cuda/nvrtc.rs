@@ -48,6 +48,7 @@ pub const KERNEL_FILES: &[KernelFile] = &[
     kernel_file!("gdn.cu", false),
     kernel_file!("attention.cu", true),
     kernel_file!("rows.cu", false),
+    kernel_file!("pad.cu", false),
 ];
 
 impl KernelFile {

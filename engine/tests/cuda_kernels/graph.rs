@@ -90,6 +90,27 @@ fn captured_round_replays_like_eager_launches() {
     );
 }
 
+/// The decode pad (kernels/pad.cu) captured at length 0 waits, in every replay, the length
+/// written after the capture: no less (the timer's granularity aside), and not much more.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_captured_pad_waits_the_length_written_after_capture() {
+    // Its own stream: capture must not record the other tests' launches.
+    let gpu = Gpu::new(0).unwrap();
+    let mut length = gpu.stream.alloc_zeros::<u64>(1).unwrap();
+    let graph = gpu.capture(|gpu| gpu.decode_pad(&length)).unwrap();
+    for ms in [2.0, 0.25, 0.0] {
+        let ns = (ms * 1e6) as u64;
+        gpu.stream.memcpy_htod(&[ns], &mut length).unwrap();
+        let took = gpu.time_median_ms(1, 7, || Ok(graph.launch()?)).unwrap();
+        println!("decode pad of {ms} ms: the graph took {took:.4} ms");
+        assert!(
+            took >= ms - 0.002 && took <= ms + 0.05,
+            "a pad of {ms} ms took {took} ms"
+        );
+    }
+}
+
 /// The stage-sync measurement the kernel bench prints: its handoffs check that every launch
 /// read the one before it complete and that no block passed a barrier early (an error
 /// otherwise), and each way of waiting costs at least an L2 round trip.
