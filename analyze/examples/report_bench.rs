@@ -10,7 +10,7 @@
 //! files in the same run and the ratio is printed.
 
 use analyze::analysis::ExtrasConfig;
-use analyze::report::{self, Options};
+use analyze::reading::{self, Options};
 use ladder::sample::{Sample, SampleArm};
 use ladder::Role;
 use std::path::PathBuf;
@@ -35,11 +35,12 @@ fn main() -> anyhow::Result<()> {
         allow_defects: false,
         extras: ExtrasConfig { resamples, seed: 1 },
         compare: Vec::new(),
+        margin_pct: None,
     };
     let out = dir.with_extension("json");
     let run = || -> anyhow::Result<(f64, f64)> {
         let clock = Instant::now();
-        let reading = report::read(&paths, &options)?;
+        let reading = reading::read(&paths, &options)?;
         let read_s = clock.elapsed().as_secs_f64();
         analyze::export::json::write(
             &reading,

@@ -10,9 +10,10 @@ use crate::extras;
 use crate::frames::{Grid, LadderInfo, LoadedFile, SeriesKind};
 use crate::identity::Identity;
 use crate::model::{Cells, OrderEffects};
-use crate::stats::{self, LogSeries, Spread, Summary};
+use crate::stats::{self, Summary};
 use crate::witness::Witness;
-use ladder::spec::{Better, MetricSpec};
+use ladder::spec::{ArmSpec, Better, Expected, MetricSpec};
+use ladder::stats::{log_ratio, mean, pct_of_log, LogSeries, Spread};
 use ladder::{Defect, Role};
 use serde::Serialize;
 use std::ops::Range;
@@ -30,24 +31,55 @@ pub struct ExtrasConfig {
 pub struct Design {
     pub names: Vec<String>,
     pub roles: Vec<Role>,
+    /// Each arm's known effect (known-effect arms only).
+    pub expected: Vec<Option<Expected>>,
     pub base: usize,
     pub noise_limit_pct: Option<f64>,
     pub equivalence_margin_pct: Option<f64>,
+    /// The control family's size `K`: every (control arm, metric) pair of the ladder.
+    pub family: usize,
 }
 
 impl Design {
+    /// The design of `arms` read on `metrics`; the family counts every pair in which the
+    /// arm is a control (METHOD.md "Controls").
+    pub fn new(
+        arms: &[ArmSpec],
+        metrics: &[MetricSpec],
+        noise_limit_pct: Option<f64>,
+        equivalence_margin_pct: Option<f64>,
+    ) -> Design {
+        let family = metrics
+            .iter()
+            .map(|m| arms.iter().filter(|a| a.controls(&m.column)).count())
+            .sum();
+        Design {
+            names: arms.iter().map(|a| a.name.clone()).collect(),
+            roles: arms.iter().map(|a| a.role).collect(),
+            expected: arms.iter().map(|a| a.expected_pct.clone()).collect(),
+            base: arms.iter().position(|a| a.role == Role::Base).unwrap_or(0),
+            noise_limit_pct,
+            equivalence_margin_pct,
+            family,
+        }
+    }
+
     fn arms(&self) -> usize {
         self.names.len()
     }
 
-    /// The controls' family size `k`: null and reflexive arms.
-    pub fn inert_controls(&self) -> usize {
-        self.roles.iter().filter(|r| r.is_inert_control()).count()
+    /// The level of each control's interval, `1 − 0.05/K`.
+    pub fn control_level(&self) -> f64 {
+        1.0 - 0.05 / self.family.max(1) as f64
     }
 
-    /// The level of each control's interval, `1 − 0.05/k`.
-    pub fn control_level(&self) -> f64 {
-        1.0 - 0.05 / self.inert_controls().max(1) as f64
+    /// Whether arm `a` is a control on `column`, and the effect it must show there.
+    fn control_on(&self, a: usize, column: &str) -> Option<f64> {
+        match self.roles[a] {
+            r if r.is_inert_control() => Some(0.0),
+            Role::KnownEffect => self.expected[a].as_ref().and_then(|e| e.on(column)),
+            _ => None,
+        }
     }
 }
 
@@ -76,6 +108,10 @@ pub struct LadderReport {
     pub witness: Option<Witness>,
     /// The spec's `[scan]`: the scanned values in arm order, when there is one.
     pub scan: Option<Vec<String>>,
+    /// `K`, the (control arm, metric) pairs tested together (METHOD.md "Controls").
+    pub control_family: usize,
+    /// False when the equivalence margin was given to the report, not registered in the spec.
+    pub margin_registered: bool,
 }
 
 /// Where a `[stop]` ladder ended, and why.
@@ -211,6 +247,8 @@ pub struct ArmReading {
     /// Two-sided p of the one-sample t test of the log ratios, and Holm's adjusted p.
     pub p_value: f64,
     pub holm_p: f64,
+    /// The smallest effect this ladder could have detected with 80 % power (METHOD.md).
+    pub mde_pct: f64,
     pub deltas_pct: Vec<f64>,
     pub extras: Option<Extras>,
 }
@@ -242,14 +280,59 @@ pub struct Control {
     pub ci_low_pct: f64,
     pub ci_high_pct: f64,
     pub level: f64,
-    /// Null and reflexive: the interval at `level` contains 0. None for a structural zero,
-    /// which measures a cost instead.
+    /// Whether the control holds by `rule`. None for a structural zero, which measures a
+    /// cost instead.
     pub holds: Option<bool>,
-    /// With `equivalence_margin_pct`: `equivalent` or `too wide to tell`.
-    pub equivalence: Option<&'static str>,
+    /// The rule that decided: `contains 0`, `within ±margin` or `contains expected`; empty
+    /// for a structural zero.
+    pub rule: &'static str,
+    /// A known-effect arm's true effect on this metric.
+    pub expected_pct: Option<f64>,
+    /// False when the interval could not be computed: the control fails.
+    pub readable: bool,
     /// Structural zero: every real arm against it, the gain from where the mechanism points.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gains: Vec<Contrast>,
+}
+
+impl Control {
+    /// The control's reading in words: a head (`holds`, `does not hold`, `cannot be read`,
+    /// or what a structural zero measures) and why, by the rule that decided.
+    pub fn reading(&self, margin_pct: Option<f64>) -> (&'static str, String) {
+        let margin = margin_pct.unwrap_or(f64::NAN);
+        match (self.holds, self.rule) {
+            (None, _) => ("the cost of the mechanism alone", String::new()),
+            (Some(false), _) if !self.readable => (
+                "cannot be read",
+                "its interval could not be computed (too few paired passes, or a missing value); the ladder is disqualified".into(),
+            ),
+            (Some(true), "contains expected") => (
+                "holds",
+                format!("the interval contains the expected {:+.3} %", self.expected_pct.unwrap_or(f64::NAN)),
+            ),
+            (Some(false), "contains expected") => (
+                "does not hold",
+                format!("the interval misses the expected {:+.3} %: this ladder's intervals do not see a known effect right; the ladder is disqualified", self.expected_pct.unwrap_or(f64::NAN)),
+            ),
+            (Some(true), "within ±margin") => (
+                "holds",
+                format!("the interval lies within ±{margin} %"),
+            ),
+            (Some(false), "within ±margin") if self.ci_low_pct <= 0.0 && 0.0 <= self.ci_high_pct => (
+                "does not hold",
+                format!("the interval reaches beyond ±{margin} %: too wide to show the control holds; the ladder is disqualified"),
+            ),
+            (Some(false), "within ±margin") => (
+                "does not hold",
+                format!("the interval lies outside ±{margin} %; the ladder is disqualified by its own control"),
+            ),
+            (Some(true), _) => ("holds", "the interval contains 0".into()),
+            (Some(false), _) => (
+                "does not hold",
+                "the interval excludes 0; the ladder is disqualified by its own control".into(),
+            ),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -293,7 +376,7 @@ pub fn paired_logs(
     passes
         .filter_map(|p| {
             let (xa, xb) = (grid.value(p, a), grid.value(p, b));
-            (xa.is_finite() && xb.is_finite()).then(|| stats::log_ratio(better, xa, xb))
+            (xa.is_finite() && xb.is_finite()).then(|| log_ratio(better, xa, xb))
         })
         .collect()
 }
@@ -308,12 +391,15 @@ pub fn split_factors(t_base: f64, t_arm: f64, r_base: f64, r_arm: f64) -> (f64, 
     )
 }
 
-/// Reads one loaded file. `grids` and `spreads` are its series' grids and base spreads.
+/// Reads one loaded file. `grids` and `spreads` are its series' grids and base spreads;
+/// `margin_pct` is an equivalence margin given after the run, used only where the spec
+/// registered none.
 pub fn read(
     file: &LoadedFile,
     grids: &[Grid],
     spreads: &[f64],
     extras: ExtrasConfig,
+    margin_pct: Option<f64>,
 ) -> LadderReport {
     let verdict = &file.verdict;
     let mut report = LadderReport {
@@ -337,6 +423,8 @@ pub fn read(
         run: None,
         witness: None,
         scan: None,
+        control_family: 0,
+        margin_registered: true,
     };
     if !verdict.connected {
         report.disqualified_by.push("not-connected".into());
@@ -357,7 +445,9 @@ pub fn read(
     report.analysis_passes = passes.len();
     report.stopped = stop_point(info);
     let spread = spread_rule(info);
-    let design = design(info);
+    let design = design(info, margin_pct);
+    report.control_family = design.family;
+    report.margin_registered = info.spec.equivalence_margin_pct.is_some() || margin_pct.is_none();
     for (series, kind) in info.series.iter().enumerate() {
         if let SeriesKind::Metric(i) = kind {
             let metric = &info.metrics[*i];
@@ -388,14 +478,18 @@ pub fn read(
 }
 
 /// The arms, roles and limits of a loaded ladder.
-pub fn design(info: &LadderInfo) -> Design {
-    Design {
-        names: info.start.arms.iter().map(|a| a.name.clone()).collect(),
-        roles: info.start.arms.iter().map(|a| a.role).collect(),
-        base: info.start.base_index(),
-        noise_limit_pct: info.spec.noise_limit_pct,
-        equivalence_margin_pct: info.spec.equivalence_margin_pct,
-    }
+pub fn design(info: &LadderInfo, margin_pct: Option<f64>) -> Design {
+    let mut design = Design::new(
+        &info.spec.arms,
+        &info.metrics,
+        info.spec.noise_limit_pct,
+        info.spec.equivalence_margin_pct.or(margin_pct),
+    );
+    // The start record's arms are the ones that ran (a `[scan]` spec's arms included).
+    design.names = info.start.arms.iter().map(|a| a.name.clone()).collect();
+    design.roles = info.start.arms.iter().map(|a| a.role).collect();
+    design.base = info.start.base_index();
+    design
 }
 
 /// Under `[stop]` every interval uses the first look's spread.
@@ -499,7 +593,7 @@ pub fn read_metric(
         .iter()
         .map(|&a| {
             let l = logs(a, base);
-            let deltas: Vec<f64> = l.iter().map(|&x| stats::pct_of_log(x)).collect();
+            let deltas: Vec<f64> = l.iter().map(|&x| pct_of_log(x)).collect();
             let extras = extras.map(|(config, seeds)| {
                 let names = [
                     seeds.ladder,
@@ -509,12 +603,14 @@ pub fn read_metric(
                 ];
                 extras_of(&deltas, config, extras::quantity_seed(config.seed, &names))
             });
+            let series = LogSeries::of(&l, spread);
             ArmReading {
                 arm: names[a].clone(),
                 role: design.roles[a],
                 against: names[base].clone(),
                 figures: Summary::of(&l, spread).into(),
-                p_value: LogSeries::of(&l, spread).p_value(),
+                p_value: series.p_value(),
+                mde_pct: series.mde_pct(),
                 holm_verdict: "not resolved",
                 holm_p: f64::NAN,
                 deltas_pct: deltas,
@@ -533,8 +629,11 @@ pub fn read_metric(
         .collect();
     let controls = others
         .iter()
-        .filter(|&&a| design.roles[a].is_inert_control() || design.roles[a] == Role::StructuralZero)
-        .map(|&a| control(design, a, &logs(a, base), spread, &contrast))
+        .filter(|&&a| {
+            design.control_on(a, &metric.column).is_some()
+                || design.roles[a] == Role::StructuralZero
+        })
+        .map(|&a| control(design, a, &metric.column, &logs(a, base), spread, &contrast))
         .collect();
     let cells = model_cells(grid, metric.better, passes.clone());
     let paired_noise_pct = cells.as_ref().map_or(f64::NAN, Cells::paired_noise_pct);
@@ -564,52 +663,53 @@ pub fn read_metric(
 fn control(
     design: &Design,
     a: usize,
+    column: &str,
     logs: &[f64],
     spread: Spread,
     contrast: &dyn Fn(usize, usize) -> Contrast,
 ) -> Control {
     let series = LogSeries::of(logs, spread);
     let role = design.roles[a];
-    if role == Role::StructuralZero {
-        let (lo, hi) = series.interval(0.95);
-        let real = (0..design.arms()).filter(|&r| design.roles[r] == Role::Arm);
-        return Control {
-            arm: design.names[a].clone(),
-            role,
-            estimate_pct: stats::pct_of_log(series.mean),
-            ci_low_pct: lo,
-            ci_high_pct: hi,
-            level: 0.95,
-            holds: None,
-            equivalence: None,
-            gains: real.map(|r| contrast(r, a)).collect(),
-        };
-    }
-    let level = design.control_level();
-    let (lo, hi) = series.interval(level);
-    let holds = if lo.is_finite() && hi.is_finite() {
-        lo <= 0.0 && 0.0 <= hi
+    let expected = design.control_on(a, column);
+    let level = if expected.is_some() {
+        design.control_level()
     } else {
-        true
+        0.95
     };
-    let equivalence = design.equivalence_margin_pct.map(|margin| {
-        if -margin <= lo && hi <= margin {
-            "equivalent"
-        } else {
-            "too wide to tell"
-        }
-    });
-    Control {
+    let (lo, hi) = series.interval(level);
+    let readable = lo.is_finite() && hi.is_finite();
+    let mut c = Control {
         arm: design.names[a].clone(),
         role,
-        estimate_pct: stats::pct_of_log(series.mean),
+        estimate_pct: pct_of_log(series.mean),
         ci_low_pct: lo,
         ci_high_pct: hi,
         level,
-        holds: Some(holds),
-        equivalence,
+        holds: None,
+        rule: "",
+        expected_pct: expected.filter(|_| role == Role::KnownEffect),
+        readable,
         gains: Vec::new(),
+    };
+    match (expected, design.equivalence_margin_pct) {
+        (None, _) => {
+            let real = (0..design.arms()).filter(|&r| design.roles[r] == Role::Arm);
+            c.gains = real.map(|r| contrast(r, a)).collect();
+        }
+        (Some(e), _) if role == Role::KnownEffect => {
+            c.rule = "contains expected";
+            c.holds = Some(readable && lo <= e && e <= hi);
+        }
+        (Some(_), None) => {
+            c.rule = "contains 0";
+            c.holds = Some(readable && lo <= 0.0 && 0.0 <= hi);
+        }
+        (Some(_), Some(margin)) => {
+            c.rule = "within ±margin";
+            c.holds = Some(readable && -margin <= lo && hi <= margin);
+        }
     }
+    c
 }
 
 /// The complete analysis passes of a grid as the models read them, oriented so that a
@@ -662,8 +762,9 @@ fn extras_of(deltas: &[f64], config: ExtrasConfig, seed: u64) -> Extras {
     }
 }
 
-/// `noise-limit` when a metric's paired noise exceeds the pre-registered limit, and
-/// `control:<arm>` once for each null or reflexive arm that does not hold on some metric.
+/// `noise-limit` when a metric's paired noise exceeds the pre-registered limit, and once for
+/// each control arm that fails on some metric: `control:<arm>`, or `control-unreadable:<arm>`
+/// when its interval could not be computed.
 pub fn disqualifications(metrics: &[MetricReport]) -> Vec<String> {
     let mut reasons = Vec::new();
     if metrics.iter().any(|m| !m.within_noise_limit) {
@@ -671,7 +772,12 @@ pub fn disqualifications(metrics: &[MetricReport]) -> Vec<String> {
     }
     for m in metrics {
         for c in m.controls.iter().filter(|c| c.holds == Some(false)) {
-            let reason = format!("control:{}", c.arm);
+            let kind = if c.readable {
+                "control"
+            } else {
+                "control-unreadable"
+            };
+            let reason = format!("{kind}:{}", c.arm);
             if !reasons.contains(&reason) {
                 reasons.push(reason);
             }
@@ -691,7 +797,7 @@ fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> Optio
     let (rounds, time) = (find(SeriesKind::Rounds)?, find(SeriesKind::Time)?);
     let base = info.start.base_index();
     let arms = &info.start.arms;
-    let geometric = |logs: &[f64]| stats::pct_of_log(stats::mean(logs));
+    let geometric = |logs: &[f64]| pct_of_log(mean(logs));
     let mut split_arms = Vec::new();
     for a in (0..arms.len()).filter(|&a| a != base) {
         let (mut total, mut count, mut speed) = (Vec::new(), Vec::new(), Vec::new());

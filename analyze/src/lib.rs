@@ -5,11 +5,13 @@
 pub mod across;
 pub mod analysis;
 pub mod calibrate;
+pub mod cli;
 pub mod export;
 pub mod extras;
 pub mod frames;
 pub mod identity;
 pub mod model;
+pub mod reading;
 pub mod report;
 pub mod split;
 pub mod stats;

@@ -29,12 +29,24 @@ pub const ORDER_ALPHA: f64 = 0.01;
 /// The position and carry-over tests of one metric, and the adjusted estimates.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct OrderEffects {
-    /// F test of "every β equal"; null when the design cannot tell slots apart.
+    /// F test of "every β equal"; null when the design cannot tell slots apart, or when the
+    /// model leaves no residual to test against.
     pub position_p: Option<f64>,
+    /// Whether the position test could be computed (a p-value above).
+    pub position_testable: bool,
+    /// The full model leaves no residual (the metric is the same in every cell of an arm):
+    /// nothing is testable.
+    pub no_residual: bool,
+    /// The position test's degrees of freedom (numerator, denominator).
+    pub position_df: Option<[usize; 2]>,
     /// Whether the model can separate γ from α (and β).
     pub carry_over_estimable: bool,
-    /// F test of "every γ equal"; null when γ is not estimable.
+    /// Whether the carry-over test could be computed.
+    pub carry_over_testable: bool,
+    /// F test of "every γ equal"; null when γ is not estimable or nothing is left to test.
     pub carry_over_p: Option<f64>,
+    /// The carry-over test's degrees of freedom (numerator, denominator).
+    pub carry_over_df: Option<[usize; 2]>,
     /// Each non-base arm's estimate with carry-over removed, when γ is estimable and a test
     /// rejects.
     pub adjusted: Vec<Adjusted>,
@@ -44,10 +56,14 @@ pub struct OrderEffects {
     pub carry_free: Vec<Adjusted>,
 }
 
+/// An arm's estimate against the base with carry-over removed, and its 95 % interval from
+/// the order model.
 #[derive(Clone, Debug, Serialize)]
 pub struct Adjusted {
     pub arm: String,
     pub estimate_pct: f64,
+    pub ci_low_pct: f64,
+    pub ci_high_pct: f64,
 }
 
 impl OrderEffects {
@@ -133,72 +149,69 @@ impl Cells {
     pub fn order_effects(&self, names: &[String], base: usize) -> OrderEffects {
         let cells = self.y.len();
         let (slots, prevs) = self.indicators();
-        let (n_slot, n_prev) = (slots.len(), prevs.len());
-        let dc: Vec<Vec<f64>> = slots
-            .iter()
-            .chain(&prevs)
-            .map(|c| self.double_centered(c))
-            .collect();
+        let raw: Vec<&Vec<f64>> = slots.iter().chain(&prevs).collect();
+        let raw_ss: Vec<f64> = raw.iter().map(|c| c.iter().map(|v| v * v).sum()).collect();
+        let n_slot = slots.len();
+        let dc: Vec<Vec<f64>> = raw.iter().map(|c| self.double_centered(c)).collect();
         let y = self.double_centered(&self.y);
-        let normal = Normal::new(&dc, &y);
-        let all: Vec<usize> = (0..n_slot + n_prev).collect();
+        let normal = Normal::new(&dc, &y, &raw_ss);
+        let all: Vec<usize> = (0..raw.len()).collect();
         let full = normal.fit(&all);
         let only_s = normal.fit(&all[..n_slot]);
         let only_g = normal.fit(&all[n_slot..]);
-        let df2 =
+        let df =
             cells as isize - self.passes as isize - (self.arms as isize - 1) - full.rank as isize;
-        let f_test = |reduced: &Fit| -> Option<f64> {
+        // A metric with no residual (the same in every cell of an arm) gives F = 0/0.
+        let residual = df > 0 && full.rss / cells as f64 > NO_RESIDUAL_SD * NO_RESIDUAL_SD;
+        let f_test = |reduced: &Fit| -> Option<(f64, [usize; 2])> {
             let df1 = full.rank.checked_sub(reduced.rank).filter(|&d| d > 0)?;
-            if df2 <= 0 {
+            if !residual {
                 return None;
             }
-            let f = ((reduced.rss - full.rss) / df1 as f64) / (full.rss / df2 as f64);
-            let dist = FisherSnedecor::new(df1 as f64, df2 as f64).ok()?;
-            Some(if f.is_finite() {
-                dist.sf(f.max(0.0))
-            } else {
-                0.0
-            })
+            let f = ((reduced.rss - full.rss) / df1 as f64) / (full.rss / df as f64);
+            let dist = FisherSnedecor::new(df1 as f64, df as f64).ok()?;
+            Some((dist.sf(f.max(0.0)), [df1, df as usize]))
         };
+        let carry_over_estimable = full.rank > only_s.rank;
+        let position = f_test(&only_g);
+        let carry_over = f_test(&only_s).filter(|_| carry_over_estimable);
         let mut effects = OrderEffects {
-            position_p: f_test(&only_g),
-            carry_over_estimable: full.rank > only_s.rank,
-            carry_over_p: None,
-            adjusted: Vec::new(),
-            carry_free: Vec::new(),
+            position_p: position.map(|t| t.0),
+            position_testable: position.is_some(),
+            position_df: position.map(|t| t.1),
+            carry_over_estimable,
+            carry_over_testable: carry_over.is_some(),
+            carry_over_p: carry_over.map(|t| t.0),
+            carry_over_df: carry_over.map(|t| t.1),
+            no_residual: !residual,
+            ..OrderEffects::default()
         };
-        if effects.carry_over_estimable {
-            effects.carry_over_p = f_test(&only_s);
-        }
         // α is identified beside β and γ when centering on the pass alone leaves the slot
         // and previous-arm columns no more room than centering on pass and arm did.
-        let rc: Vec<Vec<f64>> = slots
-            .iter()
-            .chain(&prevs)
-            .map(|c| self.pass_centered(c))
-            .collect();
-        let identified = Normal::new(&rc, &y).fit(&all).rank == full.rank;
-        if effects.carry_over_estimable && identified {
-            let raw: Vec<&Vec<f64>> = slots.iter().chain(&prevs).collect();
-            let fitted: Vec<f64> = (0..cells)
-                .map(|i| {
-                    raw.iter()
-                        .zip(full.coef.iter())
-                        .map(|(c, b)| c[i] * b)
-                        .sum()
-                })
-                .collect();
-            let mean_of = |a: usize| {
-                (0..self.passes)
-                    .map(|p| self.y[self.at(p, a)] - fitted[self.at(p, a)])
-                    .sum::<f64>()
-                    / self.passes as f64
+        let rc: Vec<Vec<f64>> = raw.iter().map(|c| self.pass_centered(c)).collect();
+        let identified = Normal::new(&rc, &y, &raw_ss).fit(&all).rank == full.rank;
+        if carry_over_estimable && identified && df > 0 {
+            let sigma2 = full.rss / df as f64;
+            let t = ladder::stats::t_quantile(0.975, df as usize);
+            let arm_mean = |v: &[f64], a: usize| {
+                (0..self.passes).map(|p| v[self.at(p, a)]).sum::<f64>() / self.passes as f64
             };
             effects.carry_free = (0..self.arms)
                 .filter(|&a| a != base)
-                .map(|a| Adjusted {
-                    arm: names[a].clone(),
-                    estimate_pct: crate::stats::pct_of_log(mean_of(a) - mean_of(base)),
+                .map(|a| {
+                    let c: Vec<f64> = raw
+                        .iter()
+                        .map(|z| arm_mean(z, a) - arm_mean(z, base))
+                        .collect();
+                    let mean = arm_mean(&self.y, a) - arm_mean(&self.y, base) - full.dot_coef(&c);
+                    let var = sigma2 * (2.0 / self.passes as f64 + full.quadratic(&c));
+                    let half = t * var.max(0.0).sqrt();
+                    Adjusted {
+                        arm: names[a].clone(),
+                        estimate_pct: ladder::stats::pct_of_log(mean),
+                        ci_low_pct: ladder::stats::pct_of_log(mean - half),
+                        ci_high_pct: ladder::stats::pct_of_log(mean + half),
+                    }
                 })
                 .collect();
             if effects.sensitive() {
@@ -209,6 +222,9 @@ impl Cells {
     }
 }
 
+/// A full model whose residual sd (log units) is below this has nothing left to test.
+const NO_RESIDUAL_SD: f64 = 1e-9;
+
 /// The normal equations of `y` on some columns, as the augmented cross-product matrix
 /// `[[XᵀX, Xᵀy], [yᵀX, yᵀy]]`. Every nested fit sweeps some of its pivots, so the columns
 /// are multiplied out once.
@@ -216,22 +232,43 @@ struct Normal {
     /// Row-major, `(q + 1) × (q + 1)`; row and column `q` are `y`'s.
     a: Vec<f64>,
     q: usize,
+    /// Each column's raw (uncentred) sum of squares, the scale its rank is judged against.
+    raw_ss: Vec<f64>,
 }
 
-/// A pivot whose remaining variance is below this fraction of its column's own sum of
-/// squares is a linear combination of the pivots already swept: it adds no rank.
+/// A pivot whose remaining variance is below this fraction of its raw column's sum of
+/// squares is a linear combination of what was swept before it: it adds no rank. Judged
+/// against the centred column instead, a column in the span of pass and arm (which centres
+/// to round-off) would pass for rank.
 const RANK_TOLERANCE: f64 = 1e-9;
 
-/// A least-squares fit: its rank, residual sum of squares and one set of coefficients
-/// (zero on the columns that add nothing; the fitted values are the same for any set).
+/// A least-squares fit: its rank, residual sum of squares, one set of coefficients (zero on
+/// the columns that add nothing; the fitted values are the same for any set) and the
+/// generalized inverse of the cross products that goes with them.
 struct Fit {
     rank: usize,
     rss: f64,
     coef: Vec<f64>,
+    /// `(XᵀX)⁻` on the swept columns, zero elsewhere; row-major `q × q`.
+    inverse: Vec<f64>,
+}
+
+impl Fit {
+    fn dot_coef(&self, c: &[f64]) -> f64 {
+        c.iter().zip(&self.coef).map(|(c, b)| c * b).sum()
+    }
+
+    /// `cᵀ (XᵀX)⁻ c`: the variance of `cᵀθ̂` in units of σ².
+    fn quadratic(&self, c: &[f64]) -> f64 {
+        let q = c.len();
+        (0..q)
+            .map(|i| c[i] * (0..q).map(|j| self.inverse[i * q + j] * c[j]).sum::<f64>())
+            .sum()
+    }
 }
 
 impl Normal {
-    fn new(cols: &[Vec<f64>], y: &[f64]) -> Normal {
+    fn new(cols: &[Vec<f64>], y: &[f64], raw_ss: &[f64]) -> Normal {
         let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
         let q = cols.len();
         let column = |i: usize| if i < q { &cols[i][..] } else { y };
@@ -243,7 +280,11 @@ impl Normal {
                 a[j * (q + 1) + i] = v;
             }
         }
-        Normal { a, q }
+        Normal {
+            a,
+            q,
+            raw_ss: raw_ss.to_vec(),
+        }
     }
 
     /// The fit on the columns `which`, by Goodnight's sweep of their pivots in that order.
@@ -253,20 +294,26 @@ impl Normal {
         let mut swept = Vec::new();
         for &k in which {
             let d = a[k * w + k];
-            if d <= RANK_TOLERANCE * self.a[k * w + k] || d <= 0.0 {
+            if d <= RANK_TOLERANCE * self.raw_ss[k] || d <= 0.0 {
                 continue;
             }
             sweep(&mut a, w, k);
             swept.push(k);
         }
-        let mut coef = vec![0.0; self.q];
-        for &k in &swept {
-            coef[k] = a[k * w + self.q];
+        let q = self.q;
+        let mut coef = vec![0.0; q];
+        let mut inverse = vec![0.0; q * q];
+        for &i in &swept {
+            coef[i] = a[i * w + q];
+            for &j in &swept {
+                inverse[i * q + j] = a[i * w + j];
+            }
         }
         Fit {
             rank: swept.len(),
-            rss: a[self.q * w + self.q].max(0.0),
+            rss: a[q * w + q].max(0.0),
             coef,
+            inverse,
         }
     }
 }

@@ -5,15 +5,6 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-#[derive(clap::Args, Debug)]
-pub struct SplitArgs {
-    /// The file to cut.
-    pub file: PathBuf,
-    /// Where the parts go (default: beside the file).
-    #[arg(long)]
-    pub out_dir: Option<PathBuf>,
-}
-
 /// One part of a cut file: `lines` are whole lines, each ending in `\n`.
 #[derive(Debug, PartialEq)]
 pub struct Part {
@@ -58,30 +49,28 @@ pub fn part_path(file: &Path, dir: &Path, number: usize) -> PathBuf {
     dir.join(format!("{stem}.part{number}.csv"))
 }
 
-pub fn run(args: &SplitArgs) -> anyhow::Result<i32> {
-    let bytes = ladder::limits::read_ladder_file(&args.file).map_err(anyhow::Error::msg)?;
+/// Cuts `file` into parts in `out_dir` (default: beside it) and prints each part's verdict;
+/// 0 when every part is connected.
+pub fn run(file: &Path, out_dir: Option<&Path>) -> anyhow::Result<i32> {
+    let bytes = ladder::limits::read_ladder_file(file).map_err(anyhow::Error::msg)?;
     let text = String::from_utf8(bytes).map_err(|_| {
         anyhow::anyhow!(
             "{} is not UTF-8, so it is not a ladder file",
-            args.file.display()
+            file.display()
         )
     })?;
-    let dir = match &args.out_dir {
-        Some(dir) => dir.clone(),
-        None => args
-            .file
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
+    let dir = match out_dir {
+        Some(dir) => dir.to_path_buf(),
+        None => file.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
     let parts = cut(&text);
     let mut all_connected = true;
     for part in &parts {
-        let path = part_path(&args.file, &dir, part.number);
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| {
+        let path = part_path(file, &dir, part.number);
+        let mut written = OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| {
             anyhow::anyhow!("cannot create {}: {e} (parts are never overwritten: remove it or pass --out-dir)", path.display())
         })?;
-        file.write_all(part.text.as_bytes())?;
+        written.write_all(part.text.as_bytes())?;
         let verdict = ladder::replay(part.text.as_bytes()).verdict;
         all_connected &= verdict.connected;
         let origin = if part.number == 0 {
@@ -94,7 +83,7 @@ pub fn run(args: &SplitArgs) -> anyhow::Result<i32> {
             path.display(),
             part.first_line,
             part.first_line + part.text.lines().count() - 1,
-            args.file.display(),
+            file.display(),
             verdict.summary()
         );
     }

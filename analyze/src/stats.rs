@@ -1,26 +1,9 @@
-//! The statistics of METHOD.md (method 2) on one series of paired log ratios: the geometric
-//! mean with its t interval, the median beside it, the one-sample t test behind Holm's
-//! procedure, and the interval at another level for the controls.
-//!
-//! `t975` and `sample_sd` live in `ladder::stop`, once for the whole workspace: the runner's
-//! stopping rule and this reading must agree to the last digit.
+//! The report's figures of METHOD.md (method 2.1) on one series of paired log ratios: the
+//! estimate with its interval and the median beside it, the verdict in words, and Holm's
+//! procedure. The series itself (mean, spread, t interval, p-value, MDE) is
+//! `ladder::stats::LogSeries`, shared with the runner.
 
-use ladder::spec::Better;
-use ladder::stop::{sample_sd, t975};
-use statrs::distribution::{ContinuousCDF, StudentsT};
-
-/// The log ratio of `a` against `b` in one pass, positive meaning `a` is better.
-pub fn log_ratio(better: Better, a: f64, b: f64) -> f64 {
-    match better {
-        Better::Higher => (a / b).ln(),
-        Better::Lower => (b / a).ln(),
-    }
-}
-
-/// `100 · (exp(l) − 1)`: a log ratio as a percent change.
-pub fn pct_of_log(l: f64) -> f64 {
-    100.0 * l.exp_m1()
-}
+use ladder::stats::{mean, pct_of_log, sample_sd, LogSeries, Spread};
 
 /// The median; the mean of the two middle values when the count is even. Sorts `values`.
 pub fn median(values: &mut [f64]) -> f64 {
@@ -33,88 +16,6 @@ pub fn median(values: &mut [f64]) -> f64 {
         values[m / 2]
     } else {
         (values[m / 2 - 1] + values[m / 2]) / 2.0
-    }
-}
-
-pub fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len() as f64
-}
-
-/// `t(q, df)` for any level; `t975` when `q` is 0.975. NaN for `df = 0`.
-pub fn t_quantile(q: f64, df: usize) -> f64 {
-    if q == 0.975 {
-        return t975(df);
-    }
-    // The controls of every ladder of one design ask for the same few (q, df); the inverse
-    // CDF is iterative, so each thread keeps the ones it has computed.
-    thread_local! {
-        static CACHE: std::cell::RefCell<std::collections::HashMap<(u64, usize), f64>> = Default::default();
-    }
-    CACHE.with(|cache| {
-        *cache
-            .borrow_mut()
-            .entry((q.to_bits(), df))
-            .or_insert_with(|| match StudentsT::new(0.0, 1.0, df as f64) {
-                Ok(t) if df > 0 => t.inverse_cdf(q),
-                _ => f64::NAN,
-            })
-    })
-}
-
-/// Where the spread of a series comes from: its own passes, or under `[stop]` the first
-/// look's `m0` passes (METHOD.md "Precision stopping").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Spread {
-    Own,
-    FirstLook(usize),
-}
-
-/// Mean and spread of one series of log ratios: everything the figures are made of.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LogSeries {
-    pub mean: f64,
-    /// `s`, or `s0` of the first look.
-    pub sd: f64,
-    /// The passes averaged.
-    pub n: usize,
-    /// Degrees of freedom of the spread: `n − 1`, or `m0 − 1`.
-    pub df: usize,
-}
-
-impl LogSeries {
-    pub fn of(logs: &[f64], spread: Spread) -> LogSeries {
-        let n = logs.len();
-        let (sd, df) = match spread {
-            Spread::FirstLook(m0) if m0 < n => (sample_sd(&logs[..m0]), m0.saturating_sub(1)),
-            _ => (sample_sd(logs), n.saturating_sub(1)),
-        };
-        LogSeries {
-            mean: if n == 0 { f64::NAN } else { mean(logs) },
-            sd,
-            n,
-            df,
-        }
-    }
-
-    /// `s / √n` in log space.
-    pub fn se(&self) -> f64 {
-        self.sd / (self.n as f64).sqrt()
-    }
-
-    /// The interval at `level` (0.95 for the headline), as percents.
-    pub fn interval(&self, level: f64) -> (f64, f64) {
-        let half = t_quantile(1.0 - (1.0 - level) / 2.0, self.df) * self.se();
-        (pct_of_log(self.mean - half), pct_of_log(self.mean + half))
-    }
-
-    /// Two-sided p-value of the one-sample t test of "mean log ratio = 0".
-    pub fn p_value(&self) -> f64 {
-        let t = self.mean / self.se();
-        match StudentsT::new(0.0, 1.0, self.df as f64) {
-            Ok(dist) if self.df > 0 && t.is_finite() => 2.0 * dist.sf(t.abs()),
-            _ if self.df > 0 && self.sd == 0.0 && self.mean != 0.0 => 0.0,
-            _ => f64::NAN,
-        }
     }
 }
 
@@ -169,9 +70,14 @@ pub fn verdict(lo: f64, hi: f64) -> &'static str {
 }
 
 /// Holm's step-down adjustment of a family of p-values: `adjusted[i]` is compared with
-/// 0.05 as the unadjusted p would be. NaN p-values stay NaN and do not count in the family.
+/// 0.05 as the unadjusted p would be. A p-value that could not be computed (NaN) counts as
+/// 1: it stays in the family, so it never makes the others' bar lower.
 pub fn holm(p: &[f64]) -> Vec<f64> {
-    let mut order: Vec<usize> = (0..p.len()).filter(|&i| p[i].is_finite()).collect();
+    let p: Vec<f64> = p
+        .iter()
+        .map(|&x| if x.is_nan() { 1.0 } else { x })
+        .collect();
+    let mut order: Vec<usize> = (0..p.len()).collect();
     order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
     let k = order.len();
     let mut adjusted = vec![f64::NAN; p.len()];
@@ -200,6 +106,7 @@ pub fn spread_pct(values: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ladder::stats::t_quantile;
 
     #[test]
     fn median_of_even_count_is_mean_of_middle_values() {
@@ -270,6 +177,9 @@ mod tests {
         }
         // Monotone: a larger p never gets a smaller adjusted p, and nothing exceeds 1.
         assert_eq!(holm(&[0.5, 0.9]), vec![1.0, 1.0]);
+        // A NaN counts as 1 and stays in the family: 0.02 is multiplied by 2, not 1.
+        let with_nan = holm(&[0.02, f64::NAN]);
+        assert_eq!(with_nan, vec![0.04, 1.0]);
         assert_eq!(holm_verdict(0.3, 0.049), "better");
         assert_eq!(holm_verdict(-0.3, 0.01), "worse");
         assert_eq!(holm_verdict(0.3, 0.05), "not resolved");

@@ -5,16 +5,6 @@ use rayon::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-#[derive(clap::Args, Debug)]
-pub struct VerifyArgs {
-    /// Ladder files to replay.
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-    /// Print one JSON object per file (an array) instead of words.
-    #[arg(long)]
-    pub json: bool,
-}
-
 /// One file's verdict, as `--json` prints it.
 #[derive(Debug, Serialize)]
 pub struct FileVerdict {
@@ -85,9 +75,10 @@ pub fn verify_files(paths: &[PathBuf]) -> Vec<FileVerdict> {
     paths.par_iter().map(|p| verify_file(p)).collect()
 }
 
-pub fn run(args: &VerifyArgs) -> anyhow::Result<i32> {
-    let verdicts = verify_files(&args.files);
-    if args.json {
+/// Prints every file's verdict (as JSON with `json`); 0 when every file is connected.
+pub fn run(files: &[PathBuf], json: bool) -> anyhow::Result<i32> {
+    let verdicts = verify_files(files);
+    if json {
         println!("{}", serde_json::to_string_pretty(&verdicts)?);
     } else {
         for v in &verdicts {

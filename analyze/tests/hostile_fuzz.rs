@@ -8,7 +8,7 @@
 mod mutations;
 
 use analyze::analysis::ExtrasConfig;
-use analyze::report::{self, Options};
+use analyze::reading::{self, Options};
 use ladder::sample::{Sample, SampleArm};
 use ladder::Role;
 use mutations::{apply, mutation};
@@ -66,8 +66,9 @@ fn mutated_ladders_never_panic_the_report() {
                     seed: 1,
                 },
                 compare: Vec::new(),
+                margin_pct: None,
             };
-            if let Ok(reading) = report::read(std::slice::from_ref(&path), &options) {
+            if let Ok(reading) = reading::read(std::slice::from_ref(&path), &options) {
                 prop_assert_eq!(reading.files.len(), 1);
                 analyze::export::json::write(&reading, std::io::sink()).unwrap();
                 let md = dir.path().join("report.md");

@@ -26,8 +26,27 @@ fn report(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_analyze"))
         .arg("report")
         .args(args)
+        .env_remove("CLICOLOR_FORCE")
         .output()
         .unwrap()
+}
+
+/// The summary as a terminal gets it, colour forced on or off.
+fn summary(path: &std::path::Path, colour: bool) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_analyze"));
+    command.args(["report", path.to_str().unwrap(), "--summary"]);
+    match colour {
+        true => command.env("CLICOLOR_FORCE", "1").env_remove("NO_COLOR"),
+        false => command.env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE"),
+    };
+    let out = command.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]
@@ -142,27 +161,37 @@ fn names_from_the_file_are_escaped() {
         !md.contains("a`b") && !md.contains("tok|s") && !md.contains("[z]\ntwo"),
         "{md}"
     );
-    // Every table row keeps its column count: the arms table has 10 columns (11 bars).
+    // Every table row keeps its column count: the arms table has 11 columns (12 bars).
     let rows: Vec<&str> = md
         .lines()
         .filter(|l| l.starts_with("| <code>a&#96;b&#124;c</code> | arm | <code>off</code> |"))
         .collect();
     assert_eq!(rows.len(), 1, "{md}");
-    assert_eq!(rows[0].matches('|').count(), 11, "{}", rows[0]);
+    assert_eq!(rows[0].matches('|').count(), 12, "{}", rows[0]);
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
 #[test]
 fn summary_prints_only_the_summary_and_csv_has_a_row_per_arm() {
     let path = write("summary.csv", &sample_text());
-    let out = report(&[path.to_str().unwrap(), "--summary"]);
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("## Summary"), "{text}");
+    let text = summary(&path, false);
     assert!(
-        !text.contains("## Details") && text.contains("QUALIFIED"),
+        text.starts_with("cli / t1: QUALIFIED (7 analysis passes)"),
         "{text}"
     );
+    assert!(!text.contains("Details"), "{text}");
+    // Plain text: no markup, no HTML entities, no escape sequences without colour.
+    for markup in ["<", "&#", "`", "|", "**", "\x1b"] {
+        assert!(!text.contains(markup), "{markup:?} in {text}");
+    }
+    // With colour forced on, the same text with styles around some words.
+    let coloured = summary(&path, true);
+    assert!(coloured.contains("\x1b["), "{coloured}");
+    for markup in ["<", "&#", "`", "|", "**"] {
+        assert!(!coloured.contains(markup), "{markup:?} in {coloured}");
+    }
+    let stripped: String = strip_ansi(&coloured);
+    assert_eq!(stripped, text);
     let csv = path.with_extension("out.csv");
     let out = report(&[path.to_str().unwrap(), "--csv", csv.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
@@ -182,6 +211,80 @@ fn summary_prints_only_the_summary_and_csv_has_a_row_per_arm() {
         "{}",
         rows[1]
     );
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+/// `text` without its ANSI style sequences (`ESC [ … m`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A time reads as a ratio with its interval, the same interval as the JSON's percent.
+#[test]
+fn a_time_reads_as_the_ratio_of_the_json_interval() {
+    let arms = vec![
+        SampleArm::new("fixed", Role::Base, 0.0),
+        SampleArm::new("regex", Role::Arm, 40.0),
+    ];
+    let mut sample = Sample::new("times", "t1", arms);
+    sample.metrics[0].column = "run_s".into();
+    sample.metrics[0].better = ladder::spec::Better::Lower;
+    sample.metrics[0].level = 2.0;
+    sample.noise_pct = 2.0;
+    sample.noise_limit_pct = None;
+    let path = write("times.csv", &sample.file_text());
+    let text = summary(&path, false);
+    let json_path = path.with_extension("json");
+    let out = report(&[
+        path.to_str().unwrap(),
+        "--json",
+        json_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let arm = &json["ladders"][0]["metrics"][0]["arms"][0];
+    let ratio = |key: &str| 1.0 + arm[key].as_f64().unwrap() / 100.0;
+    let (r, lo, hi) = (
+        ratio("estimate_pct"),
+        ratio("ci_low_pct"),
+        ratio("ci_high_pct"),
+    );
+    assert!(r > 1.3 && lo > 1.0, "{arm}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("regex"))
+        .unwrap();
+    // "regex  ran 1.376× faster than fixed [1.340, 1.413]  better  better"
+    let numbers: Vec<f64> = line
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(
+        line.contains("× faster than fixed [") && numbers.len() == 3,
+        "{line:?}"
+    );
+    for (shown, exact) in numbers.iter().zip([r, lo, hi]) {
+        assert!(
+            (shown - exact).abs() <= 0.0005 + 1e-12,
+            "{line:?}: {shown} against {exact}"
+        );
+    }
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words[words.len() - 2..], ["better", "better"], "{line}");
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 

@@ -81,12 +81,21 @@ pub enum Role {
     Null,
     Reflexive,
     StructuralZero,
+    /// An arm whose true effect is known before the run (`expected_pct`).
+    KnownEffect,
 }
 
 impl Role {
-    pub const NAMES: [&'static str; 5] = ["base", "arm", "null", "reflexive", "structural-zero"];
+    pub const NAMES: [&'static str; 6] = [
+        "base",
+        "arm",
+        "null",
+        "reflexive",
+        "structural-zero",
+        "known-effect",
+    ];
 
-    /// Controls whose estimate against the base must stay inside the noise floor.
+    /// Controls whose true effect is 0: their estimate against the base must read as none.
     pub fn is_inert_control(self) -> bool {
         matches!(self, Role::Null | Role::Reflexive)
     }
@@ -100,6 +109,7 @@ impl fmt::Display for Role {
             Role::Null => "null",
             Role::Reflexive => "reflexive",
             Role::StructuralZero => "structural-zero",
+            Role::KnownEffect => "known-effect",
         })
     }
 }

@@ -12,6 +12,7 @@ pub mod refusals;
 pub mod sample;
 pub mod scan;
 pub mod spec;
+pub mod stats;
 pub mod stop;
 pub mod verify;
 

@@ -37,6 +37,8 @@ pub struct SampleArm {
     pub rounds: u64,
     /// Whether the arm's output digest equals the base's.
     pub same_output: bool,
+    /// A known-effect arm's `expected_pct` as the spec declares it (for every metric).
+    pub expected_pct: Option<f64>,
 }
 
 impl SampleArm {
@@ -48,6 +50,15 @@ impl SampleArm {
             effect_pct,
             rounds: 64,
             same_output: true,
+            expected_pct: None,
+        }
+    }
+
+    /// A known-effect arm whose spec declares `expected_pct` and whose cells carry `true_pct`.
+    pub fn known_effect(name: &str, expected_pct: f64, true_pct: f64) -> SampleArm {
+        SampleArm {
+            expected_pct: Some(expected_pct),
+            ..SampleArm::new(name, Role::KnownEffect, true_pct)
         }
     }
 }
@@ -75,6 +86,8 @@ pub struct Sample {
     pub metrics: Vec<SampleMetric>,
     /// The pre-registered noise limit; `None` registers none (no gate).
     pub noise_limit_pct: Option<f64>,
+    /// The controls' pre-registered equivalence margin; `None` registers none.
+    pub equivalence_margin_pct: Option<f64>,
     pub replication_limit_pp: f64,
     /// A `[stop]` table: the spec carries it and the start record's order its looks.
     pub stop: Option<StopSpec>,
@@ -115,6 +128,7 @@ impl Sample {
                 level: 100.0,
             }],
             noise_limit_pct: Some(0.2),
+            equivalence_margin_pct: None,
             replication_limit_pp: 0.15,
             stop: None,
             split: false,
@@ -133,7 +147,13 @@ impl Sample {
         let arms: Vec<_> = self
             .arms
             .iter()
-            .map(|a| json!({"name": a.name, "role": a.role, "env": {"MODE": a.name}}))
+            .map(|a| {
+                let mut arm = json!({"name": a.name, "role": a.role, "env": {"MODE": a.name}});
+                if let Some(expected) = a.expected_pct {
+                    arm["expected_pct"] = json!(expected);
+                }
+                arm
+            })
             .collect();
         let metrics: Vec<_> = self
             .metrics
@@ -156,6 +176,9 @@ impl Sample {
             spec.as_object_mut()
                 .expect("an object")
                 .remove("noise_limit_pct");
+        }
+        if let Some(margin) = self.equivalence_margin_pct {
+            spec["equivalence_margin_pct"] = json!(margin);
         }
         if let Some(stop) = &self.stop {
             spec["stop"] = json!({"halfwidth_pct": stop.halfwidth_pct, "looks": stop.looks});

@@ -17,6 +17,8 @@ impl ScanSpec {
             env,
             command: None,
             args,
+            expected_pct: None,
+            pad_pct: None,
         };
         match (&self.env, &self.values, &self.args) {
             (Some(var), Some(values), _) => values

@@ -59,6 +59,45 @@ pub struct ArmSpec {
     /// `ladder/2`: appended to the spec's command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
+    /// A known-effect arm's true effect, better-is-positive (METHOD.md "Controls").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_pct: Option<Expected>,
+    /// `output = "time"`: the runner pads this arm's cells by this percent of the base's
+    /// wall time in the pass before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pad_pct: Option<f64>,
+}
+
+/// `expected_pct`: one effect for every metric, or one per named metric.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Expected {
+    Every(f64),
+    PerMetric(BTreeMap<String, f64>),
+}
+
+impl Expected {
+    /// The true effect on `column`, or `None` when the arm is not a control on it.
+    pub fn on(&self, column: &str) -> Option<f64> {
+        match self {
+            Expected::Every(pct) => Some(*pct),
+            Expected::PerMetric(by_column) => by_column.get(column).copied(),
+        }
+    }
+}
+
+impl ArmSpec {
+    /// Whether this arm is a control on the metric `column`: every inert control is, and a
+    /// known-effect arm on the metrics its `expected_pct` names.
+    pub fn controls(&self, column: &str) -> bool {
+        self.role.is_inert_control()
+            || (self.role == Role::KnownEffect && self.expected_on(column).is_some())
+    }
+
+    /// The known-effect arm's true effect on `column`.
+    pub fn expected_on(&self, column: &str) -> Option<f64> {
+        self.expected_pct.as_ref().and_then(|e| e.on(column))
+    }
 }
 
 /// `[stop]`: precision stopping by Stein's two-stage rule over the looks (METHOD.md).
@@ -191,7 +230,15 @@ const TOP_KEYS: &[&str] = &[
     "output_cap_mib",
     "cards",
 ];
-const ARM_KEYS: &[&str] = &["name", "role", "env", "command", "args"];
+const ARM_KEYS: &[&str] = &[
+    "name",
+    "role",
+    "env",
+    "command",
+    "args",
+    "expected_pct",
+    "pad_pct",
+];
 const METRIC_KEYS: &[&str] = &["column", "better", "row"];
 const SPLIT_KEYS: &[&str] = &["rounds", "time"];
 const IDENTITY_KEYS: &[&str] = &["column"];
@@ -349,6 +396,8 @@ impl Spec {
         check_arm_argv(&at, &spec)?;
         check_stop(&at, &spec)?;
         check_cell_keys(&at, &spec)?;
+        check_metric_columns(&at, &spec)?;
+        check_known_effects(&at, &spec)?;
         Ok(spec)
     }
 }
@@ -679,6 +728,110 @@ fn check_stop(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
             &message,
             &format!("set passes = {last} or omit it (under [stop] it is the last look)"),
         ));
+    }
+    Ok(())
+}
+
+/// Every `[[metric]]` names a column.
+fn check_metric_columns(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
+    if spec.metrics.iter().any(|m| m.column.trim().is_empty()) {
+        return Err(at.error(
+            "column",
+            Some(""),
+            "a [[metric]] has an empty column",
+            "name the column the program prints, e.g. column = \"decode_tok_s\", or ladder_wall_s for the wall time",
+        ));
+    }
+    Ok(())
+}
+
+/// Known-effect arms carry their true effect, and only they carry one; the runner's pad is
+/// for `time` output, where the runner measures the wall time itself.
+fn check_known_effects(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
+    let metrics: Vec<String> = spec
+        .effective_metrics()
+        .into_iter()
+        .map(|m| m.column)
+        .collect();
+    for arm in &spec.arms {
+        let line = |key: &str| at.line_in_arm(&arm.name, key);
+        let error = |key: &str, message: String, fix: &str| SpecError {
+            file: at.path.into(),
+            line: line(key),
+            message,
+            fix: fix.into(),
+        };
+        let known = arm.role == Role::KnownEffect;
+        if known && arm.expected_pct.is_none() {
+            return Err(error(
+                "name",
+                format!("arm {:?} has role = \"known-effect\" but no expected_pct", arm.name),
+                "add the true effect in percent, better-is-positive, e.g. expected_pct = -4.762 for a 5 % decode pad",
+            ));
+        }
+        for (key, present) in [
+            ("expected_pct", arm.expected_pct.is_some()),
+            ("pad_pct", arm.pad_pct.is_some()),
+        ] {
+            if present && !known {
+                return Err(error(
+                    key,
+                    format!("arm {:?} has {key} but role = \"{}\"", arm.name, arm.role),
+                    "only a known-effect arm has a known effect: set role = \"known-effect\" or drop the key",
+                ));
+            }
+        }
+        if let Some(pad) = arm.pad_pct {
+            if spec.output != OutputMode::Time {
+                return Err(error(
+                    "pad_pct",
+                    format!("arm {:?} has pad_pct, which needs output = \"time\"", arm.name),
+                    "let the program make the effect itself (e.g. ENGINE_DECODE_PAD_PCT in the arm's env), or use output = \"time\"",
+                ));
+            }
+            if !(pad.is_finite() && pad > 0.0 && pad <= 1000.0) {
+                return Err(error(
+                    "pad_pct",
+                    format!("pad_pct = {pad} is not a percent between 0 and 1000"),
+                    "set the pad in percent of the base's wall time, e.g. pad_pct = 10",
+                ));
+            }
+        }
+        check_expected(arm, &metrics)
+            .map_err(|(message, fix)| error("expected_pct", message, &fix))?;
+    }
+    Ok(())
+}
+
+/// An `expected_pct` is a possible effect (above −100 %) on metrics the spec reads.
+fn check_expected(arm: &ArmSpec, metrics: &[String]) -> Result<(), (String, String)> {
+    let pairs: Vec<(Option<&String>, f64)> = match &arm.expected_pct {
+        None => return Ok(()),
+        Some(Expected::Every(pct)) => vec![(None, *pct)],
+        Some(Expected::PerMetric(map)) if map.is_empty() => {
+            return Err((
+                format!("arm {:?} has an empty expected_pct table", arm.name),
+                format!(
+                    "name a metric and its effect, e.g. expected_pct = {{ {} = -4.762 }}",
+                    metrics.first().map_or("decode_tok_s", String::as_str)
+                ),
+            ))
+        }
+        Some(Expected::PerMetric(map)) => map.iter().map(|(k, v)| (Some(k), *v)).collect(),
+    };
+    for (column, pct) in pairs {
+        if let Some(column) = column.filter(|c| !metrics.contains(c)) {
+            return Err((
+                format!("expected_pct names {column:?}, which is not a metric of this spec"),
+                format!("name one of the metrics: {}", metrics.join(", ")),
+            ));
+        }
+        if !(pct.is_finite() && pct > -100.0) {
+            return Err((
+                format!("expected_pct = {pct} is not an effect a ratio can have (above -100 %)"),
+                "give the true effect in percent, better-is-positive, e.g. -4.762".into(),
+            ));
+        }
     }
     Ok(())
 }

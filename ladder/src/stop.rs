@@ -5,11 +5,9 @@
 //! runs to the first look with that many (or to the last). The runner decides with it and
 //! `verify` checks the file against it, so the rule lives here once.
 
-use crate::spec::{Spec, StopSpec};
-use crate::verify::Ladder;
+use crate::spec::StopSpec;
+use crate::stats::{sample_sd, t975};
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ContinuousCDF, StudentsT};
-use std::sync::OnceLock;
 
 /// Why a `[stop]` ladder ended where it did, as the done record writes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,31 +26,6 @@ impl Stopped {
             Stopped::MaxPasses => "max-passes",
         }
     }
-}
-
-/// `t(0.975, df)`, Student's t quantile; NaN for `df = 0`.
-pub fn t975(df: usize) -> f64 {
-    // Every ladder of one shape asks for the same df: compute each once.
-    const CACHED: usize = 512;
-    static CACHE: [OnceLock<f64>; CACHED] = [const { OnceLock::new() }; CACHED];
-    let compute = |df: usize| match StudentsT::new(0.0, 1.0, df as f64) {
-        Ok(t) if df > 0 => t.inverse_cdf(0.975),
-        _ => f64::NAN,
-    };
-    match CACHE.get(df) {
-        Some(cell) => *cell.get_or_init(|| compute(df)),
-        None => compute(df),
-    }
-}
-
-/// The sample standard deviation (denominator `m − 1`); NaN below two values.
-pub fn sample_sd(values: &[f64]) -> f64 {
-    if values.len() < 2 {
-        return f64::NAN;
-    }
-    let mean = values.iter().sum::<f64>() / values.len() as f64;
-    let ss: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
-    (ss / (values.len() - 1) as f64).sqrt()
 }
 
 impl StopSpec {
@@ -178,41 +151,6 @@ impl StopSpec {
     }
 }
 
-/// Recomputes a `[stop]` ladder's plan from its own file: the spec's metrics read from the
-/// rows of the first look. `None` for a ladder without `[stop]`.
-pub fn plan_of_ladder(ladder: &Ladder, spec: &Spec) -> Option<StopPlan> {
-    let stop = spec.stop.as_ref()?;
-    let first = stop.first_look();
-    let n = ladder.start.arms.len();
-    let metrics = spec
-        .effective_metrics()
-        .into_iter()
-        .map(|m| {
-            let mut values = vec![vec![None; n]; first];
-            if let Some(column) = ladder.column(&m.column) {
-                for row in ladder
-                    .rows
-                    .iter()
-                    .filter(|r| r.pass < first && r.row == m.row)
-                {
-                    values[row.pass][row.arm] = row.fields.get(column).and_then(|v| v.parse().ok());
-                }
-            }
-            MetricValues {
-                metric: m.column,
-                values,
-            }
-        })
-        .collect::<Vec<_>>();
-    let arms: Vec<String> = ladder.start.arms.iter().map(|a| a.name.clone()).collect();
-    Some(stop.plan(
-        ladder.start.warmup_passes,
-        ladder.start.base_index(),
-        &arms,
-        &metrics,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,12 +247,5 @@ mod tests {
         let plan = stop(0.5, &[4, 8]).plan(1, 0, &arms, &[v]);
         assert_eq!((plan.look, plan.stopped), (8, Stopped::MaxPasses));
         assert_eq!(plan.need.arm, "a");
-    }
-
-    #[test]
-    fn t_quantile_matches_tables() {
-        assert!((t975(2) - 4.302652729911275).abs() < 1e-9);
-        assert!((t975(6) - 2.446911851144969).abs() < 1e-9);
-        assert!(t975(0).is_nan());
     }
 }

@@ -10,7 +10,7 @@ use crate::ladder_file::{
 };
 use crate::order::Order;
 use crate::spec::Spec;
-use crate::stop;
+use crate::stop::{MetricValues, StopPlan};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::fmt;
@@ -106,6 +106,42 @@ impl Ladder {
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c == name)
     }
+
+    /// Recomputes a `[stop]` ladder's plan from its own file; `None` without `[stop]`.
+    pub fn stop_plan(&self, spec: &Spec) -> Option<StopPlan> {
+        stop_plan(&self.start, &self.columns, &self.rows, spec)
+    }
+}
+
+/// The stopping rule applied to a file's first look: the spec's metrics read from the rows
+/// of those passes, as written. `None` for a ladder without `[stop]`.
+fn stop_plan(
+    start: &StartRecord,
+    columns: &[String],
+    rows: &[Row],
+    spec: &Spec,
+) -> Option<StopPlan> {
+    let stop = spec.stop.as_ref()?;
+    let first = stop.first_look();
+    let n = start.arms.len();
+    let metrics: Vec<MetricValues> = spec
+        .effective_metrics()
+        .into_iter()
+        .map(|m| {
+            let mut values = vec![vec![None; n]; first];
+            if let Some(column) = columns.iter().position(|c| *c == m.column) {
+                for row in rows.iter().filter(|r| r.pass < first && r.row == m.row) {
+                    values[row.pass][row.arm] = row.fields.get(column).and_then(|v| v.parse().ok());
+                }
+            }
+            MetricValues {
+                metric: m.column,
+                values,
+            }
+        })
+        .collect();
+    let arms: Vec<String> = start.arms.iter().map(|a| a.name.clone()).collect();
+    Some(stop.plan(start.warmup_passes, start.base_index(), &arms, &metrics))
 }
 
 pub struct Replay {
@@ -488,13 +524,7 @@ impl<'o> Replayer<'o> {
         if self.seen.len() < first * self.order.n_arms() {
             return None;
         }
-        let ladder = Ladder {
-            start: self.start.clone(),
-            columns: self.columns.clone(),
-            rows: self.rows.clone(),
-            end: None,
-        };
-        let plan = stop::plan_of_ladder(&ladder, &spec)?;
+        let plan = stop_plan(&self.start, &self.columns, &self.rows, &spec)?;
         let n = self.order.n_arms();
         let cells = plan.look * n;
         let (record, _, _) = self.end.as_ref()?;

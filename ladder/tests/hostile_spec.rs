@@ -96,3 +96,81 @@ fn unknown_tables_missing_bases_and_blank_arm_names_get_lines() {
     let e = refused(&GOOD.replace("name = \"on\"", "name = \"   \""));
     assert_eq!(e.line, Some(14), "{e}");
 }
+
+/// A known-effect arm (METHOD.md "Controls") appended to the demo spec.
+fn with_known(arm: &str) -> String {
+    GOOD.replace("[[metric]]", &format!("{arm}\n[[metric]]"))
+}
+
+#[test]
+fn a_known_effect_arm_carries_its_expected_effect_and_only_it_does() {
+    let good =
+        with_known("[[arm]]\nname = \"pad\"\nrole = \"known-effect\"\nexpected_pct = -4.762\n");
+    let spec = Spec::parse(Path::new("ladders/demo.toml"), &good).unwrap();
+    assert_eq!(spec.arms[2].expected_on("tok_s"), Some(-4.762));
+    let per_metric = with_known(
+        "[[arm]]\nname = \"pad\"\nrole = \"known-effect\"\nexpected_pct = { tok_s = -4.762 }\n",
+    );
+    let spec = Spec::parse(Path::new("ladders/demo.toml"), &per_metric).unwrap();
+    assert!(spec.arms[2].controls("tok_s") && !spec.arms[2].controls("other"));
+
+    let e = refused(&with_known(
+        "[[arm]]\nname = \"pad\"\nrole = \"known-effect\"\n",
+    ));
+    assert_eq!(e.line, Some(18), "{e}");
+    assert!(
+        e.message.contains("no expected_pct") && e.fix.contains("expected_pct = -4.762"),
+        "{e}"
+    );
+    let e = refused(&with_known("[[arm]]\nname = \"pad\"\nexpected_pct = 1.0\n"));
+    assert_eq!(e.line, Some(19), "{e}");
+    assert!(
+        e.message.contains("has expected_pct but role = \"arm\""),
+        "{e}"
+    );
+    let e = refused(&with_known(
+        "[[arm]]\nname = \"pad\"\nrole = \"known-effect\"\nexpected_pct = { prefill = 1.0 }\n",
+    ));
+    assert!(
+        e.message.contains("\"prefill\", which is not a metric") && e.fix.contains("tok_s"),
+        "{e}"
+    );
+    let e = refused(&with_known(
+        "[[arm]]\nname = \"pad\"\nrole = \"known-effect\"\nexpected_pct = -100.0\n",
+    ));
+    assert!(e.message.contains("above -100 %"), "{e}");
+    let e = refused(&with_known(
+        "[[arm]]\nname = \"pad\"\nrole = \"known-effect\"\nexpected_pct = -9.0\npad_pct = 10\n",
+    ));
+    assert_eq!(e.line, Some(21), "{e}");
+    assert!(e.message.contains("needs output = \"time\""), "{e}");
+}
+
+#[test]
+fn a_runner_pad_is_a_positive_percent_of_a_time_ladder() {
+    let time = GOOD
+        .replace("passes = 4", "passes = 4\noutput = \"time\"")
+        .replace(
+        "[[metric]]\ncolumn = \"tok_s\"\nbetter = \"higher\"\n",
+        "[[arm]]\nname = \"pad\"\nrole = \"known-effect\"\nexpected_pct = -9.0909\npad_pct = 10\n",
+    );
+    let spec = Spec::parse(Path::new("ladders/demo.toml"), &time).unwrap();
+    assert_eq!(spec.arms[2].pad_pct, Some(10.0));
+    for bad in ["0", "-1", "inf", "1001"] {
+        let e = refused(&time.replace("pad_pct = 10", &format!("pad_pct = {bad}")));
+        assert!(
+            e.message.contains("not a percent between 0 and 1000"),
+            "{bad}: {e}"
+        );
+    }
+}
+
+#[test]
+fn an_empty_metric_column_is_refused_at_its_line() {
+    let e = refused(&GOOD.replace("column = \"tok_s\"", "column = \"\""));
+    assert_eq!(e.line, Some(18), "{e}");
+    assert!(
+        e.message.contains("empty column") && e.fix.contains("ladder_wall_s"),
+        "{e}"
+    );
+}

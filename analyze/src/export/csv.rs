@@ -5,7 +5,7 @@ use crate::analysis::LadderReport;
 use ladder::ladder_file::csv_line;
 use std::io::Write;
 
-pub const COLUMNS: [&str; 17] = [
+pub const COLUMNS: [&str; 18] = [
     "file",
     "ladder",
     "tag",
@@ -23,6 +23,7 @@ pub const COLUMNS: [&str; 17] = [
     "n",
     "verdict",
     "holm_verdict",
+    "mde_pct",
 ];
 
 /// Writes the header and one row per arm of every metric of every ladder with statistics.
@@ -57,6 +58,7 @@ pub fn write(reports: &[LadderReport], mut out: impl Write) -> anyhow::Result<()
                     f.n.to_string(),
                     f.verdict.to_string(),
                     a.holm_verdict.to_string(),
+                    number(a.mde_pct),
                 ];
                 writeln!(out, "{}", csv_line(&row))?;
             }

@@ -1,13 +1,13 @@
 //! The JSON report: every figure of METHOD.md's "The JSON report" block, keys added beside.
 
-use crate::report::Reading;
+use crate::reading::Reading;
 use rayon::prelude::*;
 use std::io::Write;
 
-/// The JSON report: `{"method": 2, "ladders": [...], "across": [...], "arm_pairs": [...]}`. Ladders are
+/// The JSON report: `{"method": 2.1, "ladders": [...], "across": [...], "arm_pairs": [...]}`. Ladders are
 /// serialized in parallel, a chunk at a time so that the text is never all in memory.
 pub fn write(reading: &Reading, mut out: impl Write) -> anyhow::Result<()> {
-    out.write_all(b"{\"method\":2,\"ladders\":[")?;
+    out.write_all(b"{\"method\":2.1,\"ladders\":[")?;
     for (c, chunk) in reading.reports.chunks(256).enumerate() {
         let texts: Vec<Vec<u8>> = chunk
             .par_iter()

@@ -8,7 +8,7 @@ use super::svg::{self, DeltaColumn, ForestRow};
 use crate::across::{ArmPair, Replication};
 use crate::analysis::{Contrast, ExtrasConfig, Figures, LadderReport, MetricReport};
 use crate::identity::Identity;
-use crate::report::Reading;
+use crate::reading::Reading;
 use crate::witness::Witness;
 use anyhow::Context;
 use std::fmt::Write;
@@ -130,8 +130,8 @@ pub fn status(r: &LadderReport) -> String {
         .disqualified_by
         .iter()
         .filter(|d| *d != "not-connected")
-        .map(|d| match d.strip_prefix("control:") {
-            Some(arm) => format!("control:{}", name(arm)),
+        .map(|d| match d.split_once(':') {
+            Some((kind, arm)) => format!("{kind}:{}", name(arm)),
             None => d.clone(),
         })
         .collect();
@@ -181,11 +181,11 @@ fn stop_words(r: &LadderReport) -> String {
 
 /// The whole document: summary, then the details.
 pub fn render(doc: &Doc) -> String {
-    let mut out = String::from("# Ladder report (method 2)\n\n");
+    let mut out = String::from("# Ladder report (method 2.1)\n\n");
     out.push_str(&summary(doc.reports));
     out.push_str("\n## Details\n\n");
     out.push_str(
-        "Each figure is computed as `docs/METHOD.md` (abab, method 2) says, from the raw files listed. \
+        "Each figure is computed as `docs/METHOD.md` (abab, method 2.1) says, from the raw files listed. \
          Per pass, the log ratio of an arm against the base (positive meaning better); the estimate is the \
          geometric mean ratio `100·(exp(mean l) − 1)`, its 95 % interval `100·(exp(mean l ± t(0.975, m−1)·s/√m) − 1)`. \
          A verdict is *better* or *worse* only when the whole interval lies on one side of 0; the Holm verdict \
@@ -259,16 +259,18 @@ pub fn summary(reports: &[LadderReport]) -> String {
             .iter()
             .flat_map(|m| m.controls.iter().map(move |c| (m, c)))
             .filter_map(|(m, c)| {
+                let (head, _) = c.reading(m.equivalence_margin_pct);
                 let reading = match c.holds? {
-                    true => "holds",
-                    false => "**does not hold**",
+                    true => head.to_string(),
+                    false => format!("**{head}**"),
                 };
                 Some(format!(
-                    "{} on {} {reading} ({} at level {})",
+                    "{} on {} {reading} ({} at level {:.4}, {})",
                     name(&c.arm),
                     name(&m.column),
                     interval(c.ci_low_pct, c.ci_high_pct),
-                    c.level
+                    c.level,
+                    c.rule
                 ))
             })
             .collect();
@@ -484,19 +486,21 @@ fn metric_section(
     let _ = writeln!(out, "\n### {} ({} is better)\n", name(&m.column), m.better);
     mark(r, out);
     noise_lines(m, out);
-    out.push_str("| arm | role | against | estimate | sem | 95 % interval | n | verdict | median | Holm |\n|---|---|---|---:|---:|---|---:|---|---:|---|\n");
+    out.push_str("| arm | role | against | estimate | sem | 95 % interval | n | verdict | median | Holm | MDE |\n|---|---|---|---:|---:|---|---:|---|---:|---|---:|\n");
     for a in &m.arms {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} % | {} |",
+            "| {} | {} | {} | {} | {} % | {} | ±{} % |",
             name(&a.arm),
             a.role,
             name(&a.against),
             figures_cells(&a.figures),
             pct(a.figures.median_pct),
-            a.holm_verdict
+            a.holm_verdict,
+            num(a.mde_pct)
         );
     }
+    out.push_str("\nMDE: the smallest true effect, either way, that this ladder resolves in four of five runs of its length and spread (80 % power at the 95 % level).\n");
     for a in m.arms.iter().filter(|a| a.figures.pulled()) {
         let _ = writeln!(
             out,
@@ -530,24 +534,29 @@ fn controls_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
     if m.controls.is_empty() {
         return;
     }
-    out.push_str("\nControls (null and reflexive hold when their interval at level 1 − 0.05/k contains 0, k the number of such arms):\n\n");
+    let _ = writeln!(
+        out,
+        "\nControls: this ladder's family holds {k} (control arm, metric) test{}, each interval at level 1 − 0.05/{k} = {:.4}; {}.\n",
+        if r.control_family == 1 { "" } else { "s" },
+        1.0 - 0.05 / r.control_family.max(1) as f64,
+        match m.equivalence_margin_pct {
+            Some(margin) if r.margin_registered => format!("an inert control holds when that interval lies within the pre-registered margin ±{} %", num(margin)),
+            Some(margin) => format!("an inert control holds when that interval lies within ±{} %, a margin given to the report after the run (not pre-registered)", num(margin)),
+            None => "an inert control (null, reflexive) holds when it contains 0".to_string(),
+        },
+        k = r.control_family
+    );
     mark(r, out);
     out.push_str(
         "| control | role | estimate | interval | level | reading |\n|---|---|---:|---|---:|---|\n",
     );
     for c in &m.controls {
-        let mut reading = match c.holds {
-            Some(true) => "holds: the interval contains 0".to_string(),
-            Some(false) => "**does not hold**: the interval excludes 0; the ladder is disqualified by its own control".to_string(),
-            None => "the cost of the mechanism alone".to_string(),
+        let (head, why) = c.reading(m.equivalence_margin_pct);
+        let reading = match (c.holds, why.is_empty()) {
+            (Some(false), _) => format!("**{head}**: {why}"),
+            (_, true) => head.to_string(),
+            _ => format!("{head}: {why}"),
         };
-        if let Some(eq) = c.equivalence {
-            let _ = write!(
-                reading,
-                "; {eq} (margin ±{} %)",
-                num(m.equivalence_margin_pct.unwrap_or(f64::NAN))
-            );
-        }
         let _ = writeln!(
             out,
             "| {} | {} | {} % | {} | {} | {reading} |",
@@ -567,16 +576,24 @@ fn controls_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
 fn order_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
     let e = &m.order_effects;
     out.push_str("\nOrder effects (`ln x = μ[p] + α[arm] + β[slot] + γ[prev] + ε`, F tests by nested least squares):\n\n");
+    if e.no_residual {
+        out.push_str("- Not testable: the metric is the same in every cell of an arm, so the model leaves no residual to test against; it never flags the ladder.\n");
+        return;
+    }
     let _ = writeln!(
         out,
-        "- Position (all β equal): p = {}.",
-        p_value(e.position_p)
+        "- Position (all β equal): p = {}{}.",
+        p_value(e.position_p),
+        e.position_df
+            .map_or(String::new(), |[a, b]| format!(", F({a}, {b})"))
     );
     if e.carry_over_estimable {
         let _ = writeln!(
             out,
-            "- Carry-over (all γ equal): p = {}.",
-            p_value(e.carry_over_p)
+            "- Carry-over (all γ equal): p = {}{}.",
+            p_value(e.carry_over_p),
+            e.carry_over_df
+                .map_or(String::new(), |[a, b]| format!(", F({a}, {b})"))
         );
     } else {
         out.push_str(
@@ -592,11 +609,18 @@ fn order_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
         let adjusted: Vec<String> = e
             .adjusted
             .iter()
-            .map(|a| format!("{} {} %", name(&a.arm), pct(a.estimate_pct)))
+            .map(|a| {
+                format!(
+                    "{} {} % {}",
+                    name(&a.arm),
+                    pct(a.estimate_pct),
+                    interval(a.ci_low_pct, a.ci_high_pct)
+                )
+            })
             .collect();
         let _ = writeln!(
             out,
-            "- Estimates with carry-over removed (α from the model): {}.",
+            "- Estimates with carry-over removed (α from the model, 95 % interval from the model): {}.",
             adjusted.join(", ")
         );
     }

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use analyze::analysis::{ExtrasConfig, LadderReport};
-use analyze::report::{self, Options, Reading};
+use analyze::reading::{self, Options, Reading};
 use ladder::ladder_file::csv_line;
 use ladder::sample::{Sample, SampleArm, SampleMetric};
 use ladder::spec::Better;
@@ -113,8 +113,9 @@ pub fn read_with(name: &str, texts: &[String], allow_defects: bool) -> Reading {
             seed: 1,
         },
         compare: Vec::new(),
+        margin_pct: None,
     };
-    let reading = report::read(&paths, &options).unwrap();
+    let reading = reading::read(&paths, &options).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     reading
 }

@@ -1,0 +1,240 @@
+//! The live ledger (`analyze calibrate --live FILES…`): how often abab's controls were
+//! wrong on real ladders, per host and card, beside the rates of simulated ladders of the
+//! same designs at the same noise (METHOD.md "The live ledger").
+
+use super::rates::{Count, Tally};
+use super::render::{count, pct};
+use super::simulate::{NoiseModel, Scale};
+use super::{Effects, Plan, Shape};
+use crate::analysis::{ExtrasConfig, LadderReport};
+use crate::frames::LadderInfo;
+use crate::reading::{self, Options as ReadOptions};
+use ladder::spec::{Better, MetricSpec};
+use ladder::Role;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// One host and card: the controls' record on its ladders, and its simulated twin's.
+#[derive(Debug, Default, Serialize)]
+pub struct LedgerRow {
+    pub host: String,
+    pub card: String,
+    pub ladders: usize,
+    /// Inert control tests (arm, metric) that failed: the measured A/A false-positive rate.
+    pub inert_failed: Count,
+    /// Ladders with an inert control in which one failed.
+    pub ladders_failed: Count,
+    /// Known-effect tests that held: the measured coverage.
+    pub known_held: Count,
+    /// The same three from simulated ladders of the same designs and noise.
+    pub simulated_inert_failed: Count,
+    pub simulated_ladders_failed: Count,
+    pub simulated_known_held: Count,
+}
+
+/// Every host and card read, and the files left out with the reason.
+#[derive(Debug, Serialize)]
+pub struct Ledger {
+    pub rows: Vec<LedgerRow>,
+    pub skipped: Vec<(String, String)>,
+    pub simulated_per_ladder: usize,
+}
+
+/// What one ladder (real or simulated) adds to a row.
+#[derive(Default)]
+struct Record {
+    inert: (usize, usize),
+    ladders: (usize, usize),
+    known: (usize, usize),
+}
+
+impl Record {
+    fn add(&mut self, inert: &[bool], known: &[bool]) {
+        let failed = inert.iter().filter(|h| !**h).count();
+        self.inert.0 += failed;
+        self.inert.1 += inert.len();
+        if !inert.is_empty() {
+            self.ladders.0 += usize::from(failed > 0);
+            self.ladders.1 += 1;
+        }
+        self.known.0 += known.iter().filter(|h| **h).count();
+        self.known.1 += known.len();
+    }
+
+    fn counts(&self) -> [Count; 3] {
+        [self.inert, self.ladders, self.known].map(|(k, n)| Count::of(k, n))
+    }
+}
+
+/// The controls of a real ladder: per inert test whether it held; per known-effect test.
+fn controls_of(report: &LadderReport) -> (Vec<bool>, Vec<bool>) {
+    let (mut inert, mut known) = (Vec::new(), Vec::new());
+    for c in report.metrics.iter().flat_map(|m| &m.controls) {
+        let held = c.holds == Some(true);
+        match c.role {
+            Role::KnownEffect => known.push(held),
+            r if r.is_inert_control() => inert.push(held),
+            _ => {}
+        }
+    }
+    (inert, known)
+}
+
+/// The ladder's own design at each metric's own noise (σ̂ of the additive model).
+fn twin(info: &LadderInfo, report: &LadderReport) -> Option<Plan> {
+    let metrics: Vec<MetricSpec> = info
+        .metrics
+        .iter()
+        .map(|m| MetricSpec {
+            better: Better::Higher,
+            ..m.clone()
+        })
+        .collect();
+    let shape = Shape {
+        scheme: info.start.order.scheme,
+        passes: info.start.order.passes,
+        seed: info.start.order.seed,
+        warmup: info.start.warmup_passes,
+    };
+    let mut plan = Plan::new(
+        &info.spec,
+        &info.spec.arms,
+        shape,
+        metrics,
+        Effects::default(),
+    )
+    .ok()?;
+    plan.noise = report
+        .metrics
+        .iter()
+        .map(|m| m.paired_noise_pct / 100.0 / 2f64.sqrt())
+        .collect();
+    plan.noise.iter().all(|s| s.is_finite()).then_some(plan)
+}
+
+/// Reads every file and pools the controls' record per host and card.
+pub fn ledger(files: &[PathBuf], simulated: usize, seed: u64) -> anyhow::Result<Ledger> {
+    let options = ReadOptions {
+        allow_defects: false,
+        extras: ExtrasConfig { resamples: 0, seed },
+        compare: Vec::new(),
+        margin_pct: None,
+    };
+    let reading = reading::read(files, &options)?;
+    let scale = Scale {
+        sigma: 1.0,
+        walk: 0.0,
+        carry: 0.0,
+        correlation: 0.0,
+    };
+    let mut rows: BTreeMap<(String, String), (usize, Record, Record)> = BTreeMap::new();
+    let mut skipped = Vec::new();
+    for (i, (file, report)) in reading.files.iter().zip(&reading.reports).enumerate() {
+        let (Some(info), Some(run)) = (file.ladder.as_ref(), report.run.as_ref()) else {
+            skipped.push((report.file.clone(), report.verdict.clone()));
+            continue;
+        };
+        if !report.connected || !report.statistics {
+            skipped.push((report.file.clone(), report.verdict.clone()));
+            continue;
+        }
+        let row = rows
+            .entry((run.host.clone(), run.card_label()))
+            .or_default();
+        row.0 += 1;
+        let (inert, known) = controls_of(report);
+        row.1.add(&inert, &known);
+        if let Some(plan) = twin(info, report) {
+            for t in plan.tallies(
+                NoiseModel::Independent,
+                &scale,
+                simulated,
+                seed ^ (i as u64) << 20,
+            ) {
+                add_tally(&mut row.2, &t);
+            }
+        }
+    }
+    let rows = rows
+        .into_iter()
+        .map(|((host, card), (ladders, real, sim))| {
+            let [inert_failed, ladders_failed, known_held] = real.counts();
+            let [simulated_inert_failed, simulated_ladders_failed, simulated_known_held] =
+                sim.counts();
+            LedgerRow {
+                host,
+                card,
+                ladders,
+                inert_failed,
+                ladders_failed,
+                known_held,
+                simulated_inert_failed,
+                simulated_ladders_failed,
+                simulated_known_held,
+            }
+        })
+        .collect();
+    Ok(Ledger {
+        rows,
+        skipped,
+        simulated_per_ladder: simulated,
+    })
+}
+
+fn add_tally(record: &mut Record, t: &Tally) {
+    let inert: Vec<bool> = t.inert.iter().map(|i| i.1).collect();
+    record.add(&inert, &t.known);
+}
+
+/// The ledger as tables.
+pub fn render_ledger(ledger: &Ledger) -> String {
+    let mut out = String::from(
+        "abab's own error rates on these ladders, per host and card. Inert controls (null, \
+         reflexive) should fail rarely; known-effect controls should hold. Beside each, the \
+         rate of simulated ladders of the same designs at the same noise.\n\n",
+    );
+    out.push_str("| host | card | ladders | inert control tests failed [95 % CI] | simulated | ladders with a failed inert control [95 % CI] | simulated | known-effect tests held [95 % CI] | simulated |\n|---|---|---:|---|---:|---|---:|---|---:|\n");
+    for r in &ledger.rows {
+        let sim = |c: &Count| {
+            if c.n == 0 {
+                "n/a".to_string()
+            } else {
+                pct(c.rate)
+            }
+        };
+        let real = |c: &Count| {
+            if c.n == 0 {
+                "none".to_string()
+            } else {
+                count(c)
+            }
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.host,
+            r.card,
+            r.ladders,
+            real(&r.inert_failed),
+            sim(&r.simulated_inert_failed),
+            real(&r.ladders_failed),
+            sim(&r.simulated_ladders_failed),
+            real(&r.known_held),
+            sim(&r.simulated_known_held),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{} simulated ladders per real ladder (independent normal cells at each metric's σ̂).",
+        ledger.simulated_per_ladder
+    );
+    if !ledger.skipped.is_empty() {
+        let _ = writeln!(out, "\nNot read ({}):", ledger.skipped.len());
+        for (file, why) in &ledger.skipped {
+            let _ = writeln!(out, "- {file}: {why}");
+        }
+    }
+    out
+}

@@ -1,0 +1,207 @@
+//! What one simulated ladder's reading is boiled down to, and the rates over many.
+
+use super::simulate::NoiseModel;
+use super::Plan;
+use crate::analysis::{self, MetricReport};
+use ladder::stats::clopper_pearson;
+use ladder::Role;
+use serde::Serialize;
+
+/// One simulated ladder's reading, boiled down to what is counted.
+pub struct Tally {
+    /// Verdicts of arms with no true effect, and how many were resolved.
+    null_verdicts: usize,
+    false_verdicts: usize,
+    /// Any Holm verdict resolved among the arms with no true effect.
+    holm_false: bool,
+    gate: bool,
+    /// Per inert control test (arm, metric): the arm, and whether the control held.
+    pub inert: Vec<(usize, bool)>,
+    /// Per known-effect test (arm, metric): whether the control held.
+    pub known: Vec<bool>,
+    disqualified: bool,
+    order_sensitive: bool,
+    /// For each `arm` arm with a true effect: (covered, resolved better).
+    effect: Vec<(bool, bool)>,
+    /// Estimates of the arms with no true effect, and with carry-over removed (when estimable).
+    estimates: Vec<f64>,
+    carry_free: Vec<f64>,
+    pub passes: usize,
+}
+
+/// The ladder's metrics' readings, counted.
+pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
+    let index = |name: &str| {
+        plan.design
+            .names
+            .iter()
+            .position(|n| n == name)
+            .unwrap_or(0)
+    };
+    let mut t = Tally {
+        null_verdicts: 0,
+        false_verdicts: 0,
+        holm_false: false,
+        gate: metrics.iter().any(|m| !m.within_noise_limit),
+        inert: Vec::new(),
+        known: Vec::new(),
+        disqualified: !analysis::disqualifications(metrics).is_empty(),
+        order_sensitive: metrics.iter().any(|m| m.order_effects.sensitive()),
+        effect: Vec::new(),
+        estimates: Vec::new(),
+        carry_free: Vec::new(),
+        passes,
+    };
+    for (k, m) in metrics.iter().enumerate() {
+        for c in &m.controls {
+            let (arm, held) = (index(&c.arm), c.holds == Some(true));
+            match c.role {
+                Role::KnownEffect => t.known.push(held),
+                r if r.is_inert_control() => t.inert.push((arm, held)),
+                _ => {}
+            }
+        }
+        for a in &m.arms {
+            let truth = plan.effect[k][index(&a.arm)];
+            let f = &a.figures;
+            if truth == 0.0 {
+                t.null_verdicts += 1;
+                t.false_verdicts += usize::from(f.verdict != "not resolved");
+                t.holm_false |= a.holm_verdict != "not resolved";
+                t.estimates.push(f.estimate_pct);
+            } else if a.role == Role::Arm {
+                let truth_pct = 100.0 * truth.exp_m1();
+                t.effect.push((
+                    f.ci_low_pct <= truth_pct && truth_pct <= f.ci_high_pct,
+                    f.verdict == "better",
+                ));
+            }
+        }
+        for c in &m.order_effects.carry_free {
+            if plan.effect[k][index(&c.arm)] == 0.0 {
+                t.carry_free.push(c.estimate_pct);
+            }
+        }
+    }
+    t
+}
+
+/// A count and the rate it makes, with its 95 % Clopper–Pearson interval.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Count {
+    pub k: usize,
+    pub n: usize,
+    pub rate: f64,
+    pub ci: (f64, f64),
+}
+
+impl Count {
+    pub fn of(k: usize, n: usize) -> Count {
+        Count {
+            k,
+            n,
+            rate: rate(k, n),
+            ci: clopper_pearson(k, n),
+        }
+    }
+}
+
+/// The rates of one spec under one model.
+#[derive(Debug, Serialize)]
+pub struct Rates {
+    pub spec: String,
+    pub model: NoiseModel,
+    pub ladders: usize,
+    pub verdicts: usize,
+    pub false_positives: usize,
+    pub false_positive_rate: f64,
+    pub false_positive_ci: (f64, f64),
+    pub holm_familywise_rate: f64,
+    pub disqualified_rate: f64,
+    /// The ladders disqualified, with its interval: the family's wrong-disqualification rate
+    /// when no arm of a control has a true effect.
+    pub disqualified: Count,
+    pub gate_rate: f64,
+    /// Per inert control arm: the ladders in which it failed on some metric.
+    pub control_rates: Vec<(String, f64)>,
+    /// Ladders where any inert control failed.
+    pub control_failure_rate: f64,
+    /// Inert control tests (arm, metric) that held: with `--control-effect-pct`, the margin
+    /// rule's error rate.
+    pub inert_held: Count,
+    /// Known-effect tests (arm, metric) that held: the coverage of a known effect.
+    pub known_effect_held: Option<Count>,
+    pub order_sensitive_rate: f64,
+    pub coverage: Option<f64>,
+    pub power: Option<f64>,
+    pub mean_estimate_pct: f64,
+    /// Mean carry-over-free estimate of the arms with no true effect (its bias), and how
+    /// many ladders could estimate it.
+    pub carry_free_bias_pct: Option<f64>,
+    pub mean_passes: f64,
+}
+
+pub fn rate(k: usize, n: usize) -> f64 {
+    k as f64 / n.max(1) as f64
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, count) = values.fold((0.0, 0usize), |(s, c), v| (s + v, c + 1));
+    (count > 0).then(|| sum / count as f64)
+}
+
+pub fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> Rates {
+    let n = tallies.len();
+    let verdicts: usize = tallies.iter().map(|t| t.null_verdicts).sum();
+    let false_positives: usize = tallies.iter().map(|t| t.false_verdicts).sum();
+    let count = |f: &dyn Fn(&Tally) -> bool| tallies.iter().filter(|t| f(t)).count();
+    let inert_arms: Vec<usize> = (0..plan.design.names.len())
+        .filter(|&a| plan.design.roles[a].is_inert_control())
+        .collect();
+    let effects: Vec<(bool, bool)> = tallies
+        .iter()
+        .flat_map(|t| t.effect.iter().copied())
+        .collect();
+    let inert: Vec<bool> = tallies
+        .iter()
+        .flat_map(|t| t.inert.iter().map(|i| i.1))
+        .collect();
+    let known: Vec<bool> = tallies
+        .iter()
+        .flat_map(|t| t.known.iter().copied())
+        .collect();
+    let held = |v: &[bool]| Count::of(v.iter().filter(|&&h| h).count(), v.len());
+    let disqualified = count(&|t| t.disqualified);
+    Rates {
+        spec: spec.to_string(),
+        model,
+        ladders: n,
+        verdicts,
+        false_positives,
+        false_positive_rate: rate(false_positives, verdicts),
+        false_positive_ci: clopper_pearson(false_positives, verdicts),
+        holm_familywise_rate: rate(count(&|t| t.holm_false), n),
+        disqualified_rate: rate(disqualified, n),
+        disqualified: Count::of(disqualified, n),
+        gate_rate: rate(count(&|t| t.gate), n),
+        control_rates: inert_arms
+            .iter()
+            .map(|&a| {
+                let failed = count(&|t| t.inert.iter().any(|&(arm, held)| arm == a && !held));
+                (plan.design.names[a].clone(), rate(failed, n))
+            })
+            .collect(),
+        control_failure_rate: rate(count(&|t| t.inert.iter().any(|i| !i.1)), n),
+        inert_held: held(&inert),
+        known_effect_held: (!known.is_empty()).then(|| held(&known)),
+        order_sensitive_rate: rate(count(&|t| t.order_sensitive), n),
+        coverage: (!effects.is_empty())
+            .then(|| rate(effects.iter().filter(|e| e.0).count(), effects.len())),
+        power: (!effects.is_empty())
+            .then(|| rate(effects.iter().filter(|e| e.1).count(), effects.len())),
+        mean_estimate_pct: mean(tallies.iter().flat_map(|t| t.estimates.iter().copied()))
+            .unwrap_or(f64::NAN),
+        carry_free_bias_pct: mean(tallies.iter().flat_map(|t| t.carry_free.iter().copied())),
+        mean_passes: mean(tallies.iter().map(|t| t.passes as f64)).unwrap_or(f64::NAN),
+    }
+}

@@ -1,0 +1,268 @@
+//! The one-screen summary as plain text for a terminal: aligned columns, no markup; times
+//! and other lower-is-better metrics as ratios (`regex ran 2.69× faster than fixed
+//! [2.47, 2.92]`), higher-is-better ones as percents, each with its verdict, its Holm
+//! verdict and the controls in words. Colour is written as ANSI styles and kept only where
+//! [`print`] finds a terminal that wants it (not under `NO_COLOR`).
+
+use crate::analysis::{ArmReading, LadderReport, MetricReport};
+use anstyle::{AnsiColor, Style};
+use comfy_table::{presets, ContentArrangement, Table};
+use ladder::spec::Better;
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+const GOOD: Style = AnsiColor::Green.on_default().bold();
+const BAD: Style = AnsiColor::Red.on_default().bold();
+const DIM: Style = Style::new().dimmed();
+
+/// `text` in `style` (the styles are stripped on output where no colour is wanted).
+fn styled(style: Style, text: &str) -> String {
+    format!("{style}{text}{style:#}")
+}
+
+/// Writes `text` to stdout, colour kept only on a terminal that wants it.
+pub fn print(text: &str) -> std::io::Result<()> {
+    let mut out = anstream::stdout();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+/// A name from a file, on one line: control characters shown as `?`.
+pub fn plain(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// Enough decimals to show an interval of this half-width: 1 at several units, 3 at a few
+/// hundredths, at most 4.
+fn decimals(halfwidth: f64) -> usize {
+    if !(halfwidth.is_finite() && halfwidth > 0.0) {
+        return 1;
+    }
+    (1.0 - halfwidth.log10().floor()).clamp(1.0, 4.0) as usize
+}
+
+/// Whether a column holds a time, so that its ratio reads `ran … faster`.
+fn is_time(column: &str) -> bool {
+    ["_s", "_seconds", "seconds_mean", "_ms", "_us", "_ns"]
+        .iter()
+        .any(|suffix| column.ends_with(suffix))
+}
+
+/// A lower-is-better quantity of `arm` against `against` as a ratio with its interval:
+/// `ran 2.69× faster than fixed [2.47, 2.92]`, or for other metrics `1.20× lower than`.
+/// The ratio is `base/arm` = `1 + estimate/100`, from the same log-mean and interval.
+pub fn ratio_words(column: &str, against: &str, estimate: f64, lo: f64, hi: f64) -> String {
+    let (r, rlo, rhi) = (1.0 + estimate / 100.0, 1.0 + lo / 100.0, 1.0 + hi / 100.0);
+    let d = decimals((rhi - rlo) / 2.0).max(2);
+    let time = is_time(column);
+    let (factor, low, high, word) = if r >= 1.0 {
+        (r, rlo, rhi, if time { "faster" } else { "lower" })
+    } else {
+        (
+            1.0 / r,
+            1.0 / rhi,
+            1.0 / rlo,
+            if time { "slower" } else { "higher" },
+        )
+    };
+    let verb = if time { "ran " } else { "" };
+    format!("{verb}{factor:.d$}× {word} than {against} [{low:.d$}, {high:.d$}]")
+}
+
+/// A higher-is-better estimate as a percent with its interval: `+13.2 % [+7.3, +19.5]`.
+pub fn percent_words(estimate: f64, lo: f64, hi: f64) -> String {
+    let d = decimals((hi - lo) / 2.0);
+    format!("{estimate:+.d$} % [{lo:+.d$}, {hi:+.d$}]")
+}
+
+fn verdict(text: &str) -> String {
+    match text {
+        "better" => styled(GOOD, text),
+        "worse" => styled(BAD, text),
+        _ => text.to_string(),
+    }
+}
+
+fn table() -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    t
+}
+
+/// The table's lines, each indented by two spaces, columns two spaces apart, no trailing
+/// blanks.
+fn render(mut t: Table) -> String {
+    for column in t.column_iter_mut() {
+        column.set_padding((0, 2));
+    }
+    t.lines()
+        .map(|line| format!("  {}\n", line.trim_end()))
+        .collect()
+}
+
+/// The status line: QUALIFIED, or what disqualified the ladder.
+fn status(r: &LadderReport) -> String {
+    if !r.statistics {
+        return styled(BAD, "NOT CONNECTED (no statistics)");
+    }
+    if r.qualified {
+        return styled(GOOD, "QUALIFIED");
+    }
+    let mut words = Vec::new();
+    if !r.connected {
+        words.push("NOT CONNECTED, read with --allow-defects".to_string());
+    }
+    let reasons: Vec<String> = r
+        .disqualified_by
+        .iter()
+        .filter(|d| *d != "not-connected")
+        .map(|d| plain(d))
+        .collect();
+    if !reasons.is_empty() {
+        words.push(format!("DISQUALIFIED by {}", reasons.join(", ")));
+    }
+    styled(BAD, &words.join("; "))
+}
+
+fn heading(r: &LadderReport) -> String {
+    let title = match (&r.ladder, &r.tag) {
+        (Some(ladder), Some(tag)) => format!("{} / {}", plain(ladder), plain(tag)),
+        _ => plain(&r.file),
+    };
+    let mut line = format!("{title}: {}", status(r));
+    if r.statistics {
+        let _ = write!(line, " ({} analysis passes", r.analysis_passes);
+        if let Some(s) = &r.stopped {
+            let why = match s.reason.as_str() {
+                "precision" => "precision reached",
+                "max-passes" => "the last look, precision not reached",
+                other => other,
+            };
+            let _ = write!(line, "; stopped at pass {}: {why}", s.look);
+        }
+        line.push(')');
+        if r.order_sensitive {
+            line.push_str("; order-sensitive");
+        }
+    }
+    line
+}
+
+/// One row per arm against the base.
+fn arm_row(m: &MetricReport, a: &ArmReading) -> Vec<String> {
+    let f = &a.figures;
+    let reading = match m.better {
+        Better::Lower => ratio_words(
+            &m.column,
+            &plain(&a.against),
+            f.estimate_pct,
+            f.ci_low_pct,
+            f.ci_high_pct,
+        ),
+        Better::Higher => percent_words(f.estimate_pct, f.ci_low_pct, f.ci_high_pct),
+    };
+    vec![
+        plain(&a.arm),
+        reading,
+        verdict(f.verdict),
+        verdict(a.holm_verdict),
+    ]
+}
+
+fn metric_table(m: &MetricReport) -> String {
+    let mut t = table();
+    t.set_header(vec![
+        "arm",
+        "against the base (95 % interval)",
+        "verdict",
+        "after Holm",
+    ]);
+    for a in &m.arms {
+        t.add_row(arm_row(m, a));
+    }
+    render(t)
+}
+
+fn controls_table(r: &LadderReport) -> Option<String> {
+    let mut t = table();
+    t.set_header(vec!["control", "metric", "interval", "reading"]);
+    let mut any = false;
+    for m in &r.metrics {
+        for c in m.controls.iter().filter(|c| c.holds.is_some()) {
+            any = true;
+            let (head, why) = c.reading(m.equivalence_margin_pct);
+            let head = match c.holds {
+                Some(true) => styled(GOOD, head),
+                _ => styled(BAD, head),
+            };
+            t.add_row(vec![
+                plain(&c.arm),
+                plain(&m.column),
+                percent_words(c.estimate_pct, c.ci_low_pct, c.ci_high_pct),
+                format!("{head}: {why}"),
+            ]);
+        }
+    }
+    any.then(|| {
+        format!(
+            "Controls ({} tests together, each interval at level {:.4}):\n{}",
+            r.control_family,
+            1.0 - 0.05 / r.control_family.max(1) as f64,
+            render(t)
+        )
+    })
+}
+
+/// The one-screen summary of every ladder, as plain text (with ANSI styles for [`print`]).
+pub fn summary(reports: &[LadderReport]) -> String {
+    let mut out = String::new();
+    for r in reports {
+        let _ = writeln!(out, "{}", heading(r));
+        if !r.statistics {
+            let _ = writeln!(out, "{}", styled(DIM, &format!("  {}", plain(&r.verdict))));
+            out.push('\n');
+            continue;
+        }
+        for m in &r.metrics {
+            let _ = writeln!(out, "\n{} ({} is better)", plain(&m.column), m.better);
+            out.push_str(&metric_table(m));
+        }
+        if let Some(controls) = controls_table(r) {
+            out.push('\n');
+            out.push_str(&controls);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_time_reads_as_a_ratio_from_the_same_interval() {
+        // base/arm = 2.69 with the interval [2.47, 2.92]: estimate +169 % [+147, +192].
+        let words = ratio_words("ladder_wall_s", "fixed", 169.0, 147.0, 192.0);
+        assert_eq!(words, "ran 2.69× faster than fixed [2.47, 2.92]");
+        // An arm that takes 1.5 times as long: base/arm = 0.667 [0.6, 0.75].
+        let words = ratio_words("ladder_wall_s", "a", -33.333_333, -40.0, -25.0);
+        assert_eq!(words, "ran 1.500× slower than a [1.333, 1.667]");
+        let words = ratio_words("ladder_maxrss_kib", "a", 20.0, 10.0, 30.0);
+        assert_eq!(words, "1.20× lower than a [1.10, 1.30]");
+    }
+
+    #[test]
+    fn percents_show_as_many_decimals_as_the_interval_needs() {
+        assert_eq!(percent_words(13.2, 7.3, 19.5), "+13.2 % [+7.3, +19.5]");
+        assert_eq!(
+            percent_words(0.134, 0.097, 0.171),
+            "+0.134 % [+0.097, +0.171]"
+        );
+        assert_eq!(decimals(f64::NAN), 1);
+        assert_eq!(decimals(0.0004), 4);
+    }
+}
