@@ -314,6 +314,14 @@ impl Spec {
         self.arms.iter().find(|a| a.role == Role::Base)
     }
 
+    /// The index of the base arm (a checked spec has exactly one; 0 otherwise).
+    pub fn base_index(&self) -> usize {
+        self.arms
+            .iter()
+            .position(|a| a.role == Role::Base)
+            .unwrap_or(0)
+    }
+
     /// Reads the spec from a start record's `spec` field.
     pub fn from_json(json: &serde_json::Value) -> Result<Spec, String> {
         let mut spec =

@@ -58,9 +58,24 @@ impl StopSpec {
 
 /// One metric's values at the first look: `values[pass][arm]`, `None` where a cell printed
 /// nothing usable.
+#[derive(Clone, Debug)]
 pub struct MetricValues {
     pub metric: String,
     pub values: Vec<Vec<Option<f64>>>,
+}
+
+impl MetricValues {
+    /// The paired log ratios `ln(x_arm / x_base)` over `passes`, skipping passes where a
+    /// value is missing or not positive.
+    pub fn log_ratios(&self, arm: usize, base: usize, passes: std::ops::Range<usize>) -> Vec<f64> {
+        passes
+            .filter_map(|p| {
+                let row = self.values.get(p)?;
+                let (x, b) = ((*row.get(arm)?)?, (*row.get(base)?)?);
+                (x > 0.0 && b > 0.0).then(|| (x / b).ln())
+            })
+            .collect()
+    }
 }
 
 /// The quantity whose spread asks for the most passes.
@@ -81,22 +96,71 @@ pub struct StopPlan {
 }
 
 impl StopPlan {
-    /// The plan in words, for the progress line and the summary.
-    pub fn describe(&self, warmup: usize) -> String {
-        let need = if self.need.passes.is_finite() {
-            format!("{:.1} analysis passes needed", self.need.passes)
-        } else {
-            "the need could not be computed (a missing or non-positive value)".to_string()
-        };
-        format!(
-            "planned {} passes ({} analysis, {}): {need}, set by {} of arm {}",
-            self.look,
-            self.look.saturating_sub(warmup),
-            self.stopped.as_str(),
-            self.need.metric,
-            self.need.arm
-        )
+    /// The plan in words, for the progress line and the summary: what the half-width needs,
+    /// what that costs at `pass_seconds` a pass, and where the ladder stops instead.
+    pub fn describe(&self, stop: &StopSpec, warmup: usize, pass_seconds: f64) -> String {
+        let analysis = self.look.saturating_sub(warmup);
+        let h = stop.halfwidth_pct;
+        let set_by = format!("set by {} of arm {}", self.need.metric, self.need.arm);
+        if !self.need.passes.is_finite() {
+            return format!(
+                "±{h} %: the need could not be computed (a missing or non-positive value at the first look); the ladder runs to its last look, {} passes",
+                self.look
+            );
+        }
+        let need = format!(
+            "±{h} % needs about {} analysis passes ({})",
+            thousands(self.need.passes.ceil()),
+            cost(self.need.passes.ceil() + warmup as f64, pass_seconds)
+        );
+        match self.stopped {
+            Stopped::Precision => format!(
+                "{need}, {set_by}; look {} ({analysis} analysis passes) reaches it",
+                self.look
+            ),
+            Stopped::MaxPasses => format!(
+                "{need}, {set_by}; the last look is {} passes ({analysis} analysis), which should give about ±{:.2} %",
+                self.look,
+                self.halfwidth_at(stop, analysis)
+            ),
+        }
     }
+
+    /// The half-width (percent) the plan's largest need gives at `analysis` passes: the
+    /// first look's `t · s0` over `√m`.
+    pub fn halfwidth_at(&self, stop: &StopSpec, analysis: usize) -> f64 {
+        let scale = (self.need.passes / analysis.max(1) as f64).sqrt();
+        100.0 * ((1.0 + stop.halfwidth_pct / 100.0).ln() * scale).exp_m1()
+    }
+}
+
+/// `12,345`.
+fn thousands(n: f64) -> String {
+    let digits = format!("{n:.0}");
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `about 16 min at 0.9 s a pass`.
+fn cost(passes: f64, pass_seconds: f64) -> String {
+    if !(pass_seconds.is_finite() && pass_seconds > 0.0) {
+        return "no pass timed yet".into();
+    }
+    let seconds = passes * pass_seconds;
+    let total = match seconds {
+        s if s < 120.0 => format!("{s:.0} s"),
+        s if s < 7200.0 => format!("{:.0} min", s / 60.0),
+        s if s < 172_800.0 => format!("{:.1} h", s / 3600.0),
+        s => format!("{:.1} days", s / 86_400.0),
+    };
+    let d = if pass_seconds < 0.1 { 3 } else { 2 };
+    format!("about {total} at {pass_seconds:.d$} s a pass")
 }
 
 impl StopSpec {
@@ -114,15 +178,12 @@ impl StopSpec {
         let mut largest: Option<Need> = None;
         for metric in metrics {
             for arm in (0..arms.len()).filter(|&a| a != base) {
-                let ratios: Option<Vec<f64>> = passes
-                    .clone()
-                    .map(|p| {
-                        let row = metric.values.get(p)?;
-                        let (x, b) = ((*row.get(arm)?)?, (*row.get(base)?)?);
-                        (x > 0.0 && b > 0.0).then(|| (x / b).ln())
-                    })
-                    .collect();
-                let need = ratios.map_or(f64::NAN, |l| self.passes_needed(&l));
+                let ratios = metric.log_ratios(arm, base, passes.clone());
+                // A need from fewer passes than the first look's cannot be trusted: NaN.
+                let need = match ratios.len() == passes.len() {
+                    true => self.passes_needed(&ratios),
+                    false => f64::NAN,
+                };
                 let candidate = Need {
                     passes: need,
                     metric: metric.metric.clone(),
@@ -224,11 +285,67 @@ mod tests {
             ("noisy", "b")
         );
         assert_eq!(plan.stopped, s.stopping_look(1, plan.need.passes).1);
+        let words = plan.describe(&s, 1, 2.0);
+        assert!(words.contains("set by noisy of arm b"), "{words}");
+        // m* = 670.2 here: 671 analysis passes and the warm-up, at 2 s a pass.
         assert!(
-            plan.describe(1).contains("set by noisy of arm b"),
-            "{}",
-            plan.describe(1)
+            words
+                .contains("±0.5 % needs about 671 analysis passes (about 22 min at 2.00 s a pass)"),
+            "{words}"
         );
+        // The last look's 39 passes give √(670.2/39) times the target half-width.
+        let at_40 = 100.0 * (1.005f64.ln() * (670.247_669 / 39.0f64).sqrt()).exp_m1();
+        assert!((plan.halfwidth_at(&s, 39) - at_40).abs() < 1e-6);
+        assert!(
+            words.ends_with(&format!(
+                "the last look is 40 passes (39 analysis), which should give about ±{at_40:.2} %"
+            )),
+            "{words}"
+        );
+    }
+
+    /// The need of a fixed ladder, worked out by hand: the base moves from pass to pass, so
+    /// only the ratio `x / base` gives these log ratios.
+    #[test]
+    fn the_need_of_a_fixed_ladder_by_hand() {
+        let arms = ["base".to_string(), "a".into()];
+        let v = MetricValues {
+            metric: "m".into(),
+            values: [[9.0, 1.0], [100.0, 101.0], [110.0, 110.0], [90.0, 91.8]]
+                .iter()
+                .map(|r| r.iter().map(|&v| Some(v)).collect())
+                .collect(),
+        };
+        // l = 0.009950331, 0, 0.019802627; s0 = 0.009901354; t(0.975, 2) = 4.302652730;
+        // m* = (4.302652730 · 0.009901354 / ln 1.01)² = 18.331024.
+        let s = stop(1.0, &[4, 12, 19, 20]);
+        let plan = s.plan(1, 0, &arms, std::slice::from_ref(&v));
+        assert!(
+            (plan.need.passes - 18.331_024_237).abs() < 1e-6,
+            "{}",
+            plan.need.passes
+        );
+        assert_eq!((plan.look, plan.stopped), (20, Stopped::Precision));
+        // A need that lands exactly on a look's analysis passes stops there.
+        let exact = stop(1.0, &[4, 19, 20]);
+        assert_eq!(exact.stopping_look(1, 18.0), (19, Stopped::Precision));
+        assert_eq!(exact.stopping_look(1, 18.000_001), (20, Stopped::Precision));
+        // The largest need wins, whichever arm comes first; NaN is larger than any.
+        let arms3 = ["base".to_string(), "a".into(), "b".into()];
+        let mut three = v.clone();
+        for (row, b) in three.values.iter_mut().zip([1.0, 100.1, 110.11, 90.09]) {
+            row.push(Some(b));
+        }
+        let plan = s.plan(1, 0, &arms3, std::slice::from_ref(&three));
+        assert!((plan.need.passes - 18.331_024_237).abs() < 1e-6);
+        assert_eq!(plan.need.arm, "a");
+        three.values[2][2] = None;
+        let plan = s.plan(1, 0, &arms3, std::slice::from_ref(&three));
+        assert!(
+            plan.need.passes.is_nan() && plan.need.arm == "b",
+            "{plan:?}"
+        );
+        assert_eq!((plan.look, plan.stopped), (20, Stopped::MaxPasses));
     }
 
     #[test]

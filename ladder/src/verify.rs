@@ -9,7 +9,7 @@ use crate::ladder_file::{
     HARNESS_COLUMNS, ROW_COLUMN, START_TAG,
 };
 use crate::order::Order;
-use crate::spec::Spec;
+use crate::spec::{MetricSpec, Spec};
 use crate::stop::{MetricValues, StopPlan};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -111,6 +111,41 @@ impl Ladder {
     pub fn stop_plan(&self, spec: &Spec) -> Option<StopPlan> {
         stop_plan(&self.start, &self.columns, &self.rows, spec)
     }
+
+    /// One metric's values, as written, in the passes before `passes`.
+    pub fn metric_values(&self, metric: &MetricSpec, passes: usize) -> MetricValues {
+        metric_values(
+            &self.columns,
+            &self.rows,
+            self.start.arms.len(),
+            metric,
+            passes,
+        )
+    }
+}
+
+/// `metric`'s values in the passes before `passes`, `values[pass][arm]`, read from the rows
+/// as written (`None` where a cell printed nothing usable).
+fn metric_values(
+    columns: &[String],
+    rows: &[Row],
+    arms: usize,
+    metric: &MetricSpec,
+    passes: usize,
+) -> MetricValues {
+    let mut values = vec![vec![None; arms]; passes];
+    if let Some(column) = columns.iter().position(|c| *c == metric.column) {
+        for row in rows
+            .iter()
+            .filter(|r| r.pass < passes && r.row == metric.row)
+        {
+            values[row.pass][row.arm] = row.fields.get(column).and_then(|v| v.parse().ok());
+        }
+    }
+    MetricValues {
+        metric: metric.column.clone(),
+        values,
+    }
 }
 
 /// The stopping rule applied to a file's first look: the spec's metrics read from the rows
@@ -123,22 +158,10 @@ fn stop_plan(
 ) -> Option<StopPlan> {
     let stop = spec.stop.as_ref()?;
     let first = stop.first_look();
-    let n = start.arms.len();
     let metrics: Vec<MetricValues> = spec
         .effective_metrics()
-        .into_iter()
-        .map(|m| {
-            let mut values = vec![vec![None; n]; first];
-            if let Some(column) = columns.iter().position(|c| *c == m.column) {
-                for row in rows.iter().filter(|r| r.pass < first && r.row == m.row) {
-                    values[row.pass][row.arm] = row.fields.get(column).and_then(|v| v.parse().ok());
-                }
-            }
-            MetricValues {
-                metric: m.column,
-                values,
-            }
-        })
+        .iter()
+        .map(|m| metric_values(columns, rows, start.arms.len(), m, first))
         .collect();
     let arms: Vec<String> = start.arms.iter().map(|a| a.name.clone()).collect();
     Some(stop.plan(start.warmup_passes, start.base_index(), &arms, &metrics))

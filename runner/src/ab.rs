@@ -26,6 +26,8 @@ pub struct AbRequest {
     pub passes: Option<usize>,
     pub stop_halfwidth_pct: Option<f64>,
     pub output: OutputMode,
+    /// `--known-effect-pct`: a known-effect control padding the base's command.
+    pub known_effect_pct: Option<f64>,
     /// `--metric`: columns the command prints (csv/json output).
     pub metrics: Vec<String>,
     pub higher_is_better: bool,
@@ -51,6 +53,14 @@ pub struct GeneratedSpec {
 pub fn generate(request: &AbRequest) -> Result<GeneratedSpec, String> {
     if request.output != OutputMode::Time && request.metrics.is_empty() {
         return Err("--output csv or json reads the columns the commands print: name at least one with --metric COLUMN".into());
+    }
+    if let Some(pad) = request.known_effect_pct {
+        if request.output != OutputMode::Time {
+            return Err("--known-effect-pct pads the wall time, which only --output time measures; for a metric the program prints, make the effect in the program (e.g. ENGINE_DECODE_PAD_PCT)".into());
+        }
+        if !(pad.is_finite() && pad > 0.0 && pad <= 1000.0) {
+            return Err(format!("--known-effect-pct {pad} is not a percent between 0 and 1000; give e.g. --known-effect-pct 10"));
+        }
     }
     let arms = arms_of(request)?;
     let name = format!(
@@ -171,17 +181,31 @@ fn spec_text(request: &AbRequest, name: &str, arms: &[AbArm]) -> String {
         }
     }
     let again = format!("{}-again", arms[0].name);
+    let known = format!("{}-known", arms[0].name);
     let roles = arms
         .iter()
         .enumerate()
         .map(|(i, a)| (a, if i == 0 { "base" } else { "arm" }, a.name.as_str()));
-    for (arm, role, name) in roles.chain(std::iter::once((&arms[0], "reflexive", again.as_str()))) {
+    let controls = std::iter::once((&arms[0], "reflexive", again.as_str())).chain(
+        request
+            .known_effect_pct
+            .map(|_| (&arms[0], "known-effect", known.as_str())),
+    );
+    for (arm, role, name) in roles.chain(controls) {
         let _ = writeln!(
             text,
             "\n[[arm]]\nname = {}\nrole = \"{role}\"\ncommand = {}",
             toml_string(name),
             toml_list(&arm.argv)
         );
+        if let (Some(pad), "known-effect") = (request.known_effect_pct, role) {
+            // The wall time grows by pad %: base/arm = 1/(1 + pad/100).
+            let expected = 100.0 * (1.0 / (1.0 + pad / 100.0) - 1.0);
+            let _ = writeln!(
+                text,
+                "pad_pct = {pad:?}\nexpected_pct = {{ ladder_wall_s = {expected:?} }}"
+            );
+        }
         if !arm.env.is_empty() {
             let pairs: Vec<String> = arm
                 .env
@@ -286,6 +310,7 @@ mod tests {
             passes: None,
             stop_halfwidth_pct: None,
             output: OutputMode::Time,
+            known_effect_pct: None,
             metrics: Vec::new(),
             higher_is_better: false,
             out: PathBuf::from("raw"),

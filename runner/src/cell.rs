@@ -72,6 +72,32 @@ pub enum StdoutTo {
     Capped,
 }
 
+/// A busy-wait the runner adds inside a cell's timed span, after its process has ended:
+/// the known-effect control of a `time` ladder (`pad_pct`, LADDER-FORMAT.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pad {
+    /// This long.
+    Fixed(Duration),
+    /// This fraction of the cell's own process time (when no base cell has run yet).
+    OfOwn(f64),
+}
+
+impl Pad {
+    fn length(self, process: Duration) -> Duration {
+        match self {
+            Pad::Fixed(d) => d,
+            Pad::OfOwn(fraction) => process.mul_f64(fraction),
+        }
+    }
+}
+
+/// Spins (never sleeps) until `deadline`: the pad must cost what a slower program would.
+fn busy_wait_until(deadline: Instant) {
+    while Instant::now() < deadline {
+        std::hint::spin_loop();
+    }
+}
+
 /// One cell's process: what to run and how.
 pub struct Launch<'a> {
     pub program: &'a Path,
@@ -83,6 +109,8 @@ pub struct Launch<'a> {
     pub timeout: Duration,
     /// The number of a signal the runner received, 0 while none.
     pub signal: &'a AtomicUsize,
+    /// A busy-wait added inside the timed span after the process ends.
+    pub pad: Option<Pad>,
 }
 
 /// One finished cell process.
@@ -182,6 +210,13 @@ pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
         if cut.is_some() {
             kill_group(pid);
         }
+    };
+    let (end, ended) = match launch.pad.filter(|_| cut.is_none()) {
+        Some(pad) => {
+            busy_wait_until(end + pad.length(end.duration_since(clock)));
+            (Instant::now(), Utc::now())
+        }
+        None => (end, ended),
     };
     let wall_s = end.duration_since(clock).as_secs_f64();
     // Whatever the cell left behind in its group goes with it.

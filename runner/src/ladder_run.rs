@@ -2,7 +2,7 @@
 //! cell starts, and an abort record naming the reason when anything stops the run early.
 
 use crate::binary::Binary;
-use crate::cell::{self, Cut, Launch, StdoutTo};
+use crate::cell::{self, Cut, Launch, Pad, StdoutTo};
 use crate::cell_env::CellEnvs;
 use crate::output::{self, CellOutput};
 use crate::progress::Progress;
@@ -43,6 +43,8 @@ pub struct Outcome {
     pub summary: Vec<ArmSummary>,
     /// `[stop]`: where the first look put the end, and which quantity did.
     pub plan: Option<StopPlan>,
+    /// The plan in words, at the mean time a pass took.
+    pub plan_words: Option<String>,
     /// Every metric's values by pass and arm, for a reading without `analyze`.
     pub values: Vec<MetricValues>,
     pub base: usize,
@@ -173,6 +175,8 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         progress: Progress::new(order.n_cells()),
         values,
         plan: None,
+        base_walls: vec![None; order.passes],
+        clock: std::time::Instant::now(),
     };
     let mut aborted = run.setup().err();
     if aborted.is_none() {
@@ -204,12 +208,15 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         .first()
         .map(|m| m.column.clone())
         .unwrap_or_default();
-    let base = loaded
-        .spec
-        .arms
-        .iter()
-        .position(|a| a.role == ladder::Role::Base)
-        .unwrap_or(0);
+    let base = loaded.spec.base_index();
+    let plan_words = run
+        .plan
+        .as_ref()
+        .zip(loaded.spec.stop.as_ref())
+        .map(|(plan, stop)| {
+            let pass_s = run.clock.elapsed().as_secs_f64() / passes_run.max(1) as f64;
+            plan.describe(stop, loaded.spec.warmup_passes, pass_s)
+        });
     Ok(Outcome {
         path,
         cells: run.cells,
@@ -217,6 +224,7 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         metric,
         summary: run.summary,
         plan: run.plan,
+        plan_words,
         values: run.values,
         base,
         warmup: loaded.spec.warmup_passes,
@@ -317,6 +325,11 @@ struct Run<'a> {
     /// `values[metric].values[pass][arm]`, filled as cells finish.
     values: Vec<MetricValues>,
     plan: Option<StopPlan>,
+    /// The base's wall time per pass, as written: what a known-effect arm's pad is a
+    /// fraction of.
+    base_walls: Vec<Option<f64>>,
+    /// Since the first cell.
+    clock: std::time::Instant,
 }
 
 impl Run<'_> {
@@ -341,27 +354,18 @@ impl Run<'_> {
         let Some(stop) = &self.loaded.spec.stop else {
             return;
         };
-        let base = self
-            .loaded
-            .spec
-            .arms
-            .iter()
-            .position(|a| a.role == ladder::Role::Base)
-            .unwrap_or(0);
-        let plan = stop.plan(
-            self.loaded.spec.warmup_passes,
-            base,
-            &self.order.arms,
-            &self.values,
-        );
+        let warmup = self.loaded.spec.warmup_passes;
+        let base = self.loaded.spec.base_index();
+        let plan = stop.plan(warmup, base, &self.order.arms, &self.values);
         let short = format!(
             "{} passes planned, set by {} of {}",
             plan.look, plan.need.metric, plan.need.arm
         );
+        let pass_s = self.clock.elapsed().as_secs_f64() / stop.first_look().max(1) as f64;
         self.progress.replan(
             plan.look * self.order.n_arms(),
             short,
-            plan.describe(self.loaded.spec.warmup_passes),
+            format!("runner: {}", plan.describe(stop, warmup, pass_s)),
         );
         self.plan = Some(plan);
     }
@@ -409,6 +413,7 @@ impl Run<'_> {
             cap: self.loaded.spec.output_cap_bytes(),
             timeout: Duration::from_secs_f64(self.loaded.spec.timeout_s),
             signal: &self.signal,
+            pad: None,
         };
         let result = cell::run(&launch).map_err(|e| format!("{what} ({}): {e}", argv.join(" ")))?;
         let _ = result.stderr.write_to(&mut self.log, "stderr");
@@ -461,6 +466,7 @@ impl Run<'_> {
             cap: spec.output_cap_bytes(),
             timeout: Duration::from_secs_f64(spec.timeout_s),
             signal: &self.signal,
+            pad: self.pad_of(cell),
         };
         let result = cell::run(&launch).map_err(|e| format!("{e} at {at}"))?;
         let after = self.witness.sample();
@@ -531,6 +537,21 @@ impl Run<'_> {
             )),
             None => Ok(()),
         }
+    }
+
+    /// A known-effect arm's pad (`pad_pct`): a fraction of the base's wall time in the pass
+    /// before; in pass 0, of the base's cell earlier in the pass, or else of the cell's own.
+    fn pad_of(&self, cell: Cell) -> Option<Pad> {
+        let fraction = self.loaded.spec.arms[cell.arm].pad_pct? / 100.0;
+        let reference = cell
+            .pass
+            .checked_sub(1)
+            .and_then(|p| self.base_walls[p])
+            .or(self.base_walls[cell.pass]);
+        Some(match reference {
+            Some(wall) => Pad::Fixed(Duration::from_secs_f64(wall * fraction)),
+            None => Pad::OfOwn(fraction),
+        })
     }
 
     /// Writes the side log's line that says which cell's output follows.
@@ -688,9 +709,9 @@ impl Run<'_> {
                     timestamp(result.ended),
                     result.exit.to_string(),
                     i.to_string(),
-                    format!("{:.6}", result.wall_s),
-                    format!("{:.6}", result.usage.user_s),
-                    format!("{:.6}", result.usage.sys_s),
+                    seconds_field(result.wall_s),
+                    seconds_field(result.usage.user_s),
+                    seconds_field(result.usage.sys_s),
                     result.usage.maxrss_kib.to_string(),
                 ];
                 row.extend(before.iter().cloned());
@@ -705,6 +726,9 @@ impl Run<'_> {
     /// of them for the stopping rule and the reading without `analyze`.
     fn record_summary(&mut self, cell: Cell, result: &cell::CellRun, engine: Option<&CellOutput>) {
         self.summary[cell.arm].walls.push(result.wall_s);
+        if cell.arm == self.loaded.spec.base_index() {
+            self.base_walls[cell.pass] = harness_value(WALL_COLUMN, result);
+        }
         let columns = self.engine_columns.clone().unwrap_or_default();
         for (m, metric) in self.loaded.spec.effective_metrics().into_iter().enumerate() {
             let value = harness_value(&metric.column, result).or_else(|| {
@@ -729,15 +753,26 @@ fn is_measured_harness_column(column: &str) -> bool {
     column == WALL_COLUMN || USAGE_COLUMNS.contains(&column)
 }
 
-/// A measured harness column's value for one cell.
+/// A measured harness column's value for one cell, as the ladder file holds it (six
+/// decimals), so that the runner's stopping rule reads what `verify` reads.
 fn harness_value(column: &str, result: &cell::CellRun) -> Option<f64> {
     match column {
-        WALL_COLUMN => Some(result.wall_s),
-        "ladder_user_s" => Some(result.usage.user_s),
-        "ladder_sys_s" => Some(result.usage.sys_s),
+        WALL_COLUMN => as_written(result.wall_s),
+        "ladder_user_s" => as_written(result.usage.user_s),
+        "ladder_sys_s" => as_written(result.usage.sys_s),
         "ladder_maxrss_kib" => Some(result.usage.maxrss_kib as f64),
         _ => None,
     }
+}
+
+/// `value` rounded as a harness column writes it.
+fn as_written(value: f64) -> Option<f64> {
+    seconds_field(value).parse().ok()
+}
+
+/// A harness column's text: seconds with six decimals.
+fn seconds_field(value: f64) -> String {
+    format!("{value:.6}")
 }
 
 fn signal_name(signal: usize) -> Option<&'static str> {
@@ -747,5 +782,17 @@ fn signal_name(signal: usize) -> Option<&'static str> {
         signal_hook::consts::SIGTERM => Some("SIGTERM"),
         signal_hook::consts::SIGHUP => Some("SIGHUP"),
         _ => Some("a signal"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stopping_rule_reads_harness_values_as_the_file_writes_them() {
+        assert_eq!(seconds_field(0.123_456_789), "0.123457");
+        assert_eq!(as_written(0.123_456_789), Some(0.123457));
+        assert_eq!(as_written(2.0000004), Some(2.0));
     }
 }

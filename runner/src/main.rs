@@ -82,6 +82,10 @@ enum Command {
     Plan {
         /// The ladder spec (TOML).
         spec: PathBuf,
+        /// A ladder file of this program on this machine: print, look by look, the smallest
+        /// effect the spec can detect at its noise, and the time each look takes.
+        #[arg(long, value_name = "FILE")]
+        noise_from: Option<PathBuf>,
     },
     /// A one-line A/B: each command (split like shell words, no shell run) is an arm, the
     /// first the base; a reflexive control repeats it. Writes raw/<name>_<tag>.toml and .csv.
@@ -108,6 +112,10 @@ enum Command {
         /// What the commands print: time (nothing read; wall time), csv or json.
         #[arg(long, value_enum, default_value_t = Output::Time)]
         output: Output,
+        /// Add a known-effect control: the first command again, its wall time padded by this
+        /// percent of the base's (output time only).
+        #[arg(long, value_name = "PCT")]
+        known_effect_pct: Option<f64>,
         /// A column the commands print, read as a metric (csv/json; repeatable).
         #[arg(long)]
         metric: Vec<String>,
@@ -135,13 +143,18 @@ enum Output {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Plan { spec } => match Spec::load(&spec) {
+        Command::Plan { spec, noise_from } => match Spec::load(&spec) {
             Ok(loaded) => {
-                print!(
-                    "{}",
-                    runner::plan::describe(&loaded.spec, &ladder_run::order_of(&loaded.spec))
-                );
-                ExitCode::SUCCESS
+                let order = ladder_run::order_of(&loaded.spec);
+                print!("{}", runner::plan::describe(&loaded.spec, &order));
+                match noise_from.map(|f| runner::plan::precision(&loaded.spec, &order, &f)) {
+                    Some(Err(e)) => fail(&format!("{e:#}")),
+                    Some(Ok(text)) => {
+                        print!("{text}");
+                        ExitCode::SUCCESS
+                    }
+                    None => ExitCode::SUCCESS,
+                }
             }
             Err(e) => fail(&e),
         },
@@ -153,6 +166,7 @@ fn main() -> ExitCode {
             passes,
             stop,
             output,
+            known_effect_pct,
             metric,
             higher,
             out,
@@ -173,6 +187,7 @@ fn main() -> ExitCode {
                 passes,
                 stop_halfwidth_pct: stop,
                 output,
+                known_effect_pct,
                 metrics: metric,
                 higher_is_better: higher,
                 out,
@@ -279,8 +294,8 @@ fn run_ab(request: &AbRequest, card: u32) -> ExitCode {
                 print!("{}", runner::reading::describe(&outcome));
             }
         }
-        if let Some(plan) = &outcome.plan {
-            println!("{}", plan.describe(outcome.warmup));
+        if let Some(words) = &outcome.plan_words {
+            println!("{words}");
         }
     }
     println!("spec:      {}", generated.path.display());
@@ -326,8 +341,8 @@ fn report(outcome: &Outcome) -> ExitCode {
     println!(
         "(metric mean over the analysis passes; read the paired deltas with `analyze report`)"
     );
-    if let Some(plan) = &outcome.plan {
-        println!("{}", plan.describe(outcome.warmup));
+    if let Some(words) = &outcome.plan_words {
+        println!("{words}");
     }
     finish(outcome)
 }

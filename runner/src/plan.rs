@@ -2,8 +2,13 @@
 //! running anything.
 
 use crate::words;
+use anyhow::Context;
+use comfy_table::{presets, Table};
+use ladder::ladder_file::parse_timestamp;
 use ladder::order::Order;
 use ladder::spec::Spec;
+use ladder::stats::{pct_of_log, sample_sd, t975, t_quantile};
+use std::path::Path;
 
 /// The pass × slot grid in words.
 pub fn describe(spec: &Spec, order: &Order) -> String {
@@ -59,4 +64,130 @@ pub fn describe(spec: &Spec, order: &Order) -> String {
         ));
     }
     text
+}
+
+/// What a real ladder says about a metric's noise and a cell's time.
+struct Noise {
+    /// The sd of one paired log ratio, per spec metric (`None` where the file lacks it).
+    sd: Vec<Option<f64>>,
+    /// The mean seconds a cell took.
+    cell_seconds: f64,
+}
+
+/// Reads `file`'s paired log ratios of every arm against its base, pooled over arms, for
+/// each of `spec`'s metrics, and the mean time of its cells.
+fn noise_of(spec: &Spec, file: &Path) -> anyhow::Result<Noise> {
+    let bytes = ladder::limits::read_ladder_file(file).map_err(anyhow::Error::msg)?;
+    let replayed = ladder::replay(&bytes);
+    let ladder = replayed.ladder.with_context(|| {
+        format!(
+            "{}: {}; --noise-from needs a ladder file",
+            file.display(),
+            replayed.verdict.summary()
+        )
+    })?;
+    let start = &ladder.start;
+    let passes = replayed.verdict.cells_found / start.arms.len().max(1);
+    let base = start.base_index();
+    let sd = spec
+        .effective_metrics()
+        .iter()
+        .map(|m| {
+            let values = ladder.metric_values(m, passes);
+            let variances: Vec<f64> = (0..start.arms.len())
+                .filter(|&a| a != base)
+                .map(|a| sample_sd(&values.log_ratios(a, base, start.warmup_passes..passes)))
+                .filter(|s| s.is_finite())
+                .map(|s| s * s)
+                .collect();
+            (!variances.is_empty())
+                .then(|| (variances.iter().sum::<f64>() / variances.len() as f64).sqrt())
+        })
+        .collect();
+    let mut spans: Vec<f64> = ladder
+        .rows
+        .iter()
+        .filter(|r| r.row == 0)
+        .filter_map(|r| {
+            let field = |name: &str| ladder.column(name).and_then(|i| r.fields.get(i));
+            let started = parse_timestamp(field("ladder_started")?)?;
+            let ended = parse_timestamp(field("ladder_ended")?)?;
+            Some((ended - started) as f64 / 1e6)
+        })
+        .collect();
+    spans.retain(|s| s.is_finite() && *s >= 0.0);
+    anyhow::ensure!(
+        !spans.is_empty(),
+        "{}: no cell with its times; --noise-from needs a ladder that ran",
+        file.display()
+    );
+    Ok(Noise {
+        sd,
+        cell_seconds: spans.iter().sum::<f64>() / spans.len() as f64,
+    })
+}
+
+/// Look by look: the analysis passes, the expected time, and each metric's minimum
+/// detectable effect (80 % power at the 95 % level, METHOD.md) at the noise of `file`.
+pub fn precision(spec: &Spec, order: &Order, file: &Path) -> anyhow::Result<String> {
+    let noise = noise_of(spec, file)?;
+    let looks = spec
+        .stop
+        .as_ref()
+        .map_or_else(|| vec![order.passes], |s| s.looks.clone());
+    let metrics = spec.effective_metrics();
+    let mut table = Table::new();
+    table.load_preset(presets::NOTHING);
+    let mut header = vec![
+        "look".to_string(),
+        "analysis passes".into(),
+        "expected time".into(),
+    ];
+    header.extend(metrics.iter().map(|m| format!("MDE {}", m.column)));
+    table.set_header(header);
+    for look in looks {
+        let m = look.saturating_sub(spec.warmup_passes);
+        let seconds = (look * order.n_arms()) as f64 * noise.cell_seconds;
+        let mut row = vec![look.to_string(), m.to_string(), duration(seconds)];
+        for sd in &noise.sd {
+            row.push(match sd {
+                Some(s) if m >= 2 => {
+                    let t = t975(m - 1) + t_quantile(0.80, m - 1);
+                    format!("±{:.3} %", pct_of_log(t * s / (m as f64).sqrt()))
+                }
+                _ => "n/a".into(),
+            });
+        }
+        table.add_row(row);
+    }
+    for column in table.column_iter_mut() {
+        column.set_padding((0, 2));
+    }
+    let lines: String = table
+        .lines()
+        .map(|l| format!("  {}\n", l.trim_end()))
+        .collect();
+    let sds: Vec<String> = metrics
+        .iter()
+        .zip(&noise.sd)
+        .map(|(m, sd)| match sd {
+            Some(s) => format!("{} {:.3} %", m.column, 100.0 * s),
+            None => format!("{} not in the file", m.column),
+        })
+        .collect();
+    Ok(format!(
+        "At the noise of {} (the sd of one paired delta: {}; {:.2} s a cell), the smallest effect each look detects with 80 % power at the 95 % level:\n{lines}",
+        file.display(),
+        sds.join(", "),
+        noise.cell_seconds
+    ))
+}
+
+/// `45 s`, `12 min`, `3.4 h`.
+fn duration(seconds: f64) -> String {
+    match seconds {
+        s if s < 120.0 => format!("about {s:.0} s"),
+        s if s < 7200.0 => format!("about {:.0} min", s / 60.0),
+        s => format!("about {:.1} h", s / 3600.0),
+    }
 }

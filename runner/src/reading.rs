@@ -4,7 +4,7 @@
 //! does.
 
 use crate::ladder_run::Outcome;
-use ladder::stop::{sample_sd, t975};
+use ladder::stats::{sample_sd, t975};
 use std::fmt::Write as _;
 
 /// One line per metric and non-base arm.

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{copy_test_engine, runner, stderr, test_engine, RunDir};
-use ladder::stop::{plan_of_ladder, Stopped};
+use ladder::stop::Stopped;
 use ladder::verify::{replay, DefectKind, Ladder};
 use ladder::Spec;
 use std::path::{Path, PathBuf};
@@ -554,11 +554,11 @@ fn a_stop_ladder_ends_at_the_first_look_that_meets_the_width() {
     );
     let ladder = bench.ladder();
     let spec = Spec::from_json(&ladder.start.spec).unwrap();
-    let plan = plan_of_ladder(&ladder, &spec).unwrap();
+    let plan = ladder.stop_plan(&spec).unwrap();
     assert_eq!((plan.look, plan.stopped), (4, Stopped::Precision));
     assert_eq!(ladder.start.order.looks, Some(vec![4, 6, 8]));
     assert!(
-        stdout(&out).contains("planned 4 passes (3 analysis, precision)"),
+        stdout(&out).contains("look 4 (3 analysis passes) reaches it"),
         "{}",
         stdout(&out)
     );
