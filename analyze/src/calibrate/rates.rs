@@ -12,8 +12,10 @@ pub struct Tally {
     /// Verdicts of arms with no true effect, and how many were resolved.
     null_verdicts: usize,
     false_verdicts: usize,
-    /// Any Holm verdict resolved among the arms with no true effect.
-    holm_false: bool,
+    /// The metrics (each one Holm family) in which a Holm verdict resolved among the arms
+    /// with no true effect.
+    holm_false: usize,
+    families: usize,
     gate: bool,
     /// Per inert control test (arm, metric): the arm, and whether the control held.
     pub inert: Vec<(usize, bool)>,
@@ -41,7 +43,8 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
     let mut t = Tally {
         null_verdicts: 0,
         false_verdicts: 0,
-        holm_false: false,
+        holm_false: 0,
+        families: metrics.len(),
         gate: metrics.iter().any(|m| !m.within_noise_limit),
         inert: Vec::new(),
         known: Vec::new(),
@@ -61,13 +64,14 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
                 _ => {}
             }
         }
+        let mut holm_false = false;
         for a in &m.arms {
             let truth = plan.effect[k][index(&a.arm)];
             let f = &a.figures;
             if truth == 0.0 {
                 t.null_verdicts += 1;
                 t.false_verdicts += usize::from(f.verdict != "not resolved");
-                t.holm_false |= a.holm_verdict != "not resolved";
+                holm_false |= a.holm_verdict != "not resolved";
                 t.estimates.push(f.estimate_pct);
             } else if a.role == Role::Arm {
                 let truth_pct = 100.0 * truth.exp_m1();
@@ -77,6 +81,7 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
                 ));
             }
         }
+        t.holm_false += usize::from(holm_false);
         for c in &m.order_effects.carry_free {
             if plan.effect[k][index(&c.arm)] == 0.0 {
                 t.carry_free.push(c.estimate_pct);
@@ -116,6 +121,8 @@ pub struct Rates {
     pub false_positives: usize,
     pub false_positive_rate: f64,
     pub false_positive_ci: (f64, f64),
+    /// Holm families (one per metric of a ladder) in which an arm with no true effect was
+    /// resolved.
     pub holm_familywise_rate: f64,
     pub disqualified_rate: f64,
     /// The ladders disqualified, with its interval: the family's wrong-disqualification rate
@@ -180,7 +187,10 @@ pub fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> R
         false_positives,
         false_positive_rate: rate(false_positives, verdicts),
         false_positive_ci: clopper_pearson(false_positives, verdicts),
-        holm_familywise_rate: rate(count(&|t| t.holm_false), n),
+        holm_familywise_rate: rate(
+            tallies.iter().map(|t| t.holm_false).sum(),
+            tallies.iter().map(|t| t.families).sum(),
+        ),
         disqualified_rate: rate(disqualified, n),
         disqualified: Count::of(disqualified, n),
         gate_rate: rate(count(&|t| t.gate), n),
