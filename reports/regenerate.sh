@@ -20,6 +20,9 @@ report() {
 }
 
 report engine-fold-h200 engine-fold-h200 raw/engine-fold-h200_h200-08645f8.csv raw/engine-fold-h200_h200-12b278e.csv
+# The same ladders read with a ±0.5 % margin (the study's replication limit), given after the
+# run: the report marks it as not pre-registered (reports/method2.1-rereading.md).
+report engine-fold-h200 engine-fold-h200-margin raw/engine-fold-h200_h200-08645f8.csv raw/engine-fold-h200_h200-12b278e.csv --margin-pct 0.5
 report engine-fold-proj-h200 engine-fold-proj-h200 raw/engine-fold-proj-h200_h200-c079ddb.csv raw/engine-fold-proj-h200_h200-c079ddb-2.csv
 report engine-launch-h200 engine-launch-h200 raw/engine-launch-h200_h200-f8b66db.csv raw/engine-launch-h200_h200-f919172.csv
 report engine-options-h200 engine-options-h200 raw/engine-options-h200_h200-99b372f.csv

@@ -206,9 +206,17 @@ fn controls_table(r: &LadderReport) -> Option<String> {
             ]);
         }
     }
+    let margin = r
+        .metrics
+        .iter()
+        .find_map(|m| m.equivalence_margin_pct)
+        .filter(|_| !r.margin_registered)
+        .map_or(String::new(), |m| {
+            format!("; the margin ±{m} % was given to the report after the run, not pre-registered")
+        });
     any.then(|| {
         format!(
-            "Controls ({} tests together, each interval at level {:.4}):\n{}",
+            "Controls ({} tests together, each interval at level {:.4}{margin}):\n{}",
             r.control_family,
             1.0 - 0.05 / r.control_family.max(1) as f64,
             render(t)
