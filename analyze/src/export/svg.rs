@@ -2,9 +2,153 @@
 //! (one dot per pass, the median as a bar and its 95 % interval as a whisker); across
 //! ladders, a forest plot of each quantity's estimate and interval per ladder.
 
+use crate::analysis::LadderReport;
+use crate::reading::Reading;
 use anyhow::anyhow;
 use plotters::prelude::*;
 use std::path::Path;
+
+/// The figures of one report, by file name beside the markdown.
+pub struct ReportFigures {
+    /// Per report, per metric: the deltas figure.
+    pub metrics: Vec<Vec<String>>,
+    /// Per report, per metric: the scan figure (empty: none).
+    pub scans: Vec<Vec<String>>,
+    /// Per spec with replications: the forest plot.
+    pub forests: Vec<(String, String)>,
+}
+
+/// Draws every figure of `reading` into `dir` as `STEM_<ladder>_<tag>_<metric>.svg`,
+/// `…_scan.svg` and `STEM_across_<spec>.svg`; `status` titles a disqualified ladder's figure.
+pub fn draw_report(
+    reading: &Reading,
+    dir: &Path,
+    stem: &str,
+    status: fn(&LadderReport) -> String,
+) -> anyhow::Result<ReportFigures> {
+    let mut used = std::collections::HashSet::new();
+    let mut metric_svgs = Vec::new();
+    let mut scan_svgs = Vec::new();
+    for r in &reading.reports {
+        let mut names = Vec::new();
+        let mut scans = Vec::new();
+        for m in &r.metrics {
+            let base = format!(
+                "{stem}_{}_{}_{}",
+                file_part(r.ladder.as_deref().unwrap_or("")),
+                file_part(r.tag.as_deref().unwrap_or("")),
+                file_part(&m.column)
+            );
+            let mut name = format!("{base}.svg");
+            let mut k = 2;
+            while !used.insert(name.clone()) {
+                name = format!("{base}_{k}.svg");
+                k += 1;
+            }
+            let columns: Vec<DeltaColumn> = m
+                .arms
+                .iter()
+                .map(|a| DeltaColumn {
+                    arm: &a.arm,
+                    deltas: &a.deltas_pct,
+                    estimate: a.figures.estimate_pct,
+                    ci: (a.figures.ci_low_pct, a.figures.ci_high_pct),
+                })
+                .collect();
+            let title = format!(
+                "{} / {}: {} ({} is better){}",
+                r.ladder.as_deref().unwrap_or("?"),
+                r.tag.as_deref().unwrap_or("?"),
+                m.column,
+                m.better,
+                if r.qualified {
+                    String::new()
+                } else {
+                    format!(" [{}]", status(r))
+                }
+            );
+            deltas_svg(&dir.join(&name), &title, &columns)?;
+            names.push(name);
+            if let Some(values) = r.scan.as_ref().filter(|v| v.len() == m.arms.len() + 1) {
+                let scan_name = format!("{base}_scan.svg");
+                // The first scanned value is the base: its estimate against itself is 0.
+                let columns: Vec<DeltaColumn> = values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, value)| {
+                        let (estimate, ci) = match i.checked_sub(1).map(|k| &m.arms[k].figures) {
+                            Some(f) => (f.estimate_pct, (f.ci_low_pct, f.ci_high_pct)),
+                            None => (0.0, (0.0, 0.0)),
+                        };
+                        DeltaColumn {
+                            arm: value,
+                            deltas: &[],
+                            estimate,
+                            ci,
+                        }
+                    })
+                    .collect();
+                let title = format!(
+                    "{}: estimate [95 % interval] against the scanned value",
+                    m.column
+                );
+                deltas_svg(&dir.join(&scan_name), &title, &columns)?;
+                scans.push(scan_name);
+            } else {
+                scans.push(String::new());
+            }
+        }
+        metric_svgs.push(names);
+        scan_svgs.push(scans);
+    }
+    let mut forest_svgs = Vec::new();
+    for q in &reading.replications {
+        if forest_svgs
+            .iter()
+            .any(|(s, _): &(String, String)| *s == q.spec)
+        {
+            continue;
+        }
+        let rows: Vec<ForestRow> = reading
+            .replications
+            .iter()
+            .filter(|r| r.spec == q.spec)
+            .flat_map(|r| {
+                (0..r.ladders.len()).map(move |i| ForestRow {
+                    label: format!("{} · {}", r.quantity, r.ladders[i]),
+                    estimate: r.estimates_pct[i],
+                    ci: (r.ci_low_pct[i], r.ci_high_pct[i]),
+                    marked: !r.qualified[i],
+                })
+            })
+            .collect();
+        let name = format!("{stem}_across_{}.svg", file_part(&q.spec));
+        forest_svg(
+            &dir.join(&name),
+            &format!("{}: each quantity per ladder", q.spec),
+            &rows,
+        )?;
+        forest_svgs.push((q.spec.clone(), name));
+    }
+    Ok(ReportFigures {
+        metrics: metric_svgs,
+        scans: scan_svgs,
+        forests: forest_svgs,
+    })
+}
+
+/// `name` with every character a file name should not hold replaced by `_`.
+fn file_part(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
 
 /// One arm's column of dots.
 pub struct DeltaColumn<'a> {

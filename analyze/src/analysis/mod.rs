@@ -1,10 +1,18 @@
-//! One ladder read as METHOD.md (method 2) says: the log-ratio figures of every arm against
+//! One ladder read as METHOD.md (method 2.1) says: the log-ratio figures of every arm against
 //! the base with Holm's verdicts, all arm-to-arm contrasts, paired noise and the gate, the
 //! controls, the order effects, the round split and output identity, with the figures of
 //! `extras` beside them.
 //!
 //! [`read_metric`] is the whole reading of one metric from its grid; `analyze calibrate`
 //! calls it on simulated grids, so that what is calibrated is exactly what is reported.
+
+mod controls;
+mod round_split;
+mod run_info;
+
+pub use controls::Control;
+pub use round_split::{split_factors, RoundCell, RoundSplit, SplitArm};
+pub use run_info::{RunArm, RunInfo};
 
 use crate::extras;
 use crate::frames::{Grid, LadderInfo, LoadedFile, SeriesKind};
@@ -13,7 +21,7 @@ use crate::model::{Cells, OrderEffects};
 use crate::stats::{self, Summary};
 use crate::witness::Witness;
 use ladder::spec::{ArmSpec, Better, Expected, MetricSpec};
-use ladder::stats::{log_ratio, mean, pct_of_log, LogSeries, Spread};
+use ladder::stats::{log_ratio, pct_of_log, LogSeries, Spread};
 use ladder::{Defect, Role};
 use serde::Serialize;
 use std::ops::Range;
@@ -124,67 +132,6 @@ pub struct StopPoint {
     pub halfwidth_pct: f64,
 }
 
-/// What ran: the start and end records' facts.
-#[derive(Debug, Serialize)]
-pub struct RunInfo {
-    pub card: Option<serde_json::Value>,
-    pub host: String,
-    /// The spec's binary: every arm's, unless the arm ran its own.
-    pub binary_path: String,
-    pub binary_blake3: String,
-    pub spec_blake3: String,
-    pub started: String,
-    pub ended: Option<String>,
-    pub duration_s: Option<f64>,
-    pub passes: usize,
-    pub warmup_passes: usize,
-    pub arms: Vec<RunArm>,
-    pub order: String,
-    pub replication_limit_pp: f64,
-}
-
-impl RunInfo {
-    /// The card in a few words: its index and name, or `no card`.
-    pub fn card_label(&self) -> String {
-        match &self.card {
-            Some(card) if !card.is_null() => {
-                let index = card.get("index").map_or("?".into(), |i| i.to_string());
-                match card.get("name").and_then(|n| n.as_str()) {
-                    Some(name) => format!("card {index} ({name})"),
-                    None => format!("card {index}"),
-                }
-            }
-            _ => "no card".into(),
-        }
-    }
-
-    /// Every arm's binary: the spec's blake3 when every arm ran it, else `arm=blake3 …` arm
-    /// by arm. Two ladders are replicates only when these agree.
-    pub fn arm_binaries(&self) -> String {
-        if self.arms.iter().all(|a| a.binary.is_none()) {
-            return self.binary_blake3.clone();
-        }
-        self.arms
-            .iter()
-            .map(|a| {
-                let blake3 = a.binary.as_ref().map_or(&self.binary_blake3, |b| &b.blake3);
-                format!("{}={blake3}", a.name)
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
-/// One arm as it ran: `ladder/2` may record the arm's own binary; without it the arm ran
-/// the spec's.
-#[derive(Debug, Serialize)]
-pub struct RunArm {
-    pub name: String,
-    pub role: Role,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub binary: Option<ladder::ladder_file::BinaryRecord>,
-}
-
 #[derive(Debug, Serialize)]
 pub struct MetricReport {
     pub column: String,
@@ -271,99 +218,6 @@ pub struct Contrast {
     pub figures: Figures,
 }
 
-#[derive(Debug, Serialize)]
-pub struct Control {
-    pub arm: String,
-    pub role: Role,
-    pub estimate_pct: f64,
-    /// The interval at `level`; for a structural zero, its 95 % interval.
-    pub ci_low_pct: f64,
-    pub ci_high_pct: f64,
-    pub level: f64,
-    /// Whether the control holds by `rule`. None for a structural zero, which measures a
-    /// cost instead.
-    pub holds: Option<bool>,
-    /// The rule that decided: `contains 0`, `within ±margin` or `contains expected`; empty
-    /// for a structural zero.
-    pub rule: &'static str,
-    /// A known-effect arm's true effect on this metric.
-    pub expected_pct: Option<f64>,
-    /// False when the interval could not be computed: the control fails.
-    pub readable: bool,
-    /// Structural zero: every real arm against it, the gain from where the mechanism points.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub gains: Vec<Contrast>,
-}
-
-impl Control {
-    /// The control's reading in words: a head (`holds`, `does not hold`, `cannot be read`,
-    /// or what a structural zero measures) and why, by the rule that decided.
-    pub fn reading(&self, margin_pct: Option<f64>) -> (&'static str, String) {
-        let margin = margin_pct.unwrap_or(f64::NAN);
-        match (self.holds, self.rule) {
-            (None, _) => ("the cost of the mechanism alone", String::new()),
-            (Some(false), _) if !self.readable => (
-                "cannot be read",
-                "its interval could not be computed (too few paired passes, or a missing value); the ladder is disqualified".into(),
-            ),
-            (Some(true), "contains expected") => (
-                "holds",
-                format!("the interval contains the expected {:+.3} %", self.expected_pct.unwrap_or(f64::NAN)),
-            ),
-            (Some(false), "contains expected") => (
-                "does not hold",
-                format!("the interval misses the expected {:+.3} %: this ladder's intervals do not see a known effect right; the ladder is disqualified", self.expected_pct.unwrap_or(f64::NAN)),
-            ),
-            (Some(true), "within ±margin") => (
-                "holds",
-                format!("the interval lies within ±{margin} %"),
-            ),
-            (Some(false), "within ±margin") if self.ci_low_pct <= 0.0 && 0.0 <= self.ci_high_pct => (
-                "does not hold",
-                format!("the interval reaches beyond ±{margin} %: too wide to show the control holds; the ladder is disqualified"),
-            ),
-            (Some(false), "within ±margin") => (
-                "does not hold",
-                format!("the interval lies outside ±{margin} %; the ladder is disqualified by its own control"),
-            ),
-            (Some(true), _) => ("holds", "the interval contains 0".into()),
-            (Some(false), _) => (
-                "does not hold",
-                "the interval excludes 0; the ladder is disqualified by its own control".into(),
-            ),
-        }
-    }
-}
-
-#[derive(Debug, Serialize)]
-pub struct RoundSplit {
-    pub rounds: String,
-    pub time: String,
-    pub arms: Vec<SplitArm>,
-    pub rounds_identical: bool,
-    pub differing_cells: Vec<RoundCell>,
-    /// Cells of the analysis passes whose round count was compared.
-    pub cells: usize,
-}
-
-#[derive(Debug, Serialize)]
-pub struct SplitArm {
-    pub arm: String,
-    pub total_pct: f64,
-    pub count_pct: f64,
-    pub speed_pct: f64,
-    pub n: usize,
-}
-
-#[derive(Debug, Serialize)]
-pub struct RoundCell {
-    pub pass: usize,
-    pub slot: u32,
-    pub arm: String,
-    pub rounds: f64,
-    pub base_rounds: f64,
-}
-
 /// The log ratios of arm `a` against arm `b` over `passes`, skipping passes where either
 /// cell is missing.
 pub fn paired_logs(
@@ -379,16 +233,6 @@ pub fn paired_logs(
             (xa.is_finite() && xb.is_finite()).then(|| log_ratio(better, xa, xb))
         })
         .collect()
-}
-
-/// The three factors of one pass, each as a ratio: total `T[b]/T[a]`, count `R[b]/R[a]`,
-/// speed `(T[b]/R[b]) / (T[a]/R[a])`; `total = count · speed`.
-pub fn split_factors(t_base: f64, t_arm: f64, r_base: f64, r_arm: f64) -> (f64, f64, f64) {
-    (
-        t_base / t_arm,
-        r_base / r_arm,
-        (t_base / r_base) / (t_arm / r_arm),
-    )
 }
 
 /// Reads one loaded file. `grids` and `spreads` are its series' grids and base spreads;
@@ -434,7 +278,7 @@ pub fn read(
     };
     report.ladder = Some(info.start.ladder.clone());
     report.tag = Some(info.start.tag.clone());
-    report.run = Some(run_info(info));
+    report.run = Some(run_info::run_info(info));
     report.witness = info.witness.clone();
     report.scan = scan_values(info);
     if !info.analyzed {
@@ -467,7 +311,7 @@ pub fn read(
             report.metrics.push(m);
         }
     }
-    report.round_split = round_split(info, grids, passes.clone());
+    report.round_split = round_split::round_split(info, grids, passes.clone());
     report.identity = info.identity.clone();
     report.order_sensitive = report.metrics.iter().any(|m| m.order_effects.sensitive());
     report
@@ -526,39 +370,6 @@ fn scan_values(info: &LadderInfo) -> Option<Vec<String>> {
         (Some(values), _) => Some(values.clone()),
         (None, Some(args)) => Some(args.iter().map(|a| a.join(" ")).collect()),
         _ => None,
-    }
-}
-
-fn run_info(info: &LadderInfo) -> RunInfo {
-    let start = &info.start;
-    let ended = info.end.as_ref().map(|e| e.ended.clone());
-    let duration_s = ended
-        .as_deref()
-        .and_then(ladder::ladder_file::parse_timestamp)
-        .zip(ladder::ladder_file::parse_timestamp(&start.started))
-        .map(|(e, s)| (e - s) as f64 / 1e6);
-    RunInfo {
-        card: start.card.clone(),
-        host: start.host.hostname.clone(),
-        binary_path: start.binary.path.clone(),
-        binary_blake3: start.binary.blake3.clone(),
-        spec_blake3: start.spec_blake3.clone(),
-        started: start.started.clone(),
-        ended,
-        duration_s,
-        passes: info.passes_run(),
-        warmup_passes: start.warmup_passes,
-        arms: start
-            .arms
-            .iter()
-            .map(|a| RunArm {
-                name: a.name.clone(),
-                role: a.role,
-                binary: a.binary.clone().filter(|b| *b != start.binary),
-            })
-            .collect(),
-        order: start.order.scheme.to_string(),
-        replication_limit_pp: info.spec.replication_limit_pp,
     }
 }
 
@@ -633,7 +444,7 @@ pub fn read_metric(
             design.control_on(a, &metric.column).is_some()
                 || design.roles[a] == Role::StructuralZero
         })
-        .map(|&a| control(design, a, &metric.column, &logs(a, base), spread, &contrast))
+        .map(|&a| controls::control(design, a, &metric.column, &logs(a, base), spread, &contrast))
         .collect();
     let cells = model_cells(grid, metric.better, passes.clone());
     let paired_noise_pct = cells.as_ref().map_or(f64::NAN, Cells::paired_noise_pct);
@@ -658,58 +469,6 @@ pub fn read_metric(
         controls,
         order_effects,
     }
-}
-
-fn control(
-    design: &Design,
-    a: usize,
-    column: &str,
-    logs: &[f64],
-    spread: Spread,
-    contrast: &dyn Fn(usize, usize) -> Contrast,
-) -> Control {
-    let series = LogSeries::of(logs, spread);
-    let role = design.roles[a];
-    let expected = design.control_on(a, column);
-    let level = if expected.is_some() {
-        design.control_level()
-    } else {
-        0.95
-    };
-    let (lo, hi) = series.interval(level);
-    let readable = lo.is_finite() && hi.is_finite();
-    let mut c = Control {
-        arm: design.names[a].clone(),
-        role,
-        estimate_pct: pct_of_log(series.mean),
-        ci_low_pct: lo,
-        ci_high_pct: hi,
-        level,
-        holds: None,
-        rule: "",
-        expected_pct: expected.filter(|_| role == Role::KnownEffect),
-        readable,
-        gains: Vec::new(),
-    };
-    match (expected, design.equivalence_margin_pct) {
-        (None, _) => {
-            let real = (0..design.arms()).filter(|&r| design.roles[r] == Role::Arm);
-            c.gains = real.map(|r| contrast(r, a)).collect();
-        }
-        (Some(e), _) if role == Role::KnownEffect => {
-            c.rule = "contains expected";
-            c.holds = Some(readable && lo <= e && e <= hi);
-        }
-        (Some(_), None) => {
-            c.rule = "contains 0";
-            c.holds = Some(readable && lo <= 0.0 && 0.0 <= hi);
-        }
-        (Some(_), Some(margin)) => {
-            c.rule = "within ±margin";
-            c.holds = Some(readable && -margin <= lo && hi <= margin);
-        }
-    }
-    c
 }
 
 /// The complete analysis passes of a grid as the models read them, oriented so that a
@@ -784,71 +543,4 @@ pub fn disqualifications(metrics: &[MetricReport]) -> Vec<String> {
         }
     }
     reasons
-}
-
-fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> Option<RoundSplit> {
-    let split = info.spec.split.as_ref()?;
-    let find = |kind| {
-        info.series
-            .iter()
-            .position(|s| *s == kind)
-            .map(|i| &grids[i])
-    };
-    let (rounds, time) = (find(SeriesKind::Rounds)?, find(SeriesKind::Time)?);
-    let base = info.start.base_index();
-    let arms = &info.start.arms;
-    let geometric = |logs: &[f64]| pct_of_log(mean(logs));
-    let mut split_arms = Vec::new();
-    for a in (0..arms.len()).filter(|&a| a != base) {
-        let (mut total, mut count, mut speed) = (Vec::new(), Vec::new(), Vec::new());
-        for p in passes.clone() {
-            let (tb, ta, rb, ra) = (
-                time.value(p, base),
-                time.value(p, a),
-                rounds.value(p, base),
-                rounds.value(p, a),
-            );
-            if [tb, ta, rb, ra].iter().all(|v| v.is_finite()) {
-                let (t, c, s) = split_factors(tb, ta, rb, ra);
-                total.push(t.ln());
-                count.push(c.ln());
-                speed.push(s.ln());
-            }
-        }
-        split_arms.push(SplitArm {
-            arm: arms[a].name.clone(),
-            total_pct: geometric(&total),
-            count_pct: geometric(&count),
-            speed_pct: geometric(&speed),
-            n: total.len(),
-        });
-    }
-    let mut differing_cells = Vec::new();
-    let mut cells = 0;
-    for p in passes {
-        for (a, arm) in arms.iter().enumerate() {
-            let (r, rb) = (rounds.value(p, a), rounds.value(p, base));
-            if !(r.is_finite() && rb.is_finite()) {
-                continue;
-            }
-            cells += 1;
-            if r != rb {
-                differing_cells.push(RoundCell {
-                    pass: p,
-                    slot: rounds.slot(p, a),
-                    arm: arm.name.clone(),
-                    rounds: r,
-                    base_rounds: rb,
-                });
-            }
-        }
-    }
-    Some(RoundSplit {
-        rounds: split.rounds.clone(),
-        time: split.time.clone(),
-        arms: split_arms,
-        rounds_identical: differing_cells.is_empty(),
-        differing_cells,
-        cells,
-    })
 }
