@@ -4,13 +4,15 @@
 //! device. Buffers are preallocated once and reused every round: every operation works on
 //! the first `t` rows of its buffers (row-major `[t][width]`), so a round needs no
 //! allocation and no host round trip except `read_tokens` for the acceptance decision.
-#![allow(clippy::too_many_arguments)]
+//! Arguments that travel together come as one struct: a norm's weights and epsilon
+//! ([`RmsNorm`]), a GDN call's state ([`GdnState`]), projections ([`GdnProjections`]) and
+//! outputs ([`GdnOutputs`]), an attention call's projections ([`AttnProjections`]) and caches
+//! ([`AttnCaches`]), a layer's output projection and FFN ([`OutFfn`]).
 
 use crate::config::ModelConfig;
 use crate::options::Prefetch;
 use crate::state::PoolMap;
-use crate::synthetic::Init;
-use crate::weights::{AttnWeights, FfnWeights, GdnWeights, Weights};
+use crate::weights::{AttnWeights, FfnWeights, GdnWeights, WeightStore, Weights};
 use anyhow::Result;
 use std::time::Duration;
 
@@ -49,14 +51,64 @@ impl RoundKey {
     }
 }
 
+/// A zero-centred RMSNorm, `x̂·(1 + w)`: its weights and epsilon.
+pub struct RmsNorm<'a, B: Backend> {
+    pub w: &'a B::Buf,
+    pub eps: f32,
+}
+
+/// One GDN layer's state for a call: the pool, and the conv and recurrent state slots read
+/// and written.
+pub struct GdnState<'a, B: Backend> {
+    pub pool: &'a mut B::Pool,
+    pub conv: SlotPair,
+    pub rec: SlotPair,
+}
+
+/// A GDN layer's projections of `t` positions: q‖k‖v, and the raw `b` and `a` of the gates.
+pub struct GdnProjections<'a, B: Backend> {
+    pub qkv: &'a B::Buf,
+    pub b: &'a B::Buf,
+    pub a: &'a B::Buf,
+}
+
+/// The GDN output norm's gate `z`, and where `w · rmsnorm(o) · silu(z)` goes.
+pub struct GdnGate<'a, B: Backend> {
+    pub z: &'a B::Buf,
+    pub out: &'a mut B::Buf,
+}
+
+/// What a GDN layer's conv and recurrence write ([`Backend::gdn_conv_recurrence`]): the conv
+/// output, the recurrence's output `o`, and with `gate` its output norm.
+pub struct GdnOutputs<'a, B: Backend> {
+    pub conv: &'a mut B::Buf,
+    pub o: &'a mut B::Buf,
+    pub gate: Option<GdnGate<'a, B>>,
+}
+
+/// An attention layer's projections of `t` positions: q_proj's output `qg` (per head the
+/// query, then its gate), `k` and `v`.
+pub struct AttnProjections<'a, B: Backend> {
+    pub qg: &'a B::Buf,
+    pub k: &'a B::Buf,
+    pub v: &'a B::Buf,
+}
+
+/// The caches an attention call works on: the rotary table, and the layer's KV cache, which
+/// the call extends at `pos0..pos0 + t` and attends over up to there.
+pub struct AttnCaches<'a, B: Backend> {
+    pub rope: &'a B::Buf,
+    pub kv: &'a mut KvCache<B>,
+    pub pos0: usize,
+}
+
 /// A layer's mixer output and what follows it: the output projection, then the FFN of the
 /// normalised stream ([`Backend::out_norm_ffn_add`]).
 pub struct OutFfn<'a, B: Backend> {
     pub out: &'a B::Mat,
     pub mixed: &'a B::Buf,
     pub ffn: &'a FfnWeights<B>,
-    pub norm: &'a B::Buf,
-    pub eps: f32,
+    pub norm: RmsNorm<'a, B>,
 }
 
 /// [`Backend::out_norm_ffn_add`] step by step: the projection, `between`, the FFN.
@@ -71,14 +123,11 @@ pub fn out_then_norm_ffn<B: Backend>(
 ) {
     b.matmul_add(layer.out, layer.mixed, t, x);
     between(b);
-    b.norm_ffn_add(cfg, layer.ffn, layer.norm, layer.eps, t, normed, x);
+    b.norm_ffn_add(cfg, layer.ffn, layer.norm, t, normed, x);
 }
 
-pub trait Backend: Sized {
-    /// An f32 device buffer (activations, norm weights, KV cache, rotary table).
-    type Buf;
-    /// A weight matrix `[rows][cols]`, bf16-exact values.
-    type Mat;
+/// A device's blocks, on the buffers and weight matrices of its [`WeightStore`].
+pub trait Backend: WeightStore + Sized {
     /// A u32 token buffer.
     type Tok;
     /// The raw state pool: bf16 conv state and f32 recurrent state at byte offsets.
@@ -94,27 +143,8 @@ pub trait Backend: Sized {
     /// The state pool of `map.total_bytes()`, laid out as `map` says.
     fn alloc_pool(&mut self, map: &PoolMap) -> Result<Self::Pool>;
     fn upload(&mut self, host: &[f32]) -> Result<Self::Buf>;
-    /// A weight vector (norm, conv taps, gate biases): bf16-exact values.
-    fn upload_weights(&mut self, host: &[f32]) -> Result<Self::Buf>;
     /// A KV cache of `len` elements (the backend picks its element type and layout).
     fn alloc_cache(&mut self, len: usize) -> Result<Self::Buf>;
-    /// A weight matrix `[rows][cols]` whose rows are filled afterwards by `write_mat_rows`
-    /// or `fill_mat_synthetic` (stacked experts are one matrix).
-    fn alloc_mat(&mut self, rows: usize, cols: usize) -> Result<Self::Mat>;
-    /// Writes bf16-exact host values into rows `row0..` of `m`.
-    fn write_mat_rows(&mut self, m: &mut Self::Mat, row0: usize, host: &[f32]) -> Result<()>;
-    /// Fills rows `row0..row0 + rows` of `m` with the synthetic tensor `key` (element `i`
-    /// of that tensor at `row0 · cols + i`), the identity term of `init` on its diagonal.
-    /// Generated where the matrix lives: the GPU never builds weights on the host.
-    fn fill_mat_synthetic(
-        &mut self,
-        m: &mut Self::Mat,
-        row0: usize,
-        rows: usize,
-        seed: u64,
-        key: u64,
-        init: Init,
-    ) -> Result<()>;
     /// Copies the first `len` values of a buffer to the host (tests and inspection).
     fn read_buf(&mut self, src: &Self::Buf, len: usize) -> Vec<f32>;
     /// The first error a device operation hit since the last call (operations enqueue
@@ -189,10 +219,9 @@ pub trait Backend: Sized {
     fn rms_norm(
         &mut self,
         x: &Self::Buf,
-        w: &Self::Buf,
+        norm: RmsNorm<'_, Self>,
         t: usize,
         width: usize,
-        eps: f32,
         out: &mut Self::Buf,
     );
     /// `out[i] = W · x[i]` for `t` rows (`x` rows of `cols`, `out` rows of `rows`).
@@ -207,18 +236,16 @@ pub trait Backend: Sized {
     /// `outs[j][i] = W_j · rmsnorm(x[i])`: [`Backend::rms_norm`] of `x` (rows of `width`)
     /// into `normed`, then [`Backend::matmul_many`] of it. A backend may fold the norm into
     /// the projections instead, leaving `normed` unwritten.
-    #[allow(clippy::too_many_arguments)]
     fn norm_matmul_many(
         &mut self,
         x: &Self::Buf,
-        norm: &Self::Buf,
-        eps: f32,
+        norm: RmsNorm<'_, Self>,
         width: usize,
         t: usize,
         normed: &mut Self::Buf,
         outs: &mut [(&Self::Mat, &mut Self::Buf)],
     ) {
-        self.rms_norm(x, norm, t, width, eps, normed);
+        self.rms_norm(x, norm, t, width, normed);
         self.matmul_many(normed, t, outs);
     }
     /// `acc[i] += W · x[i]` for `t` rows: a projection into the residual stream.
@@ -235,100 +262,70 @@ pub trait Backend: Sized {
     );
 
     /// GDN causal depthwise conv + SiLU over `t` positions of the projected q‖k‖v `x`,
-    /// reading the conv state (bf16, last `kernel − 1` inputs) at `slots.src` and writing
-    /// it at `slots.dst`.
+    /// reading the conv state (bf16, last `kernel − 1` inputs) at `state.conv.src` and
+    /// writing it at `state.conv.dst`.
     fn gdn_conv(
         &mut self,
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
-        pool: &mut Self::Pool,
-        slots: SlotPair,
+        state: &mut GdnState<'_, Self>,
         x: &Self::Buf,
         t: usize,
         out: &mut Self::Buf,
     );
-    /// GDN gates and recurrence over `t` positions: from the conv output `qkv` and the raw
-    /// `b`, `a` projections, reads the recurrent state at `slots.src`, writes it at
-    /// `slots.dst` and returns `o = Sᵀq̂` per value head in `out`.
+    /// GDN gates and recurrence over `t` positions: from the conv output `proj.qkv` and the
+    /// raw `b`, `a` projections, reads the recurrent state at `state.rec.src`, writes it at
+    /// `state.rec.dst` and returns `o = Sᵀq̂` per value head in `out`.
     fn gdn_recurrence(
         &mut self,
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
-        pool: &mut Self::Pool,
-        slots: SlotPair,
-        qkv: &Self::Buf,
-        b: &Self::Buf,
-        a: &Self::Buf,
+        state: &mut GdnState<'_, Self>,
+        proj: GdnProjections<'_, Self>,
         t: usize,
         out: &mut Self::Buf,
     );
-    /// GDN output norm per value head: `out = w · rmsnorm(o) · silu(z)`.
+    /// GDN output norm per value head: `gate.out = w · rmsnorm(o) · silu(gate.z)`.
     fn gated_norm(
         &mut self,
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
         o: &Self::Buf,
-        z: &Self::Buf,
+        gate: GdnGate<'_, Self>,
         t: usize,
-        out: &mut Self::Buf,
     );
-    /// [`Backend::gdn_recurrence`] into `o`, then [`Backend::gated_norm`] of it with the gate
-    /// `z` into `out`. A backend may do both in one pass.
-    #[allow(clippy::too_many_arguments)]
-    fn gdn_recurrence_gated(
-        &mut self,
-        cfg: &ModelConfig,
-        w: &GdnWeights<Self>,
-        pool: &mut Self::Pool,
-        slots: SlotPair,
-        qkv: &Self::Buf,
-        b: &Self::Buf,
-        a: &Self::Buf,
-        z: &Self::Buf,
-        t: usize,
-        o: &mut Self::Buf,
-        out: &mut Self::Buf,
-    ) {
-        self.gdn_recurrence(cfg, w, pool, slots, qkv, b, a, t, o);
-        self.gated_norm(cfg, w, o, z, t, out);
-    }
-    /// A GDN layer's conv and recurrence from its projections `(x, b, a)`: [`Backend::gdn_conv`]
-    /// of x at `slots.0` into `conv`, then [`Backend::gdn_recurrence`] at `slots.1` into `o`,
-    /// or with `gate` = (z, out) [`Backend::gdn_recurrence_gated`]. A backend may run the conv
-    /// inside the recurrence's pass, leaving `conv` unwritten.
-    #[allow(clippy::too_many_arguments)]
+    /// A GDN layer's conv and recurrence from its projections (q‖k‖v before the conv):
+    /// [`Backend::gdn_conv`] into `out.conv`, [`Backend::gdn_recurrence`] of it into `out.o`,
+    /// then with `out.gate` [`Backend::gated_norm`] of `o`. A backend may run all three in one
+    /// pass, leaving `out.conv` unwritten.
     fn gdn_conv_recurrence(
         &mut self,
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
-        pool: &mut Self::Pool,
-        slots: (SlotPair, SlotPair),
-        (x, b, a): (&Self::Buf, &Self::Buf, &Self::Buf),
+        state: &mut GdnState<'_, Self>,
+        proj: GdnProjections<'_, Self>,
         t: usize,
-        (conv, o): (&mut Self::Buf, &mut Self::Buf),
-        gate: Option<(&Self::Buf, &mut Self::Buf)>,
+        out: GdnOutputs<'_, Self>,
     ) {
-        self.gdn_conv(cfg, w, pool, slots.0, x, t, conv);
-        match gate {
-            Some((z, out)) => {
-                self.gdn_recurrence_gated(cfg, w, pool, slots.1, conv, b, a, z, t, o, out)
-            }
-            None => self.gdn_recurrence(cfg, w, pool, slots.1, conv, b, a, t, o),
+        self.gdn_conv(cfg, w, state, proj.qkv, t, out.conv);
+        let convolved = GdnProjections {
+            qkv: &*out.conv,
+            ..proj
+        };
+        self.gdn_recurrence(cfg, w, state, convolved, t, out.o);
+        if let Some(gate) = out.gate {
+            self.gated_norm(cfg, w, out.o, gate, t);
         }
     }
-    /// Gated full attention for `t` positions starting at `pos0`: q/k RMSNorm, partial
+    /// Gated full attention for `t` positions starting at `caches.pos0`: q/k RMSNorm, partial
     /// rotary, write k/v into the cache at `pos0..pos0+t`, causal GQA over the cache,
-    /// `sigmoid(gate) ⊙ attn`. `qg` is the q_proj output (per head: query then gate).
+    /// `sigmoid(gate) ⊙ attn`.
     fn attention(
         &mut self,
         cfg: &ModelConfig,
         w: &AttnWeights<Self>,
-        rope: &Self::Buf,
-        qg: &Self::Buf,
-        k: &Self::Buf,
-        v: &Self::Buf,
-        cache: &mut KvCache<Self>,
-        pos0: usize,
+        proj: AttnProjections<'_, Self>,
+        caches: AttnCaches<'_, Self>,
         t: usize,
         out: &mut Self::Buf,
     );
@@ -345,18 +342,16 @@ pub trait Backend: Sized {
     /// `x[i] += ffn(rmsnorm(x[i]))` over the residual stream `x`: [`Backend::rms_norm`] into
     /// `normed`, then [`Backend::ffn_add`] of it. A backend may fold the norm into the FFN
     /// instead, leaving `normed` unwritten.
-    #[allow(clippy::too_many_arguments)]
     fn norm_ffn_add(
         &mut self,
         cfg: &ModelConfig,
         w: &FfnWeights<Self>,
-        norm: &Self::Buf,
-        eps: f32,
+        norm: RmsNorm<'_, Self>,
         t: usize,
         normed: &mut Self::Buf,
         x: &mut Self::Buf,
     ) {
-        self.rms_norm(x, norm, t, cfg.hidden, eps, normed);
+        self.rms_norm(x, norm, t, cfg.hidden, normed);
         self.ffn_add(cfg, w, normed, t, x);
     }
     /// `x += out · mixed` (a mixer's output projection onto the residual stream), `between`,

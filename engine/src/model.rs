@@ -1,7 +1,10 @@
 //! The model definition: buffers, state pool and the forward composition of the layers,
 //! generic over the backend.
 
-use crate::backend::{Backend, KvCache, OutFfn, RoundKey, SlotPair};
+use crate::backend::{
+    AttnCaches, AttnProjections, Backend, GdnGate, GdnOutputs, GdnProjections, GdnState, KvCache,
+    OutFfn, RmsNorm, RoundKey, SlotPair,
+};
 use crate::config::{ModelConfig, MAX_DRAFT};
 use crate::options::Arm;
 use crate::state::PoolMap;
@@ -46,6 +49,16 @@ pub(crate) struct GdnStash<B: Backend> {
     pub x: B::Buf,
     pub b: B::Buf,
     pub a: B::Buf,
+}
+
+impl<B: Backend> GdnStash<B> {
+    fn projections(&self) -> GdnProjections<'_, B> {
+        GdnProjections {
+            qkv: &self.x,
+            b: &self.b,
+            a: &self.a,
+        }
+    }
 }
 
 /// How a target pass treats the state pool.
@@ -289,14 +302,12 @@ impl<B: Backend> Model<B> {
             };
             decoder_layer(io, lw, mixer, t, pos0, prefetch, self.arm);
         }
-        self.backend.rms_norm(
-            &self.s.x,
-            &self.w.norm,
-            t,
-            self.cfg.hidden,
+        let norm = RmsNorm {
+            w: &self.w.norm,
             eps,
-            &mut self.s.hid,
-        );
+        };
+        self.backend
+            .rms_norm(&self.s.x, norm, t, self.cfg.hidden, &mut self.s.hid);
         let rows = head.len();
         if rows > 0 {
             self.backend.lm_head_argmax(
@@ -326,8 +337,9 @@ impl<B: Backend> Model<B> {
             MtpTokens::Queued => b.embed(&self.w.embed, &s.mtp_tok_in, 0, t, &mut s.mix),
             MtpTokens::Drafts(at) => b.embed(&self.w.embed, &s.tok_in, at, t, &mut s.mix),
         }
-        b.rms_norm(&s.mix, &m.norm_embed, t, h, eps, &mut s.xn);
-        b.rms_norm(&s.mtp_hid_in, &m.norm_hidden, t, h, eps, &mut s.mix);
+        let norm = |w| RmsNorm { w, eps };
+        b.rms_norm(&s.mix, norm(&m.norm_embed), t, h, &mut s.xn);
+        b.rms_norm(&s.mtp_hid_in, norm(&m.norm_hidden), t, h, &mut s.mix);
         b.concat(&s.xn, &s.mix, t, h, h, &mut s.mtp_cat);
         b.matmul(&m.fc, &s.mtp_cat, t, &mut s.x);
         let io = LayerIo {
@@ -348,7 +360,7 @@ impl<B: Backend> Model<B> {
             None,
             self.arm,
         );
-        b.rms_norm(&s.x, &m.norm, t, h, eps, &mut s.mtp_out);
+        b.rms_norm(&s.x, norm(&m.norm), t, h, &mut s.mtp_out);
         if let Some(at) = draft_at {
             b.lm_head_argmax(&self.w.lm_head, &s.mtp_out, t - 1, 1, &mut s.tok_in, at);
         }
@@ -361,18 +373,19 @@ impl<B: Backend> Model<B> {
         for lw in &self.w.layers {
             if let Mixer::Gdn(w) = &lw.mixer {
                 let (conv, rec) = self.slots(g, Pass::Verify);
-                let st = &self.stash[g];
-                let out = (&mut self.s.conv, &mut self.s.o);
-                self.backend.gdn_conv_recurrence(
-                    &self.cfg,
-                    w,
-                    &mut self.pool,
-                    (conv, rec),
-                    (&st.x, &st.b, &st.a),
-                    t,
-                    out,
-                    None,
-                );
+                let state = &mut GdnState {
+                    pool: &mut self.pool,
+                    conv,
+                    rec,
+                };
+                let out = GdnOutputs {
+                    conv: &mut self.s.conv,
+                    o: &mut self.s.o,
+                    gate: None,
+                };
+                let proj = self.stash[g].projections();
+                self.backend
+                    .gdn_conv_recurrence(&self.cfg, w, state, proj, t, out);
                 g += 1;
             }
         }
@@ -431,6 +444,10 @@ fn decoder_layer<B: Backend>(
         rope,
     } = io;
     let (h, eps) = (cfg.hidden, cfg.rms_eps as f32);
+    let input_norm = RmsNorm {
+        w: &lw.input_norm,
+        eps,
+    };
     let (out, mixed) = match (&lw.mixer, mixer) {
         (Mixer::Gdn(w), MixerIo::Gdn { conv, rec, stash }) => {
             let (x, bb, aa) = match stash {
@@ -439,8 +456,7 @@ fn decoder_layer<B: Backend>(
             };
             b.norm_matmul_many(
                 &s.x,
-                &lw.input_norm,
-                eps,
+                input_norm,
                 h,
                 t,
                 &mut s.xn,
@@ -451,29 +467,47 @@ fn decoder_layer<B: Backend>(
                     (&w.a, &mut *aa),
                 ],
             );
-            b.gdn_conv_recurrence(
-                cfg,
-                w,
-                pool,
-                (conv, rec),
-                (x, bb, aa),
-                t,
-                (&mut s.conv, &mut s.o),
-                Some((&s.z, &mut s.on)),
-            );
+            let state = &mut GdnState {
+                pool: &mut *pool,
+                conv,
+                rec,
+            };
+            let proj = GdnProjections {
+                qkv: x,
+                b: bb,
+                a: aa,
+            };
+            let out = GdnOutputs {
+                conv: &mut s.conv,
+                o: &mut s.o,
+                gate: Some(GdnGate {
+                    z: &s.z,
+                    out: &mut s.on,
+                }),
+            };
+            b.gdn_conv_recurrence(cfg, w, state, proj, t, out);
             (&w.out, &s.on)
         }
         (Mixer::Attn(w), MixerIo::Attn { cache }) => {
             b.norm_matmul_many(
                 &s.x,
-                &lw.input_norm,
-                eps,
+                input_norm,
                 h,
                 t,
                 &mut s.xn,
                 &mut [(&w.q, &mut s.qg), (&w.k, &mut s.k), (&w.v, &mut s.v)],
             );
-            b.attention(cfg, w, rope, &s.qg, &s.k, &s.v, cache, pos0, t, &mut s.att);
+            let proj = AttnProjections {
+                qg: &s.qg,
+                k: &s.k,
+                v: &s.v,
+            };
+            let caches = AttnCaches {
+                rope,
+                kv: cache,
+                pos0,
+            };
+            b.attention(cfg, w, proj, caches, t, &mut s.att);
             (&w.o, &s.att)
         }
         _ => unreachable!("layer kinds follow the config"),
@@ -487,8 +521,10 @@ fn decoder_layer<B: Backend>(
         out,
         mixed,
         ffn: &lw.ffn,
-        norm: &lw.post_norm,
-        eps,
+        norm: RmsNorm {
+            w: &lw.post_norm,
+            eps,
+        },
     };
     b.out_norm_ffn_add(cfg, layer, t, &mut s.xn, &mut s.x, arm_prefetch);
 }

@@ -3,12 +3,14 @@
 mod common;
 
 use common::*;
-use engine::backend::{Backend, KvCache, SlotPair};
+use engine::backend::{
+    AttnCaches, AttnProjections, Backend, GdnGate, GdnProjections, GdnState, KvCache, SlotPair,
+};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::CpuBackend;
 use engine::options::Arm;
 use engine::state::PoolMap;
-use engine::weights::{AttnWeights, FfnWeights, GdnWeights, SwiGlu};
+use engine::weights::{AttnWeights, FfnWeights, GdnWeights, MoeWeights, SwiGlu};
 
 fn cfg() -> ModelConfig {
     ModelConfig::preset("tiny").unwrap()
@@ -138,19 +140,23 @@ fn gdn_conv_recurrence_and_gated_norm_match_f64_and_write_only_the_target_slot()
         src: f(&map, 1, 0),
         dst: f(&map, 1, 1),
     };
-    b.gdn_conv(&c, &w, &mut pool, s01(PoolMap::conv), &x, t, &mut conv);
-    b.gdn_recurrence(
-        &c,
-        &w,
-        &mut pool,
-        s01(PoolMap::rec),
-        &conv,
-        &bb,
-        &aa,
-        t,
-        &mut o,
-    );
-    b.gated_norm(&c, &w, &o, &z, t, &mut on);
+    let mut state = GdnState {
+        pool: &mut pool,
+        conv: s01(PoolMap::conv),
+        rec: s01(PoolMap::rec),
+    };
+    b.gdn_conv(&c, &w, &mut state, &x, t, &mut conv);
+    let proj = GdnProjections {
+        qkv: &conv,
+        b: &bb,
+        a: &aa,
+    };
+    b.gdn_recurrence(&c, &w, &mut state, proj, t, &mut o);
+    let gate = GdnGate {
+        z: &z,
+        out: &mut on,
+    };
+    b.gated_norm(&c, &w, &o, gate, t);
     for i in 0..t {
         let want = r.step(
             &c,
@@ -182,18 +188,30 @@ fn gdn_conv_recurrence_and_gated_norm_match_f64_and_write_only_the_target_slot()
         .map(|v| f32::from_bits(*v))
         .collect();
     close(&rec1, &r.s, 2e-4, "recurrent state");
-    let in_place = SlotPair {
-        src: map.conv(1, 1),
-        dst: map.conv(1, 1),
-    };
-    let rec_in_place = SlotPair {
-        src: map.rec(1, 1),
-        dst: map.rec(1, 1),
+    let mut in_place = GdnState {
+        pool: &mut pool,
+        conv: SlotPair {
+            src: map.conv(1, 1),
+            dst: map.conv(1, 1),
+        },
+        rec: SlotPair {
+            src: map.rec(1, 1),
+            dst: map.rec(1, 1),
+        },
     };
     let x1 = rand_vec("x1", ch, 2.0);
-    b.gdn_conv(&c, &w, &mut pool, in_place, &x1, 1, &mut conv);
-    b.gdn_recurrence(&c, &w, &mut pool, rec_in_place, &conv, &bb, &aa, 1, &mut o);
-    b.gated_norm(&c, &w, &o, &z, 1, &mut on);
+    b.gdn_conv(&c, &w, &mut in_place, &x1, 1, &mut conv);
+    let proj = GdnProjections {
+        qkv: &conv,
+        b: &bb,
+        a: &aa,
+    };
+    b.gdn_recurrence(&c, &w, &mut in_place, proj, 1, &mut o);
+    let gate = GdnGate {
+        z: &z,
+        out: &mut on,
+    };
+    b.gated_norm(&c, &w, &o, gate, 1);
     let want = r.step(&c, &w, &x1, &bb[..hv], &aa[..hv], &z[..vd]);
     close(
         &on[..vd],
@@ -247,21 +265,30 @@ fn attention_with_cache_matches_f64() {
     let v = rand_vec("vv", n * hkv * d, 2.0);
     // Positions 0..3 in one call, then 3..7 one at a time: the cache carries the rest.
     let mut out = vec![0.0; n * hq * d];
-    b.attention(&c, &w, &rope, &qg, &k, &v, &mut cache, 0, 3, &mut out);
+    let proj = AttnProjections {
+        qg: &qg,
+        k: &k,
+        v: &v,
+    };
+    let caches = AttnCaches {
+        rope: &rope,
+        kv: &mut cache,
+        pos0: 0,
+    };
+    b.attention(&c, &w, proj, caches, 3, &mut out);
     for p in 3..n {
         let mut o1 = vec![0.0; hq * d];
-        b.attention(
-            &c,
-            &w,
-            &rope,
-            &qg[p * 2 * hq * d..].to_vec(),
-            &k[p * hkv * d..].to_vec(),
-            &v[p * hkv * d..].to_vec(),
-            &mut cache,
-            p,
-            1,
-            &mut o1,
-        );
+        let proj = AttnProjections {
+            qg: &qg[p * 2 * hq * d..].to_vec(),
+            k: &k[p * hkv * d..].to_vec(),
+            v: &v[p * hkv * d..].to_vec(),
+        };
+        let caches = AttnCaches {
+            rope: &rope,
+            kv: &mut cache,
+            pos0: p,
+        };
+        b.attention(&c, &w, proj, caches, 1, &mut o1);
         out[p * hq * d..(p + 1) * hq * d].copy_from_slice(&o1);
     }
     let rot = |x: &mut Vec<f64>, p: usize| {
@@ -348,7 +375,7 @@ fn moe_routing_experts_and_shared_expert_match_f64() {
             .flat_map(|m| part(m).data.iter().copied())
             .collect(),
     };
-    let w = FfnWeights::Moe {
+    let w = FfnWeights::Moe(MoeWeights {
         router: mat("router", experts, h),
         experts: SwiGlu {
             gate: stack(|m| &m.gate),
@@ -358,13 +385,13 @@ fn moe_routing_experts_and_shared_expert_match_f64() {
         shared: swiglu("shared", shared_size),
         shared_gate: mat("sg", 1, h),
         top_k,
-    };
-    let FfnWeights::Moe {
+    });
+    let FfnWeights::Moe(MoeWeights {
         router,
         shared,
         shared_gate,
         ..
-    } = &w
+    }) = &w
     else {
         unreachable!()
     };

@@ -5,7 +5,10 @@
 mod common;
 
 use common::{generate, gpu_cfg as cfg, one_at_a_time, rand_vec};
-use engine::backend::{Backend, KvCache, OutFfn, SlotPair};
+use engine::backend::{
+    AttnCaches, AttnProjections, Backend, GdnGate, GdnProjections, GdnState, KvCache, OutFfn,
+    RmsNorm, SlotPair,
+};
 use engine::bench::{self, BenchPlan};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::CpuBackend;
@@ -113,8 +116,18 @@ fn every_block_matches_the_cpu_backend() {
         let (x, xg) = input(&mut p.gpu, "x", t * h, 2.0);
         let mut out_c = vec![0.0; t * h];
         let mut out_g = p.gpu.alloc(t * h).unwrap();
-        p.cpu.rms_norm(&x, &p.wc.norm, t, h, 1e-6, &mut out_c);
-        p.gpu.rms_norm(&xg, &p.wg.norm, t, h, 1e-6, &mut out_g);
+        let (norm_c, norm_g) = (
+            RmsNorm {
+                w: &p.wc.norm,
+                eps: 1e-6,
+            },
+            RmsNorm {
+                w: &p.wg.norm,
+                eps: 1e-6,
+            },
+        );
+        p.cpu.rms_norm(&x, norm_c, t, h, &mut out_c);
+        p.gpu.rms_norm(&xg, norm_g, t, h, &mut out_g);
         assert!(rel_err(&tag("rms_norm"), &p.gpu.read_buf(&out_g, t * h), &out_c) < 1e-5);
 
         // Layer 0 (GDN): projections, conv, recurrence over two calls, gated norm.
@@ -163,14 +176,32 @@ fn every_block_matches_the_cpu_backend() {
                     },
                 )
             };
+            let mut state_c = GdnState {
+                pool: &mut pool_c,
+                conv: cs,
+                rec: rs,
+            };
+            let mut state_g = GdnState {
+                pool: &mut pool_g,
+                conv: cs,
+                rec: rs,
+            };
+            p.cpu.gdn_conv(&c, gc, &mut state_c, &qkv_c, t, &mut cv_c);
+            p.gpu.gdn_conv(&c, gg, &mut state_g, &qkv_g, t, &mut cv_g);
+            let proj_c = GdnProjections {
+                qkv: &cv_c,
+                b: &ba,
+                a: &ba,
+            };
+            let proj_g = GdnProjections {
+                qkv: &cv_g,
+                b: &bag,
+                a: &bag,
+            };
             p.cpu
-                .gdn_conv(&c, gc, &mut pool_c, cs, &qkv_c, t, &mut cv_c);
+                .gdn_recurrence(&c, gc, &mut state_c, proj_c, t, &mut o_c);
             p.gpu
-                .gdn_conv(&c, gg, &mut pool_g, cs, &qkv_g, t, &mut cv_g);
-            p.cpu
-                .gdn_recurrence(&c, gc, &mut pool_c, rs, &cv_c, &ba, &ba, t, &mut o_c);
-            p.gpu
-                .gdn_recurrence(&c, gg, &mut pool_g, rs, &cv_g, &bag, &bag, t, &mut o_g);
+                .gdn_recurrence(&c, gg, &mut state_g, proj_g, t, &mut o_g);
         }
         // The GPU conv rounds the newest input to bf16 as it enters the window, the CPU only
         // when it becomes history: the two differ by bf16 rounding (~2^-9).
@@ -184,8 +215,16 @@ fn every_block_matches_the_cpu_backend() {
         );
         let (z, zg) = input(&mut p.gpu, "z", t * hv * 128, 2.0);
         let (mut n_c, mut n_g) = (vec![0.0; t * hv * 128], p.gpu.alloc(t * hv * 128).unwrap());
-        p.cpu.gated_norm(&c, gc, &o_c, &z, t, &mut n_c);
-        p.gpu.gated_norm(&c, gg, &o_g, &zg, t, &mut n_g);
+        let gate_c = GdnGate {
+            z: &z,
+            out: &mut n_c,
+        };
+        let gate_g = GdnGate {
+            z: &zg,
+            out: &mut n_g,
+        };
+        p.cpu.gated_norm(&c, gc, &o_c, gate_c, t);
+        p.gpu.gated_norm(&c, gg, &o_g, gate_g, t);
         assert!(
             rel_err(
                 &tag("gated_norm"),
@@ -220,30 +259,28 @@ fn every_block_matches_the_cpu_backend() {
         let (mut at_c, mut at_g) = (vec![0.0; t * hq * d], p.gpu.alloc(t * hq * d).unwrap());
         for pos0 in [0, t] {
             p.gpu.set_positions(pos0);
-            p.cpu.attention(
-                &c,
-                ac,
-                &rope_c,
-                &qg,
-                &k,
-                &v,
-                &mut cache_c,
+            let proj_c = AttnProjections {
+                qg: &qg,
+                k: &k,
+                v: &v,
+            };
+            let caches_c = AttnCaches {
+                rope: &rope_c,
+                kv: &mut cache_c,
                 pos0,
-                t,
-                &mut at_c,
-            );
-            p.gpu.attention(
-                &c,
-                ag,
-                &rope_g,
-                &qgg,
-                &kg,
-                &vg,
-                &mut cache_g,
+            };
+            p.cpu.attention(&c, ac, proj_c, caches_c, t, &mut at_c);
+            let proj_g = AttnProjections {
+                qg: &qgg,
+                k: &kg,
+                v: &vg,
+            };
+            let caches_g = AttnCaches {
+                rope: &rope_g,
+                kv: &mut cache_g,
                 pos0,
-                t,
-                &mut at_g,
-            );
+            };
+            p.gpu.attention(&c, ag, proj_g, caches_g, t, &mut at_g);
         }
         p.gpu.take_error().unwrap();
         assert!(rel_err(&tag("attention"), &p.gpu.read_buf(&at_g, t * hq * d), &at_c) < 2e-2);
@@ -266,8 +303,10 @@ fn every_block_matches_the_cpu_backend() {
         let (norm_c, norm_g) = (&p.wc.layers[0].input_norm, &p.wg.layers[0].input_norm);
         p.cpu.norm_matmul_many(
             &xr,
-            norm_c,
-            1e-6,
+            RmsNorm {
+                w: norm_c,
+                eps: 1e-6,
+            },
             h,
             t,
             &mut xn_c,
@@ -275,8 +314,10 @@ fn every_block_matches_the_cpu_backend() {
         );
         p.gpu.norm_matmul_many(
             &xrg,
-            norm_g,
-            1e-6,
+            RmsNorm {
+                w: norm_g,
+                eps: 1e-6,
+            },
             h,
             t,
             &mut xn_g,
@@ -301,8 +342,10 @@ fn every_block_matches_the_cpu_backend() {
         p.cpu.norm_ffn_add(
             &c,
             &p.wc.layers[0].ffn,
-            post_c,
-            1e-6,
+            RmsNorm {
+                w: post_c,
+                eps: 1e-6,
+            },
             t,
             &mut xn_c,
             &mut acc_c,
@@ -310,8 +353,10 @@ fn every_block_matches_the_cpu_backend() {
         p.gpu.norm_ffn_add(
             &c,
             &p.wg.layers[0].ffn,
-            post_g,
-            1e-6,
+            RmsNorm {
+                w: post_g,
+                eps: 1e-6,
+            },
             t,
             &mut xn_g,
             &mut acc_g,
@@ -338,8 +383,10 @@ fn every_block_matches_the_cpu_backend() {
             out: &gc.out,
             mixed: &n_c,
             ffn: &p.wc.layers[0].ffn,
-            norm: post_c,
-            eps: 1e-6,
+            norm: RmsNorm {
+                w: post_c,
+                eps: 1e-6,
+            },
         };
         p.cpu
             .out_norm_ffn_add(&c, layer_c, t, &mut xn_c, &mut acc_c, |_| {
@@ -349,8 +396,10 @@ fn every_block_matches_the_cpu_backend() {
             out: &gg.out,
             mixed: &n_g,
             ffn: &p.wg.layers[0].ffn,
-            norm: post_g,
-            eps: 1e-6,
+            norm: RmsNorm {
+                w: post_g,
+                eps: 1e-6,
+            },
         };
         p.gpu
             .out_norm_ffn_add(&c, layer_g, t, &mut xn_g, &mut acc_g, |_| {
@@ -411,8 +460,10 @@ fn dense_ffn_matches_the_cpu_backend() {
     p.cpu.norm_ffn_add(
         &c,
         &p.wc.layers[0].ffn,
-        norm_c,
-        1e-6,
+        RmsNorm {
+            w: norm_c,
+            eps: 1e-6,
+        },
         t,
         &mut xn_c,
         &mut acc_c,
@@ -420,8 +471,10 @@ fn dense_ffn_matches_the_cpu_backend() {
     p.gpu.norm_ffn_add(
         &c,
         &p.wg.layers[0].ffn,
-        norm_g,
-        1e-6,
+        RmsNorm {
+            w: norm_g,
+            eps: 1e-6,
+        },
         t,
         &mut xn_g,
         &mut acc_g,

@@ -3,12 +3,15 @@
 mod kernels;
 mod prefetch;
 
-use crate::backend::{Backend, KvCache, PrefetchCounts, SlotPair};
+use crate::backend::{
+    AttnCaches, AttnProjections, Backend, GdnGate, GdnProjections, GdnState, PrefetchCounts,
+    RmsNorm,
+};
 use crate::config::{ModelConfig, MAX_GDN_DIM};
 use crate::options::Prefetch;
 use crate::state::PoolMap;
 use crate::synthetic::{round_bf16, synthetic_value, Init};
-use crate::weights::{AttnWeights, FfnWeights, GdnWeights, SwiGlu};
+use crate::weights::{AttnWeights, FfnWeights, GdnWeights, MoeWeights, SwiGlu, WeightStore};
 use anyhow::Result;
 use kernels::{argmax, dot};
 use kernels::{inv_rms, l2_normalize, matmul, rms_norm_row, sigmoid, silu, softplus};
@@ -83,9 +86,51 @@ struct SendPtr<T>(*mut T);
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
 
-impl Backend for CpuBackend {
+impl WeightStore for CpuBackend {
     type Buf = Vec<f32>;
     type Mat = CpuMat;
+
+    fn upload_weights(&mut self, host: &[f32]) -> Result<Vec<f32>> {
+        Ok(host.to_vec())
+    }
+
+    fn alloc_mat(&mut self, rows: usize, cols: usize) -> Result<CpuMat> {
+        Ok(CpuMat {
+            rows,
+            cols,
+            data: vec![0.0; rows * cols],
+        })
+    }
+
+    fn write_mat_rows(&mut self, m: &mut CpuMat, row0: usize, host: &[f32]) -> Result<()> {
+        m.data[row0 * m.cols..row0 * m.cols + host.len()].copy_from_slice(host);
+        Ok(())
+    }
+
+    fn fill_mat_synthetic(
+        &mut self,
+        m: &mut CpuMat,
+        row0: usize,
+        rows: usize,
+        seed: u64,
+        key: u64,
+        init: Init,
+    ) -> Result<()> {
+        let cols = m.cols;
+        let dst = &mut m.data[row0 * cols..(row0 + rows) * cols];
+        dst.par_chunks_mut(cols).enumerate().for_each(|(r, row)| {
+            for (c, v) in row.iter_mut().enumerate() {
+                *v = synthetic_value(seed, key, (r * cols + c) as u64, init.scale, init.offset);
+                if init.identity != 0.0 && r == c {
+                    *v = round_bf16(*v + init.identity);
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+impl Backend for CpuBackend {
     type Tok = Vec<u32>;
     type Pool = Vec<u32>;
 
@@ -144,47 +189,8 @@ impl Backend for CpuBackend {
         Ok(host.to_vec())
     }
 
-    fn upload_weights(&mut self, host: &[f32]) -> Result<Vec<f32>> {
-        Ok(host.to_vec())
-    }
-
     fn alloc_cache(&mut self, len: usize) -> Result<Vec<f32>> {
         Ok(vec![0.0; len])
-    }
-
-    fn alloc_mat(&mut self, rows: usize, cols: usize) -> Result<CpuMat> {
-        Ok(CpuMat {
-            rows,
-            cols,
-            data: vec![0.0; rows * cols],
-        })
-    }
-
-    fn write_mat_rows(&mut self, m: &mut CpuMat, row0: usize, host: &[f32]) -> Result<()> {
-        m.data[row0 * m.cols..row0 * m.cols + host.len()].copy_from_slice(host);
-        Ok(())
-    }
-
-    fn fill_mat_synthetic(
-        &mut self,
-        m: &mut CpuMat,
-        row0: usize,
-        rows: usize,
-        seed: u64,
-        key: u64,
-        init: Init,
-    ) -> Result<()> {
-        let cols = m.cols;
-        let dst = &mut m.data[row0 * cols..(row0 + rows) * cols];
-        dst.par_chunks_mut(cols).enumerate().for_each(|(r, row)| {
-            for (c, v) in row.iter_mut().enumerate() {
-                *v = synthetic_value(seed, key, (r * cols + c) as u64, init.scale, init.offset);
-                if init.identity != 0.0 && r == c {
-                    *v = round_bf16(*v + init.identity);
-                }
-            }
-        });
-        Ok(())
     }
 
     fn read_buf(&mut self, src: &Vec<f32>, len: usize) -> Vec<f32> {
@@ -252,17 +258,16 @@ impl Backend for CpuBackend {
     fn rms_norm(
         &mut self,
         x: &Vec<f32>,
-        w: &Vec<f32>,
+        norm: RmsNorm<'_, Self>,
         t: usize,
         width: usize,
-        eps: f32,
         out: &mut Vec<f32>,
     ) {
         for i in 0..t {
             rms_norm_row(
                 &x[i * width..(i + 1) * width],
-                w,
-                eps,
+                norm.w,
+                norm.eps,
                 &mut out[i * width..(i + 1) * width],
             );
         }
@@ -298,12 +303,12 @@ impl Backend for CpuBackend {
         &mut self,
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
-        pool: &mut Vec<u32>,
-        slots: SlotPair,
+        state: &mut GdnState<'_, Self>,
         x: &Vec<f32>,
         t: usize,
         out: &mut Vec<f32>,
     ) {
+        let (pool, slots) = (&mut *state.pool, state.conv);
         let (c, kern) = (cfg.conv_channels(), cfg.conv_kernel);
         let hist = kern - 1;
         let win = &mut self.scratch.window[..(hist + t) * c];
@@ -342,14 +347,13 @@ impl Backend for CpuBackend {
         &mut self,
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
-        pool: &mut Vec<u32>,
-        slots: SlotPair,
-        qkv: &Vec<f32>,
-        b: &Vec<f32>,
-        a: &Vec<f32>,
+        state: &mut GdnState<'_, Self>,
+        proj: GdnProjections<'_, Self>,
         t: usize,
         out: &mut Vec<f32>,
     ) {
+        let (pool, slots) = (&mut *state.pool, state.rec);
+        let GdnProjections { qkv, b, a } = proj;
         let (hk, hv, dk, dv) = (
             cfg.gdn_key_heads,
             cfg.gdn_value_heads,
@@ -420,10 +424,10 @@ impl Backend for CpuBackend {
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
         o: &Vec<f32>,
-        z: &Vec<f32>,
+        gate: GdnGate<'_, Self>,
         t: usize,
-        out: &mut Vec<f32>,
     ) {
+        let GdnGate { z, out } = gate;
         let dv = cfg.gdn_value_dim;
         let eps = cfg.rms_eps as f32;
         for head in 0..t * cfg.gdn_value_heads {
@@ -443,15 +447,17 @@ impl Backend for CpuBackend {
         &mut self,
         cfg: &ModelConfig,
         w: &AttnWeights<Self>,
-        rope: &Vec<f32>,
-        qg: &Vec<f32>,
-        k: &Vec<f32>,
-        v: &Vec<f32>,
-        cache: &mut KvCache<Self>,
-        pos0: usize,
+        proj: AttnProjections<'_, Self>,
+        caches: AttnCaches<'_, Self>,
         t: usize,
         out: &mut Vec<f32>,
     ) {
+        let AttnProjections { qg, k, v } = proj;
+        let AttnCaches {
+            rope,
+            kv: cache,
+            pos0,
+        } = caches;
         let (hq, hkv, d) = (cfg.attn_heads, cfg.attn_kv_heads, cfg.attn_head_dim);
         let (rd, eps) = (cfg.rotary_dim(), cfg.rms_eps as f32);
         let kvw = hkv * d;
@@ -522,27 +528,7 @@ impl Backend for CpuBackend {
                     &self.prefetch,
                 );
             }
-            FfnWeights::Moe {
-                router,
-                experts,
-                shared,
-                shared_gate,
-                top_k,
-            } => {
-                moe(
-                    &mut self.scratch.moe,
-                    &self.prefetch,
-                    h,
-                    router,
-                    experts,
-                    shared,
-                    shared_gate,
-                    *top_k,
-                    x,
-                    t,
-                    &mut out,
-                );
-            }
+            FfnWeights::Moe(m) => moe(&mut self.scratch.moe, &self.prefetch, m, x, t, &mut out),
         }
         add(acc, &out, t * h);
         self.scratch.moe.residual = out;
@@ -658,21 +644,24 @@ fn swiglu(
     matmul(w.down, h, inter, gate, t, out, pf);
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The MoE of `t` rows of `x` into `out`: the routed experts weighted by the renormalised
+/// router, plus the gated shared expert.
 fn moe(
     s: &mut MoeScratch,
     pf: &Prefetcher,
-    h: usize,
-    router: &CpuMat,
-    experts: &SwiGlu<CpuBackend>,
-    shared: &SwiGlu<CpuBackend>,
-    shared_gate: &CpuMat,
-    top_k: usize,
+    w: &MoeWeights<CpuBackend>,
     x: &[f32],
     t: usize,
     out: &mut [f32],
 ) {
-    let ne = router.rows;
+    let MoeWeights {
+        router,
+        experts,
+        shared,
+        shared_gate,
+        top_k,
+    } = w;
+    let (h, ne, top_k) = (router.cols, router.rows, *top_k);
     matmul(&router.data, ne, h, x, t, &mut s.router, pf);
     for i in 0..t {
         let p = &mut s.router[i * ne..(i + 1) * ne];

@@ -187,7 +187,7 @@ impl Gpu {
     /// model's table ([`crate::model::rope_table`]: `[max_ctx][rot_dim]`, per position the
     /// cosines, then the sines); pos0 = `base` (one i32 on the device) + `offset`; the caller
     /// keeps pos0 + t <= max_ctx.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // one argument per kernel parameter
     pub fn attn_prep(
         &self,
         qg: &impl DevicePtr<f32>,
@@ -255,7 +255,7 @@ impl Gpu {
     /// `one_launch` (one position only) in one launch (`attn_decode_cluster`, a group a
     /// cluster), else in two (`attn_split`, then `attn_combine`); a position sums in the same
     /// order either way ([`AttnPlan::one_launch`] says which is faster).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the attention kernels' parameters
     pub fn attn_decode(
         &self,
         q: &impl DevicePtr<f32>,

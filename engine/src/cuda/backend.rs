@@ -21,17 +21,21 @@ use super::gdn::{conv_taps, ConvIn, GatedOut, GdnShape, HEAD_DIM};
 use super::gemv::{ArgmaxScratch, FoldedNorm};
 use super::l2::{L2Audit, L2Session};
 use super::moe::{
-    routes_after_projection, MoePrefillScratch, MoeScratch, MoeShape, MoeWeights, RouterThroughOut,
+    routes_after_projection, MoePrefillScratch, MoeRows, MoeScratch, MoeShape, MoeWeights,
+    RouterThroughOut,
 };
 use super::Gpu;
 use crate::backend::{
-    out_then_norm_ffn, Backend, KvCache, OutFfn, PrefetchCounts, RoundKey, SlotPair,
+    out_then_norm_ffn, AttnCaches, AttnProjections, Backend, GdnGate, GdnOutputs, GdnProjections,
+    GdnState, OutFfn, PrefetchCounts, RmsNorm, RoundKey,
 };
 use crate::config::{Ffn, ModelConfig};
 use crate::options::{FoldNorms, L2Arm, Prefetch};
 use crate::state::PoolMap;
 use crate::synthetic::Init;
-use crate::weights::{AttnWeights, FfnWeights, GdnWeights, LayerWeights, Mixer, Weights};
+use crate::weights::{
+    AttnWeights, FfnWeights, GdnWeights, LayerWeights, Mixer, WeightStore, Weights,
+};
 
 /// A bf16 weight matrix `[rows][cols]` on the device.
 pub struct CudaMat {
@@ -100,7 +104,15 @@ struct Prepared {
 /// kernels read it (the post-attention norm folded in).
 enum FfnInput<'a> {
     Rows(&'a CudaBuf),
-    Residual { norm: &'a CudaBuf, eps: f32 },
+    Residual(RmsNorm<'a, CudaBackend>),
+}
+
+/// The buffers of one GDN step launch: its projections (q‖k‖v before the conv when the launch
+/// runs the conv too), the recurrence's output `o`, and with `gate` its output norm.
+struct StepBuffers<'a> {
+    proj: GdnProjections<'a, CudaBackend>,
+    o: &'a mut CudaBuf,
+    gate: Option<GdnGate<'a, CudaBackend>>,
 }
 
 /// Per-operation GPU times of eager launches, from events around each operation.
@@ -379,13 +391,13 @@ impl CudaBackend {
         t: usize,
         acc: &mut CudaBuf,
     ) {
-        let folded = if matches!(input, FfnInput::Residual { .. }) {
+        let folded = if matches!(input, FfnInput::Residual(_)) {
             ", norm folded"
         } else {
             ""
         };
         match w {
-            FfnWeights::Moe { .. } => {
+            FfnWeights::Moe(_) => {
                 let bytes = moe_step_bytes(w, cfg);
                 self.op(
                     || format!("moe{folded}"),
@@ -409,7 +421,7 @@ impl CudaBackend {
     /// rows for the experts, in place of a norm launch), a dense FFN with `ENGINE_FOLD_NORM=on`.
     fn ffn_folds_norm(&self, w: &FfnWeights<Self>, t: usize) -> bool {
         match w {
-            FfnWeights::Moe { .. } => (1..=MAX_T).contains(&t),
+            FfnWeights::Moe(_) => (1..=MAX_T).contains(&t),
             FfnWeights::Dense(mlp) => {
                 self.gpu.options.fold_norms == FoldNorms::On
                     && Gpu::can_fuse(mlp.gate.cols, t, [mlp.gate.rows, mlp.up.rows].into_iter())
@@ -452,16 +464,22 @@ impl CudaBackend {
                 super::args::input("moe input", x.f32()?, t * h, &self.gpu.stream)?,
                 None,
             ),
-            FfnInput::Residual { norm, eps } => (
+            FfnInput::Residual(norm) => (
                 y,
                 Some(FoldedNorm {
-                    w: norm.bf16()?,
-                    eps,
+                    w: norm.w.bf16()?,
+                    eps: norm.eps,
                 }),
             ),
         };
-        self.gpu
-            .moe_at(x, &weights, scratch, y, t, shape, true, norm)
+        let rows = MoeRows {
+            x,
+            y,
+            t,
+            accumulate: true,
+            norm,
+        };
+        self.gpu.moe_at(rows, &weights, scratch, shape)
     }
 
     /// A layer's output projection and its decode MoE, the router's rows in the projection's launch.
@@ -483,8 +501,8 @@ impl CudaBackend {
         let xp = super::args::output("residual stream", x.f32_mut()?, t * shape.hidden, st)?;
         let a = super::args::input("mixer output", layer.mixed.f32()?, t * layer.out.cols, st)?;
         let norm = FoldedNorm {
-            w: layer.norm.bf16()?,
-            eps: layer.eps,
+            w: layer.norm.w.bf16()?,
+            eps: layer.norm.eps,
         };
         self.gpu.out_moe_at(
             xp,
@@ -502,12 +520,7 @@ impl CudaBackend {
 
     /// The router through `lw`'s output projection, when its FFN is an MoE.
     fn derive_through_out(&mut self, cfg: &ModelConfig, lw: &LayerWeights<Self>) -> Result<()> {
-        let FfnWeights::Moe {
-            router,
-            shared_gate,
-            ..
-        } = &lw.ffn
-        else {
+        let FfnWeights::Moe(moe) = &lw.ffn else {
             return Ok(());
         };
         if !routes_after_projection(moe_weights(&lw.ffn, cfg).1) {
@@ -521,8 +534,8 @@ impl CudaBackend {
             unreachable!("MoE weights follow the config")
         };
         let through = self.gpu.router_through_out(
-            &router.data,
-            &shared_gate.data,
+            &moe.router.data,
+            &moe.shared_gate.data,
             lw.post_norm.bf16()?,
             &out.data,
             experts,
@@ -549,11 +562,11 @@ impl CudaBackend {
         let acc = acc.f32_mut()?;
         let (x, norm) = match input {
             FfnInput::Rows(x) => (x.f32()?, None),
-            FfnInput::Residual { norm, eps } => (
+            FfnInput::Residual(norm) => (
                 &*acc,
                 Some(FoldedNorm {
-                    w: norm.bf16()?,
-                    eps,
+                    w: norm.w.bf16()?,
+                    eps: norm.eps,
                 }),
             ),
         };
@@ -582,33 +595,30 @@ impl CudaBackend {
             .project(&p.ffn_gate, &mlp.down.data, acc, h, size, t, true)
     }
 
-    /// The recurrence of one GDN layer into `o`; with `gate` = (z, out), its output norm in
-    /// the same launch; with `conv` (the conv state slots), `qkv` is the projection before the
-    /// conv, done by the same launch too.
-    #[allow(clippy::too_many_arguments)]
+    /// The recurrence of one GDN layer into `bufs.o`, reading and writing `state.rec`; with
+    /// `bufs.gate`, its output norm in the same launch; with `fused_conv`, `bufs.proj.qkv` is
+    /// the projection before the conv, done by the same launch too at `state.conv`.
     fn gdn_step(
         &mut self,
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
-        pool: &mut CudaSlice<u8>,
-        slots: SlotPair,
-        (qkv, bb, a): (&CudaBuf, &CudaBuf, &CudaBuf),
+        state: &mut GdnState<'_, Self>,
+        bufs: StepBuffers<'_>,
         t: usize,
-        o: &mut CudaBuf,
-        gate: Option<(&CudaBuf, &mut CudaBuf)>,
-        conv: Option<SlotPair>,
+        fused_conv: bool,
     ) {
         let shape = GdnShape {
             hk: cfg.gdn_key_heads,
             hv: cfg.gdn_value_heads,
         };
-        let label = match (conv.is_some(), gate.is_some()) {
+        let StepBuffers { proj, o, gate } = bufs;
+        let label = match (fused_conv, gate.is_some()) {
             (true, true) => "gdn_conv + recurrence + gated_norm",
             (true, false) => "gdn_conv + recurrence",
             (false, true) => "gdn_recurrence + gated_norm",
             (false, false) => "gdn_recurrence",
         };
-        let conv_bytes = if conv.is_some() {
+        let conv_bytes = if fused_conv {
             2 * cfg.conv_slot_bytes()
         } else {
             0
@@ -619,17 +629,17 @@ impl CudaBackend {
             |b| {
                 let s = &b.gpu.stream;
                 let n = t * shape.hv * HEAD_DIM;
-                let base = super::args::output("state pool", pool, 0, s)?;
+                let base = super::args::output("state pool", state.pool, 0, s)?;
                 let inputs = [
-                    super::args::input("gdn qkv", qkv.f32()?, t * shape.conv_channels(), s)?,
-                    super::args::input("gdn b", bb.f32()?, t * shape.hv, s)?,
-                    super::args::input("gdn a", a.f32()?, t * shape.hv, s)?,
+                    super::args::input("gdn qkv", proj.qkv.f32()?, t * shape.conv_channels(), s)?,
+                    super::args::input("gdn b", proj.b.f32()?, t * shape.hv, s)?,
+                    super::args::input("gdn a", proj.a.f32()?, t * shape.hv, s)?,
                     super::args::input("gdn A_log", w.a_log.bf16()?, shape.hv, s)?,
                     super::args::input("gdn dt_bias", w.dt_bias.bf16()?, shape.hv, s)?,
                 ];
                 let o = super::args::output("gdn output", o.f32_mut()?, n, s)?;
                 let gated = match gate {
-                    Some((z, out)) => Some(GatedOut::new(
+                    Some(GdnGate { z, out }) => Some(GatedOut::new(
                         z.f32()?,
                         w.norm.bf16()?,
                         out.f32_mut()?,
@@ -640,18 +650,19 @@ impl CudaBackend {
                     )?),
                     None => None,
                 };
-                let conv = match conv {
-                    Some(cs) => Some(ConvIn {
+                let conv = if fused_conv {
+                    Some(ConvIn {
                         w: conv_taps(w.conv.bf16()?, shape.conv_channels(), s)?,
-                        from: base + cs.src as u64,
-                        to: base + cs.dst as u64,
-                    }),
-                    None => None,
+                        from: base + state.conv.src as u64,
+                        to: base + state.conv.dst as u64,
+                    })
+                } else {
+                    None
                 };
                 b.gpu.gdn_step_at(
                     inputs,
-                    base + slots.src as u64,
-                    base + slots.dst as u64,
+                    base + state.rec.src as u64,
+                    base + state.rec.dst as u64,
                     o,
                     gated,
                     conv,
@@ -662,19 +673,20 @@ impl CudaBackend {
         );
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn attention_groups(
         &mut self,
         w: &AttnWeights<Self>,
-        rope: &CudaBuf,
-        qg: &CudaBuf,
-        k: &CudaBuf,
-        v: &CudaBuf,
-        cache: &mut KvCache<Self>,
-        pos0: usize,
+        proj: AttnProjections<'_, Self>,
+        caches: AttnCaches<'_, Self>,
         t: usize,
         out: &mut CudaBuf,
     ) -> Result<()> {
+        let AttnProjections { qg, k, v } = proj;
+        let AttnCaches {
+            rope,
+            kv: cache,
+            pos0,
+        } = caches;
         let gpu = &self.gpu;
         let p = self.prep.as_mut().context("prepare() first")?;
         let s = p.attn;
@@ -793,9 +805,80 @@ fn projection_parts<'a>(
         .collect()
 }
 
-impl Backend for CudaBackend {
+impl WeightStore for CudaBackend {
     type Buf = CudaBuf;
     type Mat = CudaMat;
+
+    fn upload_weights(&mut self, host: &[f32]) -> Result<CudaBuf> {
+        Ok(CudaBuf::Bf16(self.gpu.stream.clone_htod(&to_bf16(host))?))
+    }
+
+    fn alloc_mat(&mut self, rows: usize, cols: usize) -> Result<CudaMat> {
+        let data = self.gpu.stream.alloc_zeros(rows * cols).with_context(|| {
+            format!(
+                "allocating a {rows}×{cols} bf16 weight matrix on the GPU ({} B)",
+                2 * rows * cols
+            )
+        })?;
+        Ok(CudaMat { rows, cols, data })
+    }
+
+    fn write_mat_rows(&mut self, m: &mut CudaMat, row0: usize, host: &[f32]) -> Result<()> {
+        let at = row0 * m.cols;
+        ensure!(
+            at + host.len() <= m.data.len(),
+            "writing {} values at row {row0} of a {}×{} matrix",
+            host.len(),
+            m.rows,
+            m.cols
+        );
+        self.gpu
+            .stream
+            .memcpy_htod(&to_bf16(host), &mut m.data.slice_mut(at..at + host.len()))?;
+        Ok(())
+    }
+
+    fn fill_mat_synthetic(
+        &mut self,
+        m: &mut CudaMat,
+        row0: usize,
+        rows: usize,
+        seed: u64,
+        key: u64,
+        init: Init,
+    ) -> Result<()> {
+        let cols = m.cols;
+        ensure!(
+            (row0 + rows) * cols <= m.data.len(),
+            "filling rows {row0}..{} of a {}×{cols} matrix",
+            row0 + rows,
+            m.rows
+        );
+        let mut part = m.data.slice_mut(row0 * cols..(row0 + rows) * cols);
+        self.gpu
+            .fill_synthetic(&mut part, seed, key, init.offset, init.scale)?;
+        if init.identity != 0.0 {
+            let w = super::args::output("synthetic weights", &mut part, 0, &self.gpu.stream)?;
+            let cfg = LaunchConfig {
+                grid_dim: (rows.min(cols).div_ceil(256).max(1) as u32, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            launch!(
+                self.gpu,
+                "synthetic_add_identity",
+                cfg,
+                &w,
+                &dim("rows", rows)?,
+                &dim("cols", cols)?,
+                &init.identity
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Backend for CudaBackend {
     type Tok = CudaSlice<i32>;
     type Pool = CudaSlice<u8>;
 
@@ -893,10 +976,6 @@ impl Backend for CudaBackend {
         Ok(CudaBuf::F32(self.gpu.stream.clone_htod(host)?))
     }
 
-    fn upload_weights(&mut self, host: &[f32]) -> Result<CudaBuf> {
-        Ok(CudaBuf::Bf16(self.gpu.stream.clone_htod(&to_bf16(host))?))
-    }
-
     fn alloc_cache(&mut self, len: usize) -> Result<CudaBuf> {
         Ok(CudaBuf::Bf16(
             self.gpu
@@ -904,70 +983,6 @@ impl Backend for CudaBackend {
                 .alloc_zeros(len.max(1))
                 .with_context(|| format!("allocating a {len}-value KV cache on the GPU"))?,
         ))
-    }
-
-    fn alloc_mat(&mut self, rows: usize, cols: usize) -> Result<CudaMat> {
-        let data = self.gpu.stream.alloc_zeros(rows * cols).with_context(|| {
-            format!(
-                "allocating a {rows}×{cols} bf16 weight matrix on the GPU ({} B)",
-                2 * rows * cols
-            )
-        })?;
-        Ok(CudaMat { rows, cols, data })
-    }
-
-    fn write_mat_rows(&mut self, m: &mut CudaMat, row0: usize, host: &[f32]) -> Result<()> {
-        let at = row0 * m.cols;
-        ensure!(
-            at + host.len() <= m.data.len(),
-            "writing {} values at row {row0} of a {}×{} matrix",
-            host.len(),
-            m.rows,
-            m.cols
-        );
-        self.gpu
-            .stream
-            .memcpy_htod(&to_bf16(host), &mut m.data.slice_mut(at..at + host.len()))?;
-        Ok(())
-    }
-
-    fn fill_mat_synthetic(
-        &mut self,
-        m: &mut CudaMat,
-        row0: usize,
-        rows: usize,
-        seed: u64,
-        key: u64,
-        init: Init,
-    ) -> Result<()> {
-        let cols = m.cols;
-        ensure!(
-            (row0 + rows) * cols <= m.data.len(),
-            "filling rows {row0}..{} of a {}×{cols} matrix",
-            row0 + rows,
-            m.rows
-        );
-        let mut part = m.data.slice_mut(row0 * cols..(row0 + rows) * cols);
-        self.gpu
-            .fill_synthetic(&mut part, seed, key, init.offset, init.scale)?;
-        if init.identity != 0.0 {
-            let w = super::args::output("synthetic weights", &mut part, 0, &self.gpu.stream)?;
-            let cfg = LaunchConfig {
-                grid_dim: (rows.min(cols).div_ceil(256).max(1) as u32, 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            launch!(
-                self.gpu,
-                "synthetic_add_identity",
-                cfg,
-                &w,
-                &dim("rows", rows)?,
-                &dim("cols", cols)?,
-                &init.identity
-            );
-        }
-        Ok(())
     }
 
     fn read_buf(&mut self, src: &CudaBuf, len: usize) -> Vec<f32> {
@@ -1204,10 +1219,9 @@ impl Backend for CudaBackend {
     fn rms_norm(
         &mut self,
         x: &CudaBuf,
-        w: &CudaBuf,
+        norm: RmsNorm<'_, Self>,
         t: usize,
         width: usize,
-        eps: f32,
         out: &mut CudaBuf,
     ) {
         self.op(
@@ -1215,7 +1229,7 @@ impl Backend for CudaBackend {
             0,
             |b| {
                 b.gpu
-                    .rmsnorm(x.f32()?, w.bf16()?, out.f32_mut()?, t, width, eps)
+                    .rmsnorm(x.f32()?, norm.w.bf16()?, out.f32_mut()?, t, width, norm.eps)
             },
         );
     }
@@ -1277,8 +1291,7 @@ impl Backend for CudaBackend {
     fn norm_matmul_many(
         &mut self,
         x: &CudaBuf,
-        norm: &CudaBuf,
-        eps: f32,
+        norm: RmsNorm<'_, Self>,
         width: usize,
         t: usize,
         normed: &mut CudaBuf,
@@ -1288,7 +1301,7 @@ impl Backend for CudaBackend {
             && outs.iter().all(|(w, _)| w.cols == width)
             && Gpu::can_fuse(width, t, outs.iter().map(|(w, _)| w.rows));
         if !folds {
-            self.rms_norm(x, norm, t, width, eps, normed);
+            self.rms_norm(x, norm, t, width, normed);
             return self.matmul_many(normed, t, outs);
         }
         let rows: usize = outs.iter().map(|(w, _)| w.rows).sum();
@@ -1303,8 +1316,8 @@ impl Backend for CudaBackend {
                     t,
                     &mut parts,
                     Some(FoldedNorm {
-                        w: norm.bf16()?,
-                        eps,
+                        w: norm.w.bf16()?,
+                        eps: norm.eps,
                     }),
                 )
             },
@@ -1354,19 +1367,19 @@ impl Backend for CudaBackend {
         &mut self,
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
-        pool: &mut CudaSlice<u8>,
-        slots: SlotPair,
+        state: &mut GdnState<'_, Self>,
         x: &CudaBuf,
         t: usize,
         out: &mut CudaBuf,
     ) {
         let c = cfg.conv_channels();
+        let slots = state.conv;
         self.op(
             || "gdn_conv".into(),
             (2 * cfg.conv_slot_bytes()) as u64,
             |b| {
                 let s = &b.gpu.stream;
-                let base = super::args::output("state pool", pool, 0, s)?;
+                let base = super::args::output("state pool", state.pool, 0, s)?;
                 let xp = super::args::input("gdn conv input", x.f32()?, t * c, s)?;
                 let wp = conv_taps(w.conv.bf16()?, c, s)?;
                 let op = super::args::output("gdn conv output", out.f32_mut()?, t * c, s)?;
@@ -1387,57 +1400,36 @@ impl Backend for CudaBackend {
         &mut self,
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
-        pool: &mut CudaSlice<u8>,
-        slots: SlotPair,
-        qkv: &CudaBuf,
-        bb: &CudaBuf,
-        a: &CudaBuf,
+        state: &mut GdnState<'_, Self>,
+        proj: GdnProjections<'_, Self>,
         t: usize,
         out: &mut CudaBuf,
     ) {
-        self.gdn_step(cfg, w, pool, slots, (qkv, bb, a), t, out, None, None);
+        let bufs = StepBuffers {
+            proj,
+            o: out,
+            gate: None,
+        };
+        self.gdn_step(cfg, w, state, bufs, t, false);
     }
 
-    fn gdn_recurrence_gated(
-        &mut self,
-        cfg: &ModelConfig,
-        w: &GdnWeights<Self>,
-        pool: &mut CudaSlice<u8>,
-        slots: SlotPair,
-        qkv: &CudaBuf,
-        bb: &CudaBuf,
-        a: &CudaBuf,
-        z: &CudaBuf,
-        t: usize,
-        o: &mut CudaBuf,
-        out: &mut CudaBuf,
-    ) {
-        self.gdn_step(
-            cfg,
-            w,
-            pool,
-            slots,
-            (qkv, bb, a),
-            t,
-            o,
-            Some((z, out)),
-            None,
-        );
-    }
-
-    /// One launch: the conv runs inside the step, and `conv` is left unwritten.
+    /// One launch: the conv and the output norm run inside the step, and `out.conv` is left
+    /// unwritten.
     fn gdn_conv_recurrence(
         &mut self,
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
-        pool: &mut CudaSlice<u8>,
-        slots: (SlotPair, SlotPair),
-        proj: (&CudaBuf, &CudaBuf, &CudaBuf),
+        state: &mut GdnState<'_, Self>,
+        proj: GdnProjections<'_, Self>,
         t: usize,
-        (_conv, o): (&mut CudaBuf, &mut CudaBuf),
-        gate: Option<(&CudaBuf, &mut CudaBuf)>,
+        out: GdnOutputs<'_, Self>,
     ) {
-        self.gdn_step(cfg, w, pool, slots.1, proj, t, o, gate, Some(slots.0));
+        let bufs = StepBuffers {
+            proj,
+            o: out.o,
+            gate: out.gate,
+        };
+        self.gdn_step(cfg, w, state, bufs, t, true);
     }
 
     fn gated_norm(
@@ -1445,10 +1437,10 @@ impl Backend for CudaBackend {
         cfg: &ModelConfig,
         w: &GdnWeights<Self>,
         o: &CudaBuf,
-        z: &CudaBuf,
+        gate: GdnGate<'_, Self>,
         t: usize,
-        out: &mut CudaBuf,
     ) {
+        let GdnGate { z, out } = gate;
         let (hv, dv, eps) = (cfg.gdn_value_heads, cfg.gdn_value_dim, cfg.rms_eps as f32);
         self.op(
             || "gated_norm".into(),
@@ -1471,21 +1463,17 @@ impl Backend for CudaBackend {
         &mut self,
         cfg: &ModelConfig,
         w: &AttnWeights<Self>,
-        rope: &CudaBuf,
-        qg: &CudaBuf,
-        k: &CudaBuf,
-        v: &CudaBuf,
-        cache: &mut KvCache<Self>,
-        pos0: usize,
+        proj: AttnProjections<'_, Self>,
+        caches: AttnCaches<'_, Self>,
         t: usize,
         out: &mut CudaBuf,
     ) {
         // Keys and values read: the live context at the last position, both caches.
-        let bytes = 2 * (pos0 + t) * cfg.attn_kv_heads * cfg.attn_head_dim * 2;
+        let bytes = 2 * (caches.pos0 + t) * cfg.attn_kv_heads * cfg.attn_head_dim * 2;
         self.op(
             || "attention".into(),
             bytes as u64,
-            |b| b.attention_groups(w, rope, qg, k, v, cache, pos0, t, out),
+            |b| b.attention_groups(w, proj, caches, t, out),
         );
     }
 
@@ -1504,16 +1492,15 @@ impl Backend for CudaBackend {
         &mut self,
         cfg: &ModelConfig,
         w: &FfnWeights<Self>,
-        norm: &CudaBuf,
-        eps: f32,
+        norm: RmsNorm<'_, Self>,
         t: usize,
         normed: &mut CudaBuf,
         x: &mut CudaBuf,
     ) {
         if self.ffn_folds_norm(w, t) {
-            return self.ffn(cfg, w, FfnInput::Residual { norm, eps }, t, x);
+            return self.ffn(cfg, w, FfnInput::Residual(norm), t, x);
         }
-        self.rms_norm(x, norm, t, cfg.hidden, eps, normed);
+        self.rms_norm(x, norm, t, cfg.hidden, normed);
         self.ffn_add(cfg, w, normed, t, x);
     }
 
@@ -1617,14 +1604,7 @@ fn moe_weights<'a>(
     w: &'a FfnWeights<CudaBackend>,
     cfg: &ModelConfig,
 ) -> (MoeWeights<'a, CudaSlice<bf16>>, MoeShape) {
-    let FfnWeights::Moe {
-        router,
-        experts,
-        shared,
-        shared_gate,
-        top_k,
-    } = w
-    else {
+    let FfnWeights::Moe(moe) = w else {
         unreachable!("called for MoE only")
     };
     let Ffn::Moe {
@@ -1638,20 +1618,20 @@ fn moe_weights<'a>(
     };
     let shape = MoeShape {
         experts: e,
-        top_k: *top_k,
+        top_k: moe.top_k,
         hidden: cfg.hidden,
         expert_dim: expert_size,
         shared_dim: shared_size,
     };
     let weights = MoeWeights {
-        router: &router.data,
-        gate: &experts.gate.data,
-        up: &experts.up.data,
-        down: &experts.down.data,
-        shared_gate: &shared.gate.data,
-        shared_up: &shared.up.data,
-        shared_down: &shared.down.data,
-        shared_expert_gate: &shared_gate.data,
+        router: &moe.router.data,
+        gate: &moe.experts.gate.data,
+        up: &moe.experts.up.data,
+        down: &moe.experts.down.data,
+        shared_gate: &moe.shared.gate.data,
+        shared_up: &moe.shared.up.data,
+        shared_down: &moe.shared.down.data,
+        shared_expert_gate: &moe.shared_gate.data,
     };
     (weights, shape)
 }

@@ -119,7 +119,7 @@ impl Gpu {
     /// Causal depthwise conv (kernel 4) plus SiLU over `t` positions: x, out `[t][C]` fp32,
     /// w `[C][4]` bf16 (tap 3 on the newest input); `state` is the layer's pool (bytes, layout
     /// `[conv s0][conv s1][rec s0][rec s1]`), read from slot `read` and written to `write`.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // one argument per kernel parameter
     pub fn gdn_conv(
         &self,
         x: &impl DevicePtr<f32>,
@@ -149,7 +149,7 @@ impl Gpu {
 
     /// [`Gpu::gdn_conv`] with the conv state slots given as device addresses (any pool
     /// layout): `from` and `to` each hold `[3][c]` bf16.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // one argument per kernel parameter
     pub(crate) fn gdn_conv_at(
         &self,
         x: u64,
@@ -183,7 +183,7 @@ impl Gpu {
     /// The gated delta rule over `t` positions for all value heads: qkv `[t][C]` (conv output),
     /// b, a `[t][hv]` fp32, a_log, dt_bias `[hv]` bf16, o `[t][hv][128]` fp32; the recurrent state
     /// is read from slot `read` of the layer's pool and written to slot `write` (equal: in place).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the gdn_step kernel's parameters
     pub fn gdn_step(
         &self,
         qkv: &impl DevicePtr<f32>,
@@ -217,7 +217,7 @@ impl Gpu {
     /// [`Gpu::gdn_conv`] then [`Gpu::gdn_step`] in one launch: `x` is the projection before
     /// the conv, w its taps; both the conv and the recurrent state are read from slot `read`
     /// and written to slot `write`. The conv output is not stored.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the gdn_step kernel's parameters
     pub fn gdn_conv_step(
         &self,
         x: &impl DevicePtr<f32>,
@@ -253,7 +253,7 @@ impl Gpu {
     /// [`Gpu::gdn_step`] followed, in the same launch, by the output norm of
     /// [`Gpu::rmsnorm_gated`]: `y = norm_w · rmsnorm(o) · silu(z)` per value head, z and y
     /// `[t][hv][128]` fp32, norm_w `[128]` bf16; `o` still receives the raw output.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the gdn_step kernel's parameters
     pub fn gdn_step_gated(
         &self,
         qkv: &impl DevicePtr<f32>,
@@ -291,7 +291,7 @@ impl Gpu {
 
     /// [`Gpu::gdn_conv_step`] followed, in the same launch, by the output norm of
     /// [`Gpu::gdn_step_gated`]: the whole GDN layer between its projections in one launch.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the gdn_step kernel's parameters
     pub fn gdn_conv_step_gated(
         &self,
         x: &impl DevicePtr<f32>,
@@ -331,7 +331,7 @@ impl Gpu {
 
     /// The step on the layer's pool `state`; with `conv_w` (the taps' address), `qkv` is the
     /// projection before the conv and the conv runs in the same launch.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the gdn_step kernel's parameters, for its four wrappers
     fn gdn_step_slots(
         &self,
         qkv: &impl DevicePtr<f32>,
@@ -390,7 +390,7 @@ impl Gpu {
     /// `from` and `to` each hold one recurrent state slot `[hv][128][128]` fp32; with
     /// `gated`, the output norm in the same launch; with `conv`, the conv before it. `shape`
     /// is checked by the callers ([`GdnShape::check`]).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the gdn_step kernel's parameters, in its groups
     pub(crate) fn gdn_step_at(
         &self,
         inputs: [u64; 5],

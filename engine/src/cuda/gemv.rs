@@ -106,7 +106,7 @@ impl ArgmaxScratch {
 impl Gpu {
     /// `y[t] = W x[t]` (`+ y[t]` when `accumulate`) for t < `t` (1..=8): W `[rows][cols]` bf16,
     /// x `[t][cols]`, y `[t][rows]` fp32. One read of W serves all positions.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // one argument per kernel parameter
     pub fn gemv<X: GemvInput>(
         &self,
         w: &impl DevicePtr<bf16>,
@@ -145,7 +145,7 @@ impl Gpu {
     /// Y = X W^T (+ Y when `accumulate`) for a prefill chunk of any `t`: X `[t][cols]` fp32,
     /// W `[rows][cols]` bf16, Y `[t][rows]` fp32. On the tensor cores through cuBLAS: X split into
     /// three bf16 terms (kernels/gemm.cu), three bf16 GEMMs accumulated in fp32, smallest first.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // gemv's parameters, for prefill chunks
     pub fn gemm(
         &self,
         x: &impl DevicePtr<f32>,
@@ -305,7 +305,7 @@ impl Gpu {
 
     /// A projection of `t` positions: the GEMV for t <= 8 (decode, verify), else the GEMM
     /// (prefill chunks).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the parameters of gemv and gemm, which it picks between
     pub fn project(
         &self,
         x: &impl DevicePtr<f32>,
@@ -325,7 +325,7 @@ impl Gpu {
 
     /// `ids[t]` = argmax over the vocabulary of `W x[t]` (lowest index on ties), for t < `t`
     /// (1..=8), without writing the logits: W `[vocab][hidden]` bf16, x `[t][hidden]` fp32.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // one argument per kernel parameter
     pub fn lm_head_argmax(
         &self,
         w: &impl DevicePtr<bf16>,

@@ -137,6 +137,17 @@ pub struct MoeWeights<'a, W> {
     pub shared_expert_gate: &'a W,
 }
 
+/// The rows a decode MoE call reads and writes, as device addresses: `t` rows of `x` in, and
+/// `y` written (or added onto with `accumulate`); with `norm`, the experts read `rmsnorm(x)`.
+/// `x` and `y` may be the same rows.
+pub(crate) struct MoeRows<'a> {
+    pub x: u64,
+    pub y: u64,
+    pub t: usize,
+    pub accumulate: bool,
+    pub norm: Option<FoldedNorm<'a>>,
+}
+
 /// Device buffers of the routing and the expert activations, for up to 8 positions.
 pub struct MoeScratch {
     /// Chosen experts `[t][top_k]`.
@@ -172,7 +183,7 @@ impl Gpu {
     /// x `[t][H]`, y `[t][H]` fp32 (`accumulate` adds onto y: the residual). With `norm`, the
     /// experts read `rmsnorm(x)` instead: the router folds the norm into its rows and
     /// writes the normalised rows for gate‖up (`scratch.normed`).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the MoE kernels' parameters
     pub fn moe<W: DevicePtr<bf16>>(
         &self,
         x: &impl DevicePtr<f32>,
@@ -184,34 +195,34 @@ impl Gpu {
         accumulate: bool,
         norm: Option<FoldedNorm>,
     ) -> Result<()> {
-        let xp = input("moe input", x, t * s.hidden, &self.stream)?;
-        let yp = output("moe output", y, t * s.hidden, &self.stream)?;
-        self.moe_at(xp, w, scratch, yp, t, s, accumulate, norm)
+        let rows = MoeRows {
+            x: input("moe input", x, t * s.hidden, &self.stream)?,
+            y: output("moe output", y, t * s.hidden, &self.stream)?,
+            t,
+            accumulate,
+            norm,
+        };
+        self.moe_at(rows, w, scratch, s)
     }
 
-    /// [`Gpu::moe`] on device addresses of `t` rows of `hidden` values each. `x` and `y` may
-    /// be the same rows: the residual stream, read (normalised) by the router and gate‖up,
-    /// then added onto by the down projection, a launch later.
-    #[allow(clippy::too_many_arguments)]
+    /// [`Gpu::moe`] on device addresses of rows of `hidden` values each. `x` and `y` may be
+    /// the same rows: the residual stream, read (normalised) by the router and gate‖up, then
+    /// added onto by the down projection, a launch later.
     pub(crate) fn moe_at<W: DevicePtr<bf16>>(
         &self,
-        xp: u64,
+        rows: MoeRows,
         w: &MoeWeights<'_, W>,
         scratch: &mut MoeScratch,
-        y: u64,
-        t: usize,
         s: MoeShape,
-        accumulate: bool,
-        norm: Option<FoldedNorm>,
     ) -> Result<()> {
-        let args = MoeArgs::new(self, xp, w, scratch, y, t, s, accumulate, norm)?;
+        let args = MoeArgs::new(self, rows, w, scratch, s)?;
         MoeStage::ALL
             .into_iter()
             .try_for_each(|stage| args.launch(self, stage))
     }
 
     /// [`Gpu::out_moe_at`] on buffers: x `[t][hidden]` the residual stream, a `[t][cols]`.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the output projection's and the MoE kernels' parameters
     pub fn out_moe<W: DevicePtr<bf16>>(
         &self,
         x: &mut impl DevicePtrMut<f32>,
@@ -236,7 +247,7 @@ impl Gpu {
     /// logits computed in the projection's launch through `through` (kernels/moe.cu,
     /// `moe_out_logits`) and routed by a launch of one block. `x` `[t][hidden]` is the
     /// residual stream, `a` `[t][cols]`.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the output projection's and the MoE kernels' parameters
     pub(crate) fn out_moe_at<W: DevicePtr<bf16>>(
         &self,
         x: u64,
@@ -282,7 +293,14 @@ impl Gpu {
             t * s.hidden,
             st,
         )?;
-        let mut args = MoeArgs::new(self, x, w, scratch, x, t, s, true, Some(norm))?;
+        let rows = MoeRows {
+            x,
+            y: x,
+            t,
+            accumulate: true,
+            norm: Some(norm),
+        };
+        let mut args = MoeArgs::new(self, rows, w, scratch, s)?;
         args.resid = stream;
         args.out_logits = Some(out_logits);
         [
@@ -298,7 +316,7 @@ impl Gpu {
     /// `M = [router; shared expert gate]·diag(1 + norm)·out` for [`Gpu::out_moe_at`], made on
     /// the device in fp64 and kept as two bf16 terms: router `[E][H]`, shared expert gate `[H]`,
     /// norm (the post-attention norm) `[H]`, out `[H][cols]`.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // one argument per kernel parameter
     pub fn router_through_out<W: DevicePtr<bf16>>(
         &self,
         router: &W,
@@ -356,7 +374,7 @@ impl Gpu {
 
     /// One of [`Gpu::moe`]'s three launches alone, to time it: `GateUp` and `Down` read the
     /// routing and activations that `scratch` holds from an earlier call.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the MoE kernels' parameters, and the stage
     pub fn moe_stage<W: DevicePtr<bf16>>(
         &self,
         stage: MoeStage,
@@ -367,10 +385,15 @@ impl Gpu {
         t: usize,
         s: MoeShape,
     ) -> Result<()> {
-        let xp = input("moe input", x, t * s.hidden, &self.stream)?;
-        let yp = output("moe output", y, t * s.hidden, &self.stream)?;
+        let rows = MoeRows {
+            x: input("moe input", x, t * s.hidden, &self.stream)?,
+            y: output("moe output", y, t * s.hidden, &self.stream)?,
+            t,
+            accumulate: true,
+            norm: None,
+        };
         ensure!(!matches!(stage, MoeStage::OutLogits | MoeStage::Route), "the routing from an output projection's logits runs with its projection only (Gpu::out_moe_at)");
-        MoeArgs::new(self, xp, w, scratch, yp, t, s, true, None)?.launch(self, stage)
+        MoeArgs::new(self, rows, w, scratch, s)?.launch(self, stage)
     }
 }
 
@@ -449,18 +472,20 @@ struct MoeArgs<'a> {
 }
 
 impl<'a> MoeArgs<'a> {
-    #[allow(clippy::too_many_arguments)]
     fn new<W: DevicePtr<bf16>>(
         gpu: &Gpu,
-        x: u64,
+        rows: MoeRows<'a>,
         w: &MoeWeights<'_, W>,
         scratch: &mut MoeScratch,
-        y: u64,
-        t: usize,
         s: MoeShape,
-        accumulate: bool,
-        norm: Option<FoldedNorm<'a>>,
     ) -> Result<Self> {
+        let MoeRows {
+            x,
+            y,
+            t,
+            accumulate,
+            norm,
+        } = rows;
         s.check()?;
         positions(t)?;
         let (e, k, h, i, is) = (s.experts, s.top_k, s.hidden, s.expert_dim, s.shared_dim);
@@ -670,7 +695,7 @@ impl Gpu {
     /// The MoE of [`Gpu::moe`] over a prefill chunk of any `t`, each expert's weights read once
     /// per chunk: router GEMM, routing, assignments grouped by expert, tiled gate‖up and down
     /// per expert, a weighted sum in slot order, and the shared expert as three GEMMs.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the grouped MoE kernels' parameters
     pub fn moe_prefill<W: DevicePtr<bf16>>(
         &self,
         x: &impl DevicePtr<f32>,

@@ -38,7 +38,7 @@ impl Gpu {
         self.rmsnorm_launch(o, w, Some(z), y, rows, n, eps, 0.0)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // one argument per kernel parameter
     fn rmsnorm_launch(
         &self,
         x: &impl DevicePtr<f32>,
