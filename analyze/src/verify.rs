@@ -1,9 +1,17 @@
-//! `analyze verify`: replay files against their legal order and print the verdicts.
+//! `analyze verify`: replay files against their legal order and print the verdicts, as
+//! plain text in aligned columns (colour only where the terminal wants it) or as JSON.
 
+use crate::export::terminal::{self, plain};
+use anstyle::{AnsiColor, Style};
+use comfy_table::{presets, ContentArrangement, Table};
 use ladder::Verdict;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+
+const CONNECTED: Style = AnsiColor::Green.on_default().bold();
+const NOT_CONNECTED: Style = AnsiColor::Red.on_default().bold();
+const HEADER: Style = Style::new().bold();
 
 /// One file's verdict, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -81,9 +89,8 @@ pub fn run(files: &[PathBuf], json: bool) -> anyhow::Result<i32> {
     if json {
         println!("{}", serde_json::to_string_pretty(&verdicts)?);
     } else {
-        for v in &verdicts {
-            print!("{}", words(v));
-        }
+        let text: String = verdicts.iter().map(words).collect();
+        terminal::print(&text)?;
     }
     Ok(if verdicts.iter().all(|v| v.verdict.connected) {
         0
@@ -92,21 +99,51 @@ pub fn run(files: &[PathBuf], json: bool) -> anyhow::Result<i32> {
     })
 }
 
-/// The verdict in words, every defect on its own line, then the binary each arm ran.
+/// The verdict in words, then a table of the defects, each with its line, and a table of
+/// the binary each arm ran (with ANSI styles for [`terminal::print`]).
 pub fn words(v: &FileVerdict) -> String {
-    let mut text = format!("{}: {}\n", v.file, v.verdict.summary());
-    for d in &v.verdict.defects {
-        text.push_str(&format!("  line {}: {}: {}\n", d.line, d.kind, d.detail));
+    let style = match v.verdict.connected {
+        true => CONNECTED,
+        false => NOT_CONNECTED,
+    };
+    let summary = v.verdict.summary();
+    let mut text = format!("{}: {style}{}{style:#}\n", plain(&v.file), plain(&summary));
+    if !v.verdict.defects.is_empty() {
+        let rows = v
+            .verdict
+            .defects
+            .iter()
+            .map(|d| vec![d.line.to_string(), d.kind.to_string(), plain(&d.detail)]);
+        text.push_str(&listing(&["line", "defect", "detail"], rows));
     }
-    for b in &v.binaries {
-        text.push_str(&format!(
-            "  arm {} ran {} (blake3 {})\n",
-            b.arm,
-            b.path,
-            &b.blake3[..b.blake3.len().min(16)]
-        ));
+    if !v.binaries.is_empty() {
+        let rows = v.binaries.iter().map(|b| {
+            vec![
+                plain(&b.arm),
+                plain(&b.path),
+                plain(&b.blake3.chars().take(16).collect::<String>()),
+            ]
+        });
+        text.push_str(&listing(&["arm", "ran", "blake3"], rows));
     }
     text
+}
+
+/// Rows under a bold header, columns two spaces apart, indented by two, no trailing blanks.
+fn listing(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header.iter().map(|h| format!("{HEADER}{h}{HEADER:#}")));
+    for row in rows {
+        t.add_row(row);
+    }
+    for column in t.column_iter_mut() {
+        column.set_padding((0, 2));
+    }
+    t.lines()
+        .map(|line| format!("  {}\n", line.trim_end()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -136,13 +173,18 @@ mod tests {
                 },
             ],
         };
-        let text = words(&v);
+        let text = anstream::adapter::strip_str(&words(&v)).to_string();
+        assert!(text.starts_with("raw/x_t.csv: one connected run"), "{text}");
         assert!(
-            text.contains("  arm before ran .bin/before/engine (blake3 0123456789abcdef)\n"),
+            text.contains("\n  arm     ran                 blake3\n"),
             "{text}"
         );
         assert!(
-            text.contains("  arm after ran .bin/after/engine (blake3 fedcba9876543210)\n"),
+            text.contains("\n  before  .bin/before/engine  0123456789abcdef\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n  after   .bin/after/engine   fedcba9876543210\n"),
             "{text}"
         );
     }

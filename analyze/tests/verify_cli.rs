@@ -48,8 +48,10 @@ fn verify_exits_zero_only_when_every_file_is_connected() {
     let out = analyze(&["verify", "good.csv", "cut.csv", "absent.csv"], dir.path());
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("cut.csv: NOT connected"), "{text}");
     assert!(
-        text.contains("cut.csv: NOT connected") && text.contains("line 7: missing-done"),
+        text.lines()
+            .any(|l| l.starts_with("  7 ") && l.contains("  missing-done  ")),
         "{text}"
     );
     assert!(
@@ -95,4 +97,47 @@ fn split_cuts_a_file_of_two_runs_into_two_connected_parts() {
     let out = analyze(&["split", "both.csv"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("never overwritten"));
+}
+
+#[test]
+fn verify_prints_plain_text_in_columns_with_colour_only_when_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("good.csv"), clean_text("a")).unwrap();
+    let cut: String = clean_text("b")
+        .lines()
+        .take(7)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(dir.path().join("cut.csv"), cut).unwrap();
+    for (colour, coloured) in [("NO_COLOR", false), ("CLICOLOR_FORCE", true)] {
+        let out = Command::new(env!("CARGO_BIN_EXE_analyze"))
+            .args(["verify", "good.csv", "cut.csv"])
+            .current_dir(dir.path())
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .env(colour, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        for markup in ["<", "&#", "`"] {
+            assert!(!text.contains(markup), "{colour}: {markup:?} in:\n{text}");
+        }
+        assert_eq!(text.contains('\u{1b}'), coloured, "{colour}: {text}");
+        if !coloured {
+            // The defects and the binaries line up in columns under their headers.
+            let lines: Vec<&str> = text.lines().collect();
+            let header = lines
+                .iter()
+                .position(|l| l.starts_with("  line  defect"))
+                .unwrap();
+            let detail = lines[header].find("detail").unwrap();
+            assert!(lines[header + 1].starts_with("  7 "), "{text}");
+            assert_eq!(
+                lines[header + 1].find("no done record"),
+                Some(detail),
+                "{text}"
+            );
+            assert!(lines.iter().any(|l| l.starts_with("  arm  ran")), "{text}");
+        }
+    }
 }

@@ -170,15 +170,19 @@ mod tests {
     /// The names a spec and a start record spell, both ways.
     #[test]
     fn schemes_read_and_write_their_names() {
-        for (name, scheme) in Scheme::NAMES
-            .iter()
-            .zip([Scheme::Rotate, Scheme::Shuffle, Scheme::Williams])
+        for (name, scheme) in
+            Scheme::NAMES
+                .iter()
+                .zip([Scheme::Rotate, Scheme::Shuffle, Scheme::Williams])
         {
             assert_eq!(scheme.to_string(), *name);
             assert_eq!(name.parse::<Scheme>(), Ok(scheme));
         }
         let e = "latin".parse::<Scheme>().unwrap_err();
-        assert!(e.contains("\"latin\"") && e.contains("rotate, shuffle, williams"), "{e}");
+        assert!(
+            e.contains("\"latin\"") && e.contains("rotate, shuffle, williams"),
+            "{e}"
+        );
     }
 
     fn names(n: usize) -> Vec<String> {

@@ -1,53 +1,68 @@
-//! `[scan]`: one generated arm per value of one variable (or per argv tail), so that a
-//! sweep such as compression levels 1, 3, 5 is one spec line instead of three arms.
+//! `[scan]`: one generated arm per value of one variable, per argv tail, or per value of a
+//! parameter written as `{NAME}` in the command, so that a sweep such as compression levels
+//! 1, 3, 5 is one spec line instead of three arms.
 
 use crate::ladder_file::Role;
 use crate::spec::{ArmSpec, ScanSpec};
 use std::collections::BTreeMap;
 
 impl ScanSpec {
-    /// The arms the scan generates, in the order of its values; the first is the base.
-    pub fn arms(&self) -> Vec<ArmSpec> {
-        let arm = |i: usize,
-                   name: String,
-                   env: BTreeMap<String, String>,
-                   args: Option<Vec<String>>| ArmSpec {
+    /// The arms the scan generates from the spec's `command`, in the order of its values;
+    /// the first is the base.
+    pub fn arms(&self, command: &[String]) -> Vec<ArmSpec> {
+        let arm = |i: usize, name: String| ArmSpec {
             name,
             role: if i == 0 { Role::Base } else { Role::Arm },
-            env,
+            env: BTreeMap::new(),
             command: None,
-            args,
+            args: None,
             expected_pct: None,
             pad_pct: None,
         };
-        match (&self.env, &self.values, &self.args) {
-            (Some(var), Some(values), _) => values
+        match (&self.env, &self.parameter, &self.values, &self.args) {
+            (Some(var), _, Some(values), _) => values
                 .iter()
                 .enumerate()
-                .map(|(i, v)| {
-                    arm(
-                        i,
-                        arm_name(v),
-                        BTreeMap::from([(var.clone(), v.clone())]),
-                        None,
-                    )
+                .map(|(i, v)| ArmSpec {
+                    env: BTreeMap::from([(var.clone(), v.clone())]),
+                    ..arm(i, arm_name(v))
                 })
                 .collect(),
-            (_, _, Some(tails)) => tails
+            (None, Some(name), Some(values), _) => values
                 .iter()
                 .enumerate()
-                .map(|(i, tail)| {
-                    arm(
-                        i,
-                        arm_name(&tail.join(" ")),
-                        BTreeMap::new(),
-                        Some(tail.clone()),
-                    )
+                .map(|(i, v)| ArmSpec {
+                    command: Some(substitute(command, name, v)),
+                    ..arm(i, arm_name(v))
+                })
+                .collect(),
+            (_, _, _, Some(tails)) => tails
+                .iter()
+                .enumerate()
+                .map(|(i, tail)| ArmSpec {
+                    args: Some(tail.clone()),
+                    ..arm(i, arm_name(&tail.join(" ")))
                 })
                 .collect(),
             _ => Vec::new(),
         }
     }
+
+    /// `{NAME}` of a parameter scan: what its values replace in the command's words.
+    pub fn placeholder(&self) -> Option<String> {
+        self.parameter.as_ref().map(|name| placeholder(name))
+    }
+}
+
+/// `{name}`, as it is written in a command.
+pub fn placeholder(name: &str) -> String {
+    format!("{{{name}}}")
+}
+
+/// `argv` with `{name}` replaced by `value` wherever it occurs in every word.
+pub fn substitute(argv: &[String], name: &str, value: &str) -> Vec<String> {
+    let mark = placeholder(name);
+    argv.iter().map(|word| word.replace(&mark, value)).collect()
 }
 
 /// A value as an arm name: letters, digits and `. - + =` kept, every other run of
@@ -85,10 +100,11 @@ mod tests {
     fn env_values_make_one_arm_each_the_first_the_base() {
         let scan = ScanSpec {
             env: Some("LEVEL".into()),
+            parameter: None,
             values: Some(vec!["1".into(), "9".into()]),
             args: None,
         };
-        let arms = scan.arms();
+        let arms = scan.arms(&["zstd".into()]);
         assert_eq!(arms.len(), 2);
         assert_eq!((arms[0].name.as_str(), arms[0].role), ("1", Role::Base));
         assert_eq!((arms[1].name.as_str(), arms[1].role), ("9", Role::Arm));
@@ -99,14 +115,37 @@ mod tests {
     fn argv_tails_become_args() {
         let scan = ScanSpec {
             env: None,
+            parameter: None,
             values: None,
             args: Some(vec![vec!["-1".into()], vec!["-9".into(), "-e".into()]]),
         };
-        let arms = scan.arms();
+        let arms = scan.arms(&["zstd".into()]);
         assert_eq!(arms[1].name, "-9_-e");
         assert_eq!(
             arms[1].args.as_deref(),
             Some(&["-9".to_string(), "-e".to_string()][..])
         );
+    }
+
+    #[test]
+    fn a_parameter_is_replaced_in_every_word_of_the_command() {
+        let scan = ScanSpec {
+            env: None,
+            parameter: Some("n".into()),
+            values: Some(vec!["1".into(), "0.5".into()]),
+            args: None,
+        };
+        let command: Vec<String> = ["sleep", "{n}", "--x={n}{n}", "{m}"]
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        let arms = scan.arms(&command);
+        assert_eq!((arms[0].name.as_str(), arms[0].role), ("1", Role::Base));
+        assert_eq!(
+            arms[1].command.as_deref().unwrap(),
+            ["sleep", "0.5", "--x=0.50.5", "{m}"]
+        );
+        assert!(arms[1].env.is_empty() && arms[1].args.is_none());
+        assert_eq!(scan.placeholder().as_deref(), Some("{n}"));
     }
 }

@@ -124,10 +124,14 @@ pub enum Cards {
     Named(String),
 }
 
-/// `[scan]`: one generated arm per value of one variable, or per argv tail.
+/// `[scan]`: one generated arm per value of one variable, per value of a `{NAME}` parameter
+/// of the command, or per argv tail.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScanSpec {
     pub env: Option<String>,
+    /// A parameter's name: each value replaces `{NAME}` in every word of the command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameter: Option<String>,
     pub values: Option<Vec<String>>,
     pub args: Option<Vec<Vec<String>>>,
 }
@@ -191,6 +195,9 @@ pub struct Spec {
     /// Cap on each cell's captured stdout and stderr, in MiB.
     pub output_cap_mib: Option<u64>,
     pub cards: Option<Cards>,
+    /// Print each cell's stdout and stderr on the runner's stderr too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub show_output: Option<bool>,
 }
 
 fn default_warmup() -> usize {
@@ -229,6 +236,7 @@ const TOP_KEYS: &[&str] = &[
     "scan",
     "output_cap_mib",
     "cards",
+    "show_output",
 ];
 const ARM_KEYS: &[&str] = &[
     "name",
@@ -243,7 +251,7 @@ const METRIC_KEYS: &[&str] = &["column", "better", "row"];
 const SPLIT_KEYS: &[&str] = &["rounds", "time"];
 const IDENTITY_KEYS: &[&str] = &["column"];
 const STOP_KEYS: &[&str] = &["halfwidth_pct", "looks"];
-const SCAN_KEYS: &[&str] = &["env", "values", "args"];
+const SCAN_KEYS: &[&str] = &["env", "parameter", "values", "args"];
 /// The side log keeps at most this much of a cell's stdout and of its stderr by default.
 pub const DEFAULT_OUTPUT_CAP_MIB: u64 = 1;
 
@@ -339,15 +347,38 @@ impl Spec {
         }
     }
 
+    /// The program the spec's own `command` runs: its first word, or where a `[scan]`
+    /// parameter stands in for the program (`command = ["{cc}", ...]`), the base arm's.
+    pub fn default_program(&self) -> String {
+        let program = self.command.first().cloned().unwrap_or_default();
+        let placeholder = self.scan.as_ref().and_then(ScanSpec::placeholder);
+        match (placeholder, self.base()) {
+            (Some(mark), Some(base)) if program.contains(&mark) => {
+                self.argv_of(base).first().cloned().unwrap_or(program)
+            }
+            _ => program,
+        }
+    }
+
     /// Exit codes that count as a successful cell (`ok_exit`, default `[0]`).
     pub fn ok_exit_codes(&self) -> Vec<i32> {
         self.ok_exit.clone().unwrap_or_else(|| vec![0])
     }
 
     /// What the runner does with stdout: `time` mode never parses it, and by default no
-    /// mode copies it to the side log.
+    /// mode copies it to the side log, unless `show_output` shows it (and so keeps it).
     pub fn stdout_mode(&self) -> StdoutMode {
-        self.stdout.unwrap_or(StdoutMode::Discard)
+        let default = if self.shows_output() {
+            StdoutMode::Keep
+        } else {
+            StdoutMode::Discard
+        };
+        self.stdout.unwrap_or(default)
+    }
+
+    /// `show_output = true`: each cell's output is printed on the runner's stderr as well.
+    pub fn shows_output(&self) -> bool {
+        self.show_output.unwrap_or(false)
     }
 
     /// The most bytes of one cell's stdout, and of its stderr, that the side log keeps.
@@ -359,7 +390,7 @@ impl Spec {
     /// Both readers of a spec (the file and the start record) call it, so they agree.
     fn expand_scan(&mut self) {
         if let Some(scan) = &self.scan {
-            let mut arms = scan.arms();
+            let mut arms = scan.arms(&self.command);
             arms.append(&mut self.arms);
             self.arms = arms;
         }
@@ -404,6 +435,7 @@ impl Spec {
         check_arm_argv(&at, &spec)?;
         check_stop(&at, &spec)?;
         check_cell_keys(&at, &spec)?;
+        check_parameter(&at, &spec)?;
         check_metric_columns(&at, &spec)?;
         check_known_effects(&at, &spec)?;
         Ok(spec)
@@ -592,16 +624,16 @@ fn check_scan(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     let Some(scan) = &spec.scan else {
         return Ok(());
     };
-    let fix = "write [scan] env = \"VAR\", values = [\"1\", \"3\"], or [scan] args = [[\"-1\"], [\"-3\"]]";
-    let count = match (&scan.env, &scan.values, &scan.args) {
-        (Some(_), Some(values), None) => values.len(),
-        (None, None, Some(args)) => args.len(),
+    let fix = "write [scan] env = \"VAR\", values = [\"1\", \"3\"]; or [scan] parameter = \"NAME\", values = [\"1\", \"3\"] with {NAME} in the command; or [scan] args = [[\"-1\"], [\"-3\"]]";
+    let count = match (&scan.env, &scan.parameter, &scan.values, &scan.args) {
+        (Some(_), None, Some(values), None) | (None, Some(_), Some(values), None) => values.len(),
+        (None, None, None, Some(args)) => args.len(),
         _ => {
             return Err(at
                 .error(
                     "scan",
                     None,
-                    "[scan] needs either env and values, or args (not both)",
+                    "[scan] needs one of: env and values, parameter and values, or args",
                     fix,
                 )
                 .at_table(at, "scan"))
@@ -630,7 +662,11 @@ fn check_scan(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
             "drop role = \"base\" from the declared arms",
         ));
     }
-    let names: Vec<String> = scan.arms().into_iter().map(|a| a.name).collect();
+    let names: Vec<String> = scan
+        .arms(&spec.command)
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
     if let Some((i, name)) = names
         .iter()
         .enumerate()
@@ -651,6 +687,82 @@ fn check_scan(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
             .at_table(at, "scan"));
     }
     Ok(())
+}
+
+/// `[scan] parameter`: a plain name, written as `{NAME}` in the command; the declared arms,
+/// `prepare`, `setup` and `cleanup` are taken as written, so none may hold it.
+fn check_parameter(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
+    let Some(scan) = &spec.scan else {
+        return Ok(());
+    };
+    let (Some(name), Some(mark)) = (&scan.parameter, scan.placeholder()) else {
+        return Ok(());
+    };
+    let holds = |argv: &[String]| argv.iter().any(|w| w.contains(&mark));
+    let error = |message: String, fix: String| {
+        at.error("parameter", None, &message, &fix)
+            .at_table(at, "scan")
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(error(
+            format!("[scan] parameter = {name:?} is not a name of letters, digits and _"),
+            "name it e.g. parameter = \"level\" and write {level} in the command".into(),
+        ));
+    }
+    if !holds(&spec.command) {
+        return Err(error(
+            format!("[scan] parameter = {name:?}, but no word of command holds {mark}"),
+            format!("write {mark} in command where each value goes, e.g. command = [\"zstd\", \"-{mark}\", \"data.bin\"]"),
+        ));
+    }
+    let first = scan
+        .values
+        .as_ref()
+        .and_then(|v| v.first())
+        .cloned()
+        .unwrap_or_default();
+    let generated = scan.arms(&spec.command).len();
+    for arm in spec.arms.iter().skip(generated) {
+        let argv = spec.argv_of(arm);
+        if holds(&argv) {
+            let written = crate::scan::substitute(&argv, name, &first);
+            let key = if arm.command.is_some() {
+                "command"
+            } else {
+                "name"
+            };
+            return Err(SpecError {
+                file: at.path.into(),
+                line: at.line_in_arm(&arm.name, key),
+                message: format!("arm {:?} runs {mark} unreplaced: only the arms [scan] generates take its values", arm.name),
+                fix: format!("give the arm its own argv with the value written out, e.g. command = {}", toml_list(&written)),
+            });
+        }
+    }
+    for (key, argv) in [
+        ("prepare", &spec.prepare),
+        ("setup", &spec.setup),
+        ("cleanup", &spec.cleanup),
+    ] {
+        if argv.as_deref().is_some_and(holds) {
+            return Err(at.error(
+                key,
+                None,
+                &format!("{key} holds {mark}, but only the command's words take the values of [scan]"),
+                "write the value out; prepare runs with LADDER_ARM set to the cell's arm, which is named after its value",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An argv as a TOML list, for a fix to copy.
+fn toml_list(argv: &[String]) -> String {
+    let words: Vec<String> = argv
+        .iter()
+        .map(|w| serde_json::to_string(w).expect("a string serializes"))
+        .collect();
+    format!("[{}]", words.join(", "))
 }
 
 /// `ladder/2` arms: `command` or `args`, never both, and neither empty.
@@ -872,6 +984,14 @@ fn check_cell_keys(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
             None,
             "ok_exit is empty: no cell could succeed",
             "list the exit codes that count as success, e.g. ok_exit = [0, 1]",
+        ));
+    }
+    if spec.shows_output() && spec.stdout == Some(StdoutMode::Discard) {
+        return Err(at.error(
+            "stdout",
+            None,
+            "stdout = \"discard\" with show_output = true: the output shown is kept in the side log as well",
+            "drop stdout = \"discard\" (show_output keeps stdout), or drop show_output",
         ));
     }
     if spec.output_cap_mib == Some(0) {
@@ -1291,7 +1411,11 @@ env = { ZSTD_CLEVEL = "1" }
         let e = error_of(&time(
             &SCAN.replace("values = [\"1\", \"3\", \"5\"]", "args = [[\"-1\"]]"),
         ));
-        assert!(e.message.contains("either env and values, or args"), "{e}");
+        assert!(
+            e.message
+                .contains("one of: env and values, parameter and values, or args"),
+            "{e}"
+        );
         assert_eq!(e.line, Some(7));
         let e = error_of(&time(&SCAN.replace("[\"1\", \"3\", \"5\"]", "[\"1\"]")));
         assert!(e.message.contains("at least two values"), "{e}");

@@ -14,12 +14,12 @@ impl Binary {
     pub fn resolve(program: &str) -> anyhow::Result<Binary> {
         let path = find(program).ok_or_else(|| {
             anyhow::anyhow!(
-                "the program {program:?} was not found (as a path or in PATH); build it first (e.g. `cargo build --release`) or fix the command"
+                "the program {program:?} was not found (as a path or in PATH); build it first (e.g. cargo build --release) or fix the command"
             )
         })?;
         if !is_executable(&path) {
             anyhow::bail!(
-                "the program {} is not executable; `chmod +x` it or fix the command",
+                "the program {} is not executable; chmod +x it or fix the command",
                 path.display()
             );
         }

@@ -1,8 +1,10 @@
 //! Running one cell: a fresh process of the command, with its own environment, its stdout
 //! captured or discarded, its stderr captured for the side log, a timeout, the runner's
-//! signals obeyed, and the child's resource usage read when it is reaped.
+//! signals obeyed, and the child's resource usage read when it is reaped. Whatever the cell
+//! started is killed before the next one starts ([`crate::reaper`]).
 
 use crate::capture::Captured;
+use crate::reaper::{self, Leftover};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -123,6 +125,8 @@ pub struct CellRun {
     pub stderr: Captured,
     pub usage: Usage,
     pub cut: Option<Cut>,
+    /// Processes the cell started that were still running after it ended, now killed.
+    pub leftovers: Vec<Leftover>,
 }
 
 /// How often a waiting runner looks at its signal flag.
@@ -132,12 +136,14 @@ const POLL: Duration = Duration::from_millis(50);
 /// pours out more is refused by name instead of filling the runner's memory.
 pub const PARSED_STDOUT_LIMIT: usize = 16 << 20;
 
-/// How long the runner waits, after the cell's process has ended and its group was killed,
-/// for its stdout and stderr to close. Longer means a process in another session holds them.
+/// How long the runner waits, after the cell's process has ended and every process it
+/// started was killed, for its stdout and stderr to close. Longer means a process that is
+/// not the runner's descendant holds them (one the cell handed the pipe to).
 const PIPES_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs the launch with exactly its environment (nothing inherited beyond it), never
-/// through a shell.
+/// through a shell. Afterwards every descendant of the runner still alive is killed: the
+/// caller runs no other children while cells run.
 pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
     let mut command = Command::new(launch.program);
     command
@@ -219,8 +225,10 @@ pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
         None => (end, ended),
     };
     let wall_s = end.duration_since(clock).as_secs_f64();
-    // Whatever the cell left behind in its group goes with it.
+    // Whatever the cell left behind goes with it: its group at once, then every process
+    // that left the group (re-parented to the runner, a subreaper).
     kill_group(pid);
+    let leftovers = reaper::kill_descendants().map_err(std::io::Error::other)?;
     let stdout = match stdout_reader {
         Some(r) => closed(r, "stdout")?,
         None => Captured::default(),
@@ -235,6 +243,7 @@ pub fn run(launch: &Launch) -> std::io::Result<CellRun> {
         stderr,
         usage,
         cut,
+        leftovers,
     })
 }
 
@@ -245,14 +254,14 @@ fn reader(read: impl FnOnce() -> Captured + Send + 'static) -> mpsc::Receiver<Ca
     receive
 }
 
-/// What a pipe held, once it closed; an error, not a hang, when a process outside the cell's
-/// group (one that started its own session) keeps it open.
+/// What a pipe held, once it closed; an error, not a hang, when a process that is not the
+/// runner's descendant keeps it open.
 fn closed(pipe: mpsc::Receiver<Captured>, name: &str) -> std::io::Result<Captured> {
     pipe.recv_timeout(PIPES_GRACE).map_err(|_| {
         std::io::Error::other(format!(
-            "the cell's {name} stayed open after its process ended: a process it started in \
-             another session still holds it; close {name} in that background process \
-             (e.g. redirect it to a file)"
+            "the cell's {name} stayed open after its process ended and every process it \
+             started was killed: a process outside the cell holds it; do not hand {name} to \
+             another program (redirect that program's output to a file)"
         ))
     })
 }

@@ -37,7 +37,7 @@ impl CellChecks {
                     .map(|l| format!(":{l}"))
                     .unwrap_or_default();
                 return Err(format!(
-                    "{}{line}: [[metric]] {column:?} reads row = {row}, but {at} printed {count} row(s) (rows 0..{}); fix `row` in the spec",
+                    "{}{line}: [[metric]] {column:?} reads row = {row}, but {at} printed {count} row(s) (rows 0..{}); fix row in the spec",
                     loaded.path.display(),
                     count.saturating_sub(1)
                 ));

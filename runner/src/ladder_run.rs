@@ -2,7 +2,7 @@
 //! cell starts, and an abort record naming the reason when anything stops the run early.
 
 use crate::binary::Binary;
-use crate::cell::{self, Cut, Launch, Pad, StdoutTo};
+use crate::cell::{self, CellRun, Cut, Exit, Launch, Pad, StdoutTo};
 use crate::cell_env::CellEnvs;
 use crate::output::{self, CellOutput};
 use crate::progress::Progress;
@@ -14,7 +14,7 @@ use ladder::ladder_file::{
     StartRecord, WitnessSide, FORMAT, HARNESS_COLUMNS, ROW_COLUMN, USAGE_COLUMNS, WALL_COLUMN,
 };
 use ladder::order::{Cell, Order};
-use ladder::spec::{LoadedSpec, OutputMode, Spec, StdoutMode};
+use ladder::spec::{LoadedSpec, MetricSpec, OutputMode, Spec, StdoutMode};
 use ladder::stop::{MetricValues, StopPlan};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -30,6 +30,28 @@ pub struct RunOptions {
     pub tag: Option<String>,
     pub out_dir: PathBuf,
     pub card: u32,
+    /// How an abort for an exit status says to accept that status.
+    pub exit_fix: ExitFix,
+}
+
+/// Where the user says which exit codes count as success.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitFix {
+    /// In the spec: `ok_exit = [0, 1]` (`runner run`).
+    SpecKey,
+    /// On the command line: `--ok-exit 0,1` (`runner ab`).
+    AbFlag,
+}
+
+impl ExitFix {
+    /// The fix that makes `codes` count as success.
+    fn words(self, codes: &[i32]) -> String {
+        let codes: Vec<String> = codes.iter().map(i32::to_string).collect();
+        match self {
+            ExitFix::SpecKey => format!("add ok_exit = [{}] to the spec", codes.join(", ")),
+            ExitFix::AbFlag => format!("rerun with --ok-exit {}", codes.join(",")),
+        }
+    }
 }
 
 /// How a ladder ended.
@@ -47,6 +69,8 @@ pub struct Outcome {
     pub plan_words: Option<String>,
     /// Every metric's values by pass and arm, for a reading without `analyze`.
     pub values: Vec<MetricValues>,
+    /// The metrics of `values`, in the same order.
+    pub metrics: Vec<MetricSpec>,
     pub base: usize,
     pub warmup: usize,
 }
@@ -92,7 +116,7 @@ pub fn arm_argvs(spec: &Spec) -> anyhow::Result<Vec<ArmArgv>> {
 pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
     let loaded = Spec::load(&options.spec)?;
     crate::preflight::programs(&loaded)?;
-    let binary = Binary::resolve(&loaded.spec.command[0])?;
+    let binary = Binary::resolve(&loaded.spec.default_program())?;
     let arms = arm_argvs(&loaded.spec)?;
     let order = order_of(&loaded.spec);
     let witness = Witness::open(options.card);
@@ -107,6 +131,9 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         .out_dir
         .join(format!("{}_{tag}.csv", loaded.spec.name));
     crate::preflight::file_names(&tag, &path)?;
+    crate::reaper::become_subreaper().context(
+        "cannot make the runner a subreaper, which it needs to end what cells leave behind",
+    )?;
     let start = start_record(&loaded, &order, &binary, &arms, &witness, &tag);
     let writer = LadderWriter::create(&path, &start)?;
     let log_path = path.with_extension("stderr.log");
@@ -160,6 +187,7 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         log,
         log_path,
         signal,
+        exit_fix: options.exit_fix,
         engine_columns: None,
         extra_said: Vec::new(),
         checks: Default::default(),
@@ -226,6 +254,7 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         plan: run.plan,
         plan_words,
         values: run.values,
+        metrics: loaded.spec.effective_metrics(),
         base,
         warmup: loaded.spec.warmup_passes,
     })
@@ -314,6 +343,7 @@ struct Run<'a> {
     log: File,
     log_path: PathBuf,
     signal: Arc<AtomicUsize>,
+    exit_fix: ExitFix,
     /// The engine's columns, known once the first cell has printed them.
     engine_columns: Option<Vec<String>>,
     /// Arms already said to print columns the header lacks.
@@ -416,8 +446,7 @@ impl Run<'_> {
             pad: None,
         };
         let result = cell::run(&launch).map_err(|e| format!("{what} ({}): {e}", argv.join(" ")))?;
-        let _ = result.stderr.write_to(&mut self.log, "stderr");
-        let _ = result.stdout.write_to(&mut self.log, "stdout");
+        self.keep_output(what, &result, true);
         if result.exit.is_ok(&[0]) && result.cut.is_none() {
             Ok(())
         } else {
@@ -471,10 +500,8 @@ impl Run<'_> {
         let result = cell::run(&launch).map_err(|e| format!("{e} at {at}"))?;
         let after = self.witness.sample();
         let ok = result.exit.is_ok(&spec.ok_exit_codes());
-        let _ = result.stderr.write_to(&mut self.log, "stderr");
-        if spec.stdout_mode() == StdoutMode::Keep {
-            let _ = result.stdout.write_to(&mut self.log, "stdout");
-        }
+        let keep_stdout = spec.stdout_mode() == StdoutMode::Keep;
+        self.keep_output(&at, &result, keep_stdout);
         if ok
             && result.cut.is_none()
             && spec.output != OutputMode::Time
@@ -529,13 +556,57 @@ impl Run<'_> {
                 "interrupted by {} during {at}; the cell was killed",
                 signal_name(sig).unwrap_or("a signal")
             )),
-            None if !ok => Err(format!(
-                "{at} exited with status {} (ok_exit: {:?}); its stderr is in {}",
-                result.exit,
-                self.loaded.spec.ok_exit_codes(),
-                self.log_path.display()
-            )),
+            None if !ok => Err(self.exit_failure(&at, result.exit)),
             None => Ok(()),
+        }
+    }
+
+    /// The abort reason of a cell whose exit status is not a success, with the fix that
+    /// makes it one when it is an exit code.
+    fn exit_failure(&self, at: &str, exit: Exit) -> String {
+        let ok = self.loaded.spec.ok_exit_codes();
+        let fix = match exit {
+            Exit::Code(code) => {
+                let mut accept = ok.clone();
+                accept.push(code);
+                accept.sort_unstable();
+                format!(
+                    "; if {code} means success for this program, {}",
+                    self.exit_fix.words(&accept)
+                )
+            }
+            Exit::Signal(_) => String::new(),
+        };
+        format!(
+            "{at} exited with status {exit} (ok_exit: {ok:?}){fix}; its stderr is in {}",
+            self.log_path.display()
+        )
+    }
+
+    /// Keeps a process's stderr (and `stdout` when asked) in the side log with the processes
+    /// it left running, and under `show_output` shows its output on stderr too, after the
+    /// process has ended: printing during a timed cell would cost the runner time beside it.
+    fn keep_output(&mut self, at: &str, result: &CellRun, stdout: bool) {
+        let _ = result.stderr.write_to(&mut self.log, "stderr");
+        if stdout {
+            let _ = result.stdout.write_to(&mut self.log, "stdout");
+        }
+        if !result.leftovers.is_empty() {
+            let killed: Vec<String> = result.leftovers.iter().map(|l| l.to_string()).collect();
+            let line = format!(
+                "--- killed {} process(es) it left running: {}\n",
+                killed.len(),
+                killed.join(", ")
+            );
+            let _ = self.log.write_all(line.as_bytes());
+        }
+        if self.loaded.spec.shows_output() {
+            self.progress.suspend(|| {
+                let mut shown = std::io::stderr().lock();
+                let _ = writeln!(shown, "=== {at}");
+                let _ = result.stdout.write_to(&mut shown, "stdout");
+                let _ = result.stderr.write_to(&mut shown, "stderr");
+            });
         }
     }
 

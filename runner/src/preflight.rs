@@ -11,11 +11,14 @@ use std::path::{Path, PathBuf};
 /// is executable; `Err` names the spec's file and line.
 pub fn programs(loaded: &LoadedSpec) -> anyhow::Result<()> {
     let spec = &loaded.spec;
-    let arm_programs = spec.arms.iter().filter_map(|a| a.command.as_ref()?.first());
-    for program in spec.command.first().into_iter().chain(arm_programs) {
-        if let Err(problem) = runnable(program) {
+    let arm_programs = spec
+        .arms
+        .iter()
+        .filter_map(|a| a.command.as_ref()?.first().cloned());
+    for program in std::iter::once(spec.default_program()).chain(arm_programs) {
+        if let Err(problem) = runnable(&program) {
             let line = loaded
-                .line_of(program)
+                .line_of(&program)
                 .map(|l| format!(":{l}"))
                 .unwrap_or_default();
             anyhow::bail!(
@@ -67,7 +70,7 @@ fn runnable(program: &str) -> Result<PathBuf, String> {
 /// of PATH that holds a file of that name (or, failing that, anything of that name).
 fn locate(program: &str) -> Result<PathBuf, String> {
     let not_found = || {
-        "was not found (as a path or in PATH); build it first (e.g. `cargo build --release`) or fix `command` in the spec"
+        "was not found (as a path or in PATH); build it first (e.g. cargo build --release) or fix command in the spec"
             .to_string()
     };
     if program.contains('/') {

@@ -153,7 +153,7 @@ pub fn analyze_beside(runner: &Path) -> anyhow::Result<PathBuf> {
     let analyze = runner.with_file_name("analyze");
     if !analyze.is_file() {
         bail!(
-            "{} is missing; the report job needs it: build it with `cargo build --release -p analyze`",
+            "{} is missing; the report job needs it: build it with cargo build --release -p analyze",
             analyze.display()
         );
     }
@@ -167,7 +167,7 @@ pub fn submit(options: &SbatchOptions) -> anyhow::Result<Submitted> {
     if !on_path {
         bail!(
             "sbatch is not on PATH: run this on a Slurm login node, or install Slurm's client \
-             (Debian: apt-get install slurm-client); `--dry-run` prints the script without it"
+             (Debian: apt-get install slurm-client); --dry-run prints the script without it"
         );
     }
     let runner = std::env::current_exe().context("cannot find the runner's own executable")?;

@@ -52,7 +52,7 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
             },
             c if SHELL_ONLY.contains(&c) => {
                 return Err(format!(
-                    "`{c}` at character {} needs a shell, and none is run; quote it to pass it as text, or measure sh -c '...' on purpose",
+                    "{c:?} at character {} needs a shell, and none is run; quote it to pass it as text, or pass --shell to run the command through sh",
                     i + 1
                 ))
             }
@@ -131,10 +131,10 @@ mod tests {
         assert!(split("xz \\").unwrap_err().contains("lone backslash"));
         let e = split("cat f | wc").unwrap_err();
         assert!(
-            e.contains("`|` at character 7") && e.contains("sh -c"),
+            e.contains("'|' at character 7") && e.contains("--shell"),
             "{e}"
         );
-        assert!(split("echo $HOME").unwrap_err().contains("`$`"));
+        assert!(split("echo $HOME").unwrap_err().contains("'$'"));
     }
 
     #[test]

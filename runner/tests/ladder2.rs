@@ -310,7 +310,9 @@ fn ok_exit_lets_a_legitimate_exit_code_count_as_success() {
     let out = bench.run(&spec);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("exited with status 1 (ok_exit: [0])"),
+        stderr(&out).contains(
+            "exited with status 1 (ok_exit: [0]); if 1 means success for this program, add ok_exit = [0, 1] to the spec"
+        ),
         "{}",
         stderr(&out)
     );
@@ -435,7 +437,12 @@ fn runner_ab_with_two_commands_writes_spec_and_ladder_and_prints_how_to_repeat()
     assert_eq!(ladder.start.arms[2].role, ladder::Role::Reflexive);
     let text = stdout(&out);
     assert!(
-        text.contains(&format!("reproduce: runner run {}", spec.display())),
+        text.lines().any(|l| l.starts_with("reproduce:")
+            && l.ends_with(&format!(
+                " runner run {} --out {}",
+                spec.display(),
+                bench.out().display()
+            ))),
         "{text}"
     );
     // The spec it wrote runs again as it is.
@@ -478,13 +485,13 @@ fn runner_ab_with_three_commands_reads_the_ladder_itself_without_analyze() {
         "{text}"
     );
     assert!(
-        text.contains("tok_s against a (paired, geometric mean"),
+        text.contains("tok_s (higher is better; paired, geometric mean, 95 % t interval)"),
         "{text}"
     );
     for arm in ["b ", "c ", "a-again "] {
         assert!(
             text.lines()
-                .any(|l| l.trim_start().starts_with(arm) && l.contains("+0.00 %")),
+                .any(|l| l.trim_start().starts_with(arm) && l.contains("+0.0 % [+0.0, +0.0]")),
             "{arm}: {text}"
         );
     }

@@ -55,7 +55,6 @@ fn is_time(column: &str) -> bool {
 /// The ratio is `base/arm` = `1 + estimate/100`, from the same log-mean and interval.
 pub fn ratio_words(column: &str, against: &str, estimate: f64, lo: f64, hi: f64) -> String {
     let (r, rlo, rhi) = (1.0 + estimate / 100.0, 1.0 + lo / 100.0, 1.0 + hi / 100.0);
-    let d = decimals((rhi - rlo) / 2.0).max(2);
     let time = is_time(column);
     let (factor, low, high, word) = if r >= 1.0 {
         (r, rlo, rhi, if time { "faster" } else { "lower" })
@@ -67,6 +66,8 @@ pub fn ratio_words(column: &str, against: &str, estimate: f64, lo: f64, hi: f64)
             if time { "slower" } else { "higher" },
         )
     };
+    // As many decimals as the interval shown needs, at least two.
+    let d = decimals((high - low) / 2.0).max(2);
     let verb = if time { "ran " } else { "" };
     format!("{verb}{factor:.d$}× {word} than {against} [{low:.d$}, {high:.d$}]")
 }
@@ -216,8 +217,11 @@ fn controls_table(r: &LadderReport) -> Option<String> {
         });
     any.then(|| {
         format!(
-            "Controls ({} tests together, each interval at level {:.4}{margin}):\n{}",
-            r.control_family,
+            "Controls ({} together, each interval at level {:.4}{margin}):\n{}",
+            match r.control_family {
+                1 => "1 test".to_string(),
+                k => format!("{k} tests"),
+            },
             1.0 - 0.05 / r.control_family.max(1) as f64,
             render(t)
         )
@@ -258,7 +262,10 @@ mod tests {
         assert_eq!(words, "ran 2.69× faster than fixed [2.47, 2.92]");
         // An arm that takes 1.5 times as long: base/arm = 0.667 [0.6, 0.75].
         let words = ratio_words("ladder_wall_s", "a", -33.333_333, -40.0, -25.0);
-        assert_eq!(words, "ran 1.500× slower than a [1.333, 1.667]");
+        assert_eq!(words, "ran 1.50× slower than a [1.33, 1.67]");
+        // 5.80 times as slow, [5.57, 6.03]: the decimals follow the interval shown.
+        let words = ratio_words("ladder_wall_s", "a", -82.757, -83.424, -82.068);
+        assert_eq!(words, "ran 5.80× slower than a [5.58, 6.03]");
         let words = ratio_words("ladder_maxrss_kib", "a", 20.0, 10.0, 30.0);
         assert_eq!(words, "1.20× lower than a [1.10, 1.30]");
     }
