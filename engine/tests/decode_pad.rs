@@ -30,17 +30,30 @@ fn run(plan: &BenchPlan) -> (BenchResult, u64) {
     (r, m.rounds_run())
 }
 
+/// The decode rounds of one rep, from a run's total over its warm-up and timed reps.
+fn per_rep(plan: &BenchPlan, rounds: u64) -> u64 {
+    let reps = (bench::warmup_reps(plan) + plan.reps) as u64;
+    assert_eq!(rounds % reps, 0, "{rounds} rounds over {reps} reps");
+    rounds / reps
+}
+
 #[test]
 fn the_pad_changes_no_token_and_no_round() {
     for draft in [None, Some(2)] {
-        let (base, base_rounds) = run(&plan(draft, None));
+        let base_plan = plan(draft, None);
+        let (base, base_rounds) = run(&base_plan);
         assert_eq!(base.decode_pad, None, "unset: no pad");
         for pct in [0.0, 5.0, 300.0] {
-            let (padded, rounds) = run(&plan(draft, Some(pct)));
+            let padded_plan = plan(draft, Some(pct));
+            let (padded, rounds) = run(&padded_plan);
             let what = format!("draft {draft:?}, ENGINE_DECODE_PAD_PCT={pct}");
             assert_eq!(padded.output_digest, base.output_digest, "{what}");
             assert_eq!(padded.spec, base.spec, "{what}");
-            assert_eq!(rounds, base_rounds, "{what}");
+            assert_eq!(
+                per_rep(&padded_plan, rounds),
+                per_rep(&base_plan, base_rounds),
+                "{what}"
+            );
             assert_eq!(padded.decode_pad.map(|p| p.pct), Some(pct), "{what}");
         }
     }
@@ -59,9 +72,7 @@ fn every_timed_round_waits_p_percent_of_the_warmup_round() {
         let wall = wall.elapsed().as_secs_f64();
         let pad = r.decode_pad.expect("the pad was asked for");
         // Every rep runs the same rounds, the warm-up as each timed one.
-        let reps = (plan.warmup + plan.reps) as u64;
-        assert_eq!(rounds % reps, 0, "{rounds} rounds over {reps} reps");
-        let per_rep = rounds / reps;
+        let per_rep = per_rep(&plan, rounds);
         assert_eq!(pad.warmup_rounds, per_rep, "draft {draft:?}");
         let steps = r.spec.rounds + r.spec.fallback_steps;
         match draft {
@@ -113,6 +124,20 @@ fn the_pad_is_timed_on_the_decode_alone() {
         pad.warmup_decode_seconds,
         r.prefill_seconds_mean
     );
+}
+
+/// With one warm-up rep the pad is timed on an extra untimed rep after it: the first rep
+/// faults pages in and captures graphs, and runs slower than the timed reps.
+#[test]
+fn one_warmup_rep_gets_a_warm_rep_to_time_the_pad_on() {
+    let one = plan(None, Some(5.0));
+    assert_eq!((one.warmup, bench::warmup_reps(&one)), (1, 2));
+    let two = BenchPlan {
+        warmup: 2,
+        ..one.clone()
+    };
+    assert_eq!(bench::warmup_reps(&two), 2);
+    assert_eq!(bench::warmup_reps(&plan(None, None)), 1);
 }
 
 #[test]

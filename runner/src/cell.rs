@@ -93,11 +93,11 @@ impl Pad {
     }
 }
 
-/// Spins (never sleeps) until `deadline`: the pad must cost what a slower program would.
+/// Spins (never sleeps) until `deadline`: the pad must cost what a slower program would. No
+/// `spin_loop` (PAUSE) hint: in a virtual machine a PAUSE loop lets the hypervisor take the
+/// vCPU away (pause-loop exiting), and the pad would end late.
 fn busy_wait_until(deadline: Instant) {
-    while Instant::now() < deadline {
-        std::hint::spin_loop();
-    }
+    while Instant::now() < deadline {}
 }
 
 /// One cell's process: what to run and how.
