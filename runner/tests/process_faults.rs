@@ -121,11 +121,12 @@ fn a_daemon_a_cell_starts_is_killed_when_the_cell_ends_and_never_overlaps_the_ne
 #[test]
 fn a_process_in_another_session_holding_stdout_is_killed_and_the_ladder_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    // The cell waits until the sleeper is in its own session (it writes its pid after
-    // setsid), so that the kill of the cell's process group cannot be what ends it.
+    // The cell waits until its own sleeper is in its own session (it writes its pid after
+    // setsid; the marker of the cell before is removed first), so that the kill of the
+    // cell's process group cannot be what ends it.
     let marker = dir.path().join("detached");
     let script = format!(
-        "setsid sh -c 'echo $$ > \"$0\"; exec sleep 30' {m} & while [ ! -s {m} ]; do sleep 0.01; done; echo tok_s; echo 100",
+        "rm -f {m}; setsid sh -c 'echo $$ > \"$0\"; exec sleep 30' {m} & while [ ! -s {m} ]; do sleep 0.01; done; echo tok_s; echo 100",
         m = marker.display()
     );
     let clock = Instant::now();
