@@ -1,7 +1,7 @@
 //! The witness: what the runner saw on the card around each cell (`witness_*_before` and
 //! `_after` columns, all optional): foreign processes, clock changes, throttling.
 
-use ladder::ladder_file::{parse_witness_column, WitnessSide};
+use ladder::ladder_file::{parse_witness_column, witness, WitnessSide};
 use ladder::verify::Row;
 use ladder::Ladder;
 use serde::Serialize;
@@ -80,14 +80,14 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
             };
             let show = |v: Option<f64>| v.map_or("?".to_string(), |v| v.to_string());
             match pair.name.as_str() {
-                "foreign_procs" if b.unwrap_or(0.0) > 0.0 || a.unwrap_or(0.0) > 0.0 => {
+                witness::FOREIGN_PROCS if b.unwrap_or(0.0) > 0.0 || a.unwrap_or(0.0) > 0.0 => {
                     witness.foreign_cells.push(note(format!(
                         "{} foreign process(es) before, {} after",
                         show(b),
                         show(a)
                     )))
                 }
-                "sm_clock_mhz" | "mem_clock_mhz"
+                witness::SM_CLOCK_MHZ | witness::MEM_CLOCK_MHZ
                     if [b, a].into_iter().flatten().any(|v| Some(v) != usual) =>
                 {
                     let detail = format!(
@@ -99,7 +99,7 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
                     );
                     witness.clock_changes.push(note(detail));
                 }
-                "throttle" => {
+                witness::THROTTLE => {
                     let reasons: Vec<&str> = [value(row, pair.before), value(row, pair.after)]
                         .into_iter()
                         .flatten()

@@ -36,6 +36,34 @@ pub const WALL_COLUMN: &str = "ladder_wall_s";
 pub const USAGE_COLUMNS: [&str; 3] = ["ladder_user_s", "ladder_sys_s", "ladder_maxrss_kib"];
 pub const WITNESS_PREFIX: &str = "witness_";
 
+/// The witness fields, one home for their names: each is a column `witness_<field>_before`
+/// and `witness_<field>_after` around every cell. The runner writes them, the sample
+/// generator fakes them and the report reads them.
+pub mod witness {
+    /// Processes on the card that are not the cell's.
+    pub const FOREIGN_PROCS: &str = "foreign_procs";
+    pub const SM_CLOCK_MHZ: &str = "sm_clock_mhz";
+    pub const MEM_CLOCK_MHZ: &str = "mem_clock_mhz";
+    pub const TEMP_C: &str = "temp_c";
+    pub const POWER_W: &str = "power_w";
+    /// The driver's throttle reasons, `none` when there are none.
+    pub const THROTTLE: &str = "throttle";
+    /// The host's 1-minute load average, where there is no card.
+    pub const LOADAVG: &str = "loadavg";
+
+    /// What a host with a card records, in column order.
+    pub const CARD: [&str; 6] = [
+        FOREIGN_PROCS,
+        SM_CLOCK_MHZ,
+        MEM_CLOCK_MHZ,
+        TEMP_C,
+        POWER_W,
+        THROTTLE,
+    ];
+    /// What a host without one records.
+    pub const HOST: [&str; 1] = [LOADAVG];
+}
+
 /// When a witness reading was taken: just before the cell's process starts, or just after it
 /// ends. Each reading is the column `witness_<field>_<side>`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -246,7 +246,7 @@ impl Sample {
         let mut columns: Vec<String> = HARNESS_COLUMNS.iter().map(|c| c.to_string()).collect();
         columns.push(WALL_COLUMN.into());
         if self.witness {
-            for name in WITNESS_COLUMNS {
+            for name in crate::ladder_file::witness::CARD {
                 columns.push(witness_column(name, WitnessSide::Before));
                 columns.push(witness_column(name, WitnessSide::After));
             }
@@ -359,16 +359,6 @@ impl Sample {
         .collect()
     }
 }
-
-/// The witness quantities a GPU host records, each as `_before` and `_after`.
-const WITNESS_COLUMNS: [&str; 6] = [
-    "foreign_procs",
-    "sm_clock_mhz",
-    "mem_clock_mhz",
-    "temp_c",
-    "power_w",
-    "throttle",
-];
 
 /// A small seeded generator (splitmix64) so that a sample is the same on every machine.
 struct Noise {

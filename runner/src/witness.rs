@@ -4,7 +4,7 @@
 //! change, must be visible as such from the file alone; so the runner samples the card
 //! before and after each cell and writes the readings as `witness_*` columns.
 
-use ladder::ladder_file::{witness_column, WitnessSide};
+use ladder::ladder_file::{witness, witness_column, WitnessSide};
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::Nvml;
 use serde_json::json;
@@ -46,15 +46,8 @@ impl Witness {
     /// The reading names, without the `witness_` prefix and `_before`/`_after` suffix.
     pub fn fields(&self) -> &'static [&'static str] {
         match self {
-            Witness::Card { .. } => &[
-                "foreign_procs",
-                "sm_clock_mhz",
-                "mem_clock_mhz",
-                "temp_c",
-                "power_w",
-                "throttle",
-            ],
-            Witness::Host => &["loadavg"],
+            Witness::Card { .. } => &witness::CARD,
+            Witness::Host => &witness::HOST,
         }
     }
 

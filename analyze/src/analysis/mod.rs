@@ -65,7 +65,7 @@ impl Design {
             names: arms.iter().map(|a| a.name.clone()).collect(),
             roles: arms.iter().map(|a| a.role).collect(),
             expected: arms.iter().map(|a| a.expected_pct.clone()).collect(),
-            base: arms.iter().position(|a| a.role == Role::Base).unwrap_or(0),
+            base: ladder::spec::base_index(arms),
             noise_limit_pct,
             equivalence_margin_pct,
             family,

@@ -86,6 +86,11 @@ impl Expected {
     }
 }
 
+/// The index of the base arm among `arms` (a checked spec has exactly one; 0 otherwise).
+pub fn base_index(arms: &[ArmSpec]) -> usize {
+    arms.iter().position(|a| a.role == Role::Base).unwrap_or(0)
+}
+
 impl ArmSpec {
     /// Whether this arm is a control on the metric `column`: every inert control is, and a
     /// known-effect arm on the metrics its `expected_pct` names.
@@ -282,10 +287,7 @@ impl Spec {
 
     /// The index of the base arm (a checked spec has exactly one; 0 otherwise).
     pub fn base_index(&self) -> usize {
-        self.arms
-            .iter()
-            .position(|a| a.role == Role::Base)
-            .unwrap_or(0)
+        base_index(&self.arms)
     }
 
     /// The full argv of `arm`: its own `command`, or the spec's command plus its `args`.
