@@ -369,20 +369,18 @@ pub fn base_spreads(loaded: &Loaded) -> anyhow::Result<Vec<Vec<f64>>> {
         .iter()
         .map(|f| vec![f64::NAN; f.ladder.as_ref().map_or(0, |l| l.series.len())])
         .collect();
-    let table = loaded
-        .cells
-        .clone()
-        .lazy()
-        .filter(col(ANALYSIS).and(col(BASE)))
-        .group_by([col(FILE), col(SERIES)])
-        .agg([(lit(100.0) * col(VALUE).std(1) / col(VALUE).mean()).alias("spread")])
-        .collect()?;
-    let (file, series) = (table.column(FILE)?.u32()?, table.column(SERIES)?.u32()?);
-    let spread = table.column("spread")?.f64()?;
-    for ((f, s), v) in file.iter().zip(series.iter()).zip(spread.iter()) {
-        if let (Some(f), Some(s)) = (f, s) {
-            spreads[f as usize][s as usize] = v.unwrap_or(f64::NAN);
-        }
+    let cells = &loaded.cells;
+    let in_base = cells.column(ANALYSIS)?.bool()? & cells.column(BASE)?.bool()?;
+    for group in cells.filter(&in_base)?.partition_by([FILE, SERIES], true)? {
+        let key = |name: &str| -> anyhow::Result<Option<usize>> {
+            Ok(group.column(name)?.u32()?.get(0).map(|v| v as usize))
+        };
+        let (Some(f), Some(s)) = (key(FILE)?, key(SERIES)?) else {
+            continue;
+        };
+        let values = group.column(VALUE)?.f64()?;
+        let (sd, mean) = (values.std(1), values.mean());
+        spreads[f][s] = sd.zip(mean).map_or(f64::NAN, |(sd, mean)| 100.0 * sd / mean);
     }
     Ok(spreads)
 }
