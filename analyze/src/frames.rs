@@ -380,7 +380,9 @@ pub fn base_spreads(loaded: &Loaded) -> anyhow::Result<Vec<Vec<f64>>> {
         };
         let values = group.column(VALUE)?.f64()?;
         let (sd, mean) = (values.std(1), values.mean());
-        spreads[f][s] = sd.zip(mean).map_or(f64::NAN, |(sd, mean)| 100.0 * sd / mean);
+        spreads[f][s] = sd
+            .zip(mean)
+            .map_or(f64::NAN, |(sd, mean)| 100.0 * sd / mean);
     }
     Ok(spreads)
 }

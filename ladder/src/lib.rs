@@ -11,6 +11,7 @@ pub mod refusals;
 #[cfg(feature = "sample")]
 pub mod sample;
 pub mod scan;
+pub mod sentence;
 pub mod spec;
 pub mod stats;
 pub mod stop;

@@ -136,10 +136,7 @@ fn williams_row(n: usize, pass: usize) -> Vec<usize> {
     }
     let rows = if n % 2 == 1 { 2 * n } else { n };
     let r = pass % rows;
-    let shifted: Vec<usize> = williams_first_row(n)
-        .iter()
-        .map(|&a| (a + r % n) % n)
-        .collect();
+    let shifted: Vec<usize> = williams_first_row(n).iter().map(|&a| (a + r) % n).collect();
     if r >= n {
         shifted.into_iter().rev().collect()
     } else {

@@ -38,11 +38,9 @@ pub fn t_quantile(q: f64, df: usize) -> f64 {
     })
 }
 
+/// NaN at df = 0, where statrs refuses the distribution.
 fn inverse_t(q: f64, df: usize) -> f64 {
-    match StudentsT::new(0.0, 1.0, df as f64) {
-        Ok(t) if df > 0 => t.inverse_cdf(q),
-        _ => f64::NAN,
-    }
+    StudentsT::new(0.0, 1.0, df as f64).map_or(f64::NAN, |t| t.inverse_cdf(q))
 }
 
 /// The mean; NaN for no values.

@@ -54,45 +54,7 @@ fn estimate(column: &str, better: Better, base: &str, logs: &[f64]) -> String {
     let series = LogSeries::of(logs, Spread::Own);
     let (lo, hi) = series.interval(0.95);
     let pct = series.estimate_pct();
-    match better {
-        Better::Lower => ratio_words(column, base, pct, lo, hi),
-        Better::Higher => {
-            let d = decimals((hi - lo) / 2.0);
-            format!("{pct:+.d$} % [{lo:+.d$}, {hi:+.d$}]")
-        }
-    }
-}
-
-/// Enough decimals to show an interval of this half-width: 1 at several units, 3 at a few
-/// hundredths, at most 4 (as the report's summary).
-fn decimals(halfwidth: f64) -> usize {
-    if !(halfwidth.is_finite() && halfwidth > 0.0) {
-        return 1;
-    }
-    (1.0 - halfwidth.log10().floor()).clamp(1.0, 4.0) as usize
-}
-
-/// Whether a column holds a time, so that its ratio reads `ran … faster` (the report's rule).
-fn is_time(column: &str) -> bool {
-    ["_s", "_seconds", "seconds_mean", "_ms", "_us", "_ns"]
-        .iter()
-        .any(|suffix| column.ends_with(suffix))
-}
-
-/// The ratio `base/arm = 1 + pct/100` with its interval, said the way round that is above 1,
-/// with as many decimals as the interval said that way needs.
-fn ratio_words(column: &str, base: &str, pct: f64, lo: f64, hi: f64) -> String {
-    let (r, rlo, rhi) = (1.0 + pct / 100.0, 1.0 + lo / 100.0, 1.0 + hi / 100.0);
-    let time = is_time(column);
-    let (factor, low, high, word) = if r >= 1.0 {
-        (r, rlo, rhi, if time { "faster" } else { "lower" })
-    } else {
-        let word = if time { "slower" } else { "higher" };
-        (1.0 / r, 1.0 / rhi, 1.0 / rlo, word)
-    };
-    let d = decimals((high - low) / 2.0).max(2);
-    let verb = if time { "ran " } else { "" };
-    format!("{verb}{factor:.d$}× {word} than {base} [{low:.d$}, {high:.d$}]")
+    ladder::sentence::estimate(better, column, base, pct, lo, hi)
 }
 
 #[cfg(test)]
@@ -121,14 +83,6 @@ mod tests {
             "+10.0 % [+10.0, +10.0]"
         );
         assert!(estimate("tok_s", Better::Higher, "a", &[0.1]).contains("too few"));
-    }
-
-    #[test]
-    fn a_slower_arm_gets_the_decimals_of_its_own_interval() {
-        // base/arm in [0.1723, 0.1794]: 5.80× slower [5.57, 6.03], not 5.7994× [5.5749, …].
-        let (lo, hi) = (100.0 * (0.1723 - 1.0), 100.0 * (0.1794 - 1.0));
-        let words = ratio_words("ladder_wall_s", "fixed", 100.0 * (0.1724 - 1.0), lo, hi);
-        assert_eq!(words, "ran 5.80× slower than fixed [5.57, 5.80]");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use crate::analysis::{ArmReading, LadderReport, MetricReport};
 use anstyle::{AnsiColor, Style};
 use comfy_table::{presets, ContentArrangement, Table};
-use ladder::spec::Better;
+use ladder::sentence;
 use std::fmt::Write as _;
 use std::io::Write as _;
 
@@ -32,50 +32,6 @@ pub fn plain(text: &str) -> String {
     text.chars()
         .map(|c| if c.is_control() { '?' } else { c })
         .collect()
-}
-
-/// Enough decimals to show an interval of this half-width: 1 at several units, 3 at a few
-/// hundredths, at most 4.
-fn decimals(halfwidth: f64) -> usize {
-    if !(halfwidth.is_finite() && halfwidth > 0.0) {
-        return 1;
-    }
-    (1.0 - halfwidth.log10().floor()).clamp(1.0, 4.0) as usize
-}
-
-/// Whether a column holds a time, so that its ratio reads `ran … faster`.
-fn is_time(column: &str) -> bool {
-    ["_s", "_seconds", "seconds_mean", "_ms", "_us", "_ns"]
-        .iter()
-        .any(|suffix| column.ends_with(suffix))
-}
-
-/// A lower-is-better quantity of `arm` against `against` as a ratio with its interval:
-/// `ran 2.69× faster than fixed [2.47, 2.92]`, or for other metrics `1.20× lower than`.
-/// The ratio is `base/arm` = `1 + estimate/100`, from the same log-mean and interval.
-pub fn ratio_words(column: &str, against: &str, estimate: f64, lo: f64, hi: f64) -> String {
-    let (r, rlo, rhi) = (1.0 + estimate / 100.0, 1.0 + lo / 100.0, 1.0 + hi / 100.0);
-    let time = is_time(column);
-    let (factor, low, high, word) = if r >= 1.0 {
-        (r, rlo, rhi, if time { "faster" } else { "lower" })
-    } else {
-        (
-            1.0 / r,
-            1.0 / rhi,
-            1.0 / rlo,
-            if time { "slower" } else { "higher" },
-        )
-    };
-    // As many decimals as the interval shown needs, at least two.
-    let d = decimals((high - low) / 2.0).max(2);
-    let verb = if time { "ran " } else { "" };
-    format!("{verb}{factor:.d$}× {word} than {against} [{low:.d$}, {high:.d$}]")
-}
-
-/// A higher-is-better estimate as a percent with its interval: `+13.2 % [+7.3, +19.5]`.
-pub fn percent_words(estimate: f64, lo: f64, hi: f64) -> String {
-    let d = decimals((hi - lo) / 2.0);
-    format!("{estimate:+.d$} % [{lo:+.d$}, {hi:+.d$}]")
 }
 
 fn verdict(text: &str) -> String {
@@ -155,16 +111,14 @@ fn heading(r: &LadderReport) -> String {
 /// One row per arm against the base.
 fn arm_row(m: &MetricReport, a: &ArmReading) -> Vec<String> {
     let f = &a.figures;
-    let reading = match m.better {
-        Better::Lower => ratio_words(
-            &m.column,
-            &plain(&a.against),
-            f.estimate_pct,
-            f.ci_low_pct,
-            f.ci_high_pct,
-        ),
-        Better::Higher => percent_words(f.estimate_pct, f.ci_low_pct, f.ci_high_pct),
-    };
+    let reading = sentence::estimate(
+        m.better,
+        &m.column,
+        &plain(&a.against),
+        f.estimate_pct,
+        f.ci_low_pct,
+        f.ci_high_pct,
+    );
     vec![
         plain(&a.arm),
         reading,
@@ -202,7 +156,7 @@ fn controls_table(r: &LadderReport) -> Option<String> {
             t.add_row(vec![
                 plain(&c.arm),
                 plain(&m.column),
-                percent_words(c.estimate_pct, c.ci_low_pct, c.ci_high_pct),
+                sentence::percent(c.estimate_pct, c.ci_low_pct, c.ci_high_pct),
                 format!("{head}: {why}"),
             ]);
         }
@@ -249,35 +203,4 @@ pub fn summary(reports: &[LadderReport]) -> String {
         out.push('\n');
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_time_reads_as_a_ratio_from_the_same_interval() {
-        // base/arm = 2.69 with the interval [2.47, 2.92]: estimate +169 % [+147, +192].
-        let words = ratio_words("ladder_wall_s", "fixed", 169.0, 147.0, 192.0);
-        assert_eq!(words, "ran 2.69× faster than fixed [2.47, 2.92]");
-        // An arm that takes 1.5 times as long: base/arm = 0.667 [0.6, 0.75].
-        let words = ratio_words("ladder_wall_s", "a", -33.333_333, -40.0, -25.0);
-        assert_eq!(words, "ran 1.50× slower than a [1.33, 1.67]");
-        // 5.80 times as slow, [5.57, 6.03]: the decimals follow the interval shown.
-        let words = ratio_words("ladder_wall_s", "a", -82.757, -83.424, -82.068);
-        assert_eq!(words, "ran 5.80× slower than a [5.58, 6.03]");
-        let words = ratio_words("ladder_maxrss_kib", "a", 20.0, 10.0, 30.0);
-        assert_eq!(words, "1.20× lower than a [1.10, 1.30]");
-    }
-
-    #[test]
-    fn percents_show_as_many_decimals_as_the_interval_needs() {
-        assert_eq!(percent_words(13.2, 7.3, 19.5), "+13.2 % [+7.3, +19.5]");
-        assert_eq!(
-            percent_words(0.134, 0.097, 0.171),
-            "+0.134 % [+0.097, +0.171]"
-        );
-        assert_eq!(decimals(f64::NAN), 1);
-        assert_eq!(decimals(0.0004), 4);
-    }
 }
