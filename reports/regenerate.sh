@@ -34,10 +34,12 @@ report l2-hit-ratio-h200 l2-hit-ratio-h200 raw/l2-hit-ratio-h200_h200-412a52e.cs
 report l2-window-h200 l2-window-h200 raw/l2-window-h200_h200-412a52e.csv raw/l2-window-h200_h200-412a52e-b.csv
 report quickstart quickstart raw/quickstart_2core-47db777.csv raw/quickstart_2core-7a50708-b.csv
 report sort-locale sort-locale raw/sort-locale_2core-05b2cf2.csv
+report card-sampler-cost card-sampler-cost raw/card-sampler-cost_cpu-2core.csv
 report quickstart quickstart-738dd7a raw/quickstart_2core-738dd7a-1.csv raw/quickstart_2core-738dd7a-2.csv raw/quickstart_2core-738dd7a-3.csv raw/quickstart_2core-738dd7a-4.csv raw/quickstart_2core-738dd7a-5.csv
 report quickstart quickstart-0f16467 raw/quickstart_2core-0f16467-1.csv raw/quickstart_2core-0f16467-2.csv raw/quickstart_2core-0f16467-3.csv raw/quickstart_2core-0f16467-4.csv raw/quickstart_2core-0f16467-5.csv
 report engine-builds-h200 engine-builds-h200 raw/engine-builds-h200_h200-7bdf93b-vm-card0.csv
 report l2-sweep-h200 l2-sweep-plain-h200 raw/l2-sweep-plain-h200_h200-133d95a.csv raw/l2-sweep-plain-h200_h200-133d95a-b.csv
 report l2-sweep-h200 l2-sweep-mtp-h200 raw/l2-sweep-mtp-h200_h200-133d95a.csv raw/l2-sweep-mtp-h200_h200-133d95a-b.csv
 report l2-off-builds-h200 l2-off-builds-h200 raw/l2-off-builds-h200_h200-33fc9aa.csv
+report breakdown breakdown-cpu raw/breakdown-cpu_2core-1.csv
 python3 reports/l2-sweep-h200/plot.py

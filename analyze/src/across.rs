@@ -32,6 +32,22 @@ pub struct Replication {
     pub hosts: Vec<String>,
     pub cards: Vec<String>,
     pub same_binary: bool,
+    /// (column, arm, against), the parts of `quantity`.
+    #[serde(skip)]
+    pub key: (String, String, String),
+    /// Each energy metric beside this quantity (METHOD.md "Across ladders"); empty for an
+    /// energy quantity and where the ladders have none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub energy: Vec<EnergyBeside>,
+}
+
+/// One energy metric beside a quantity (`crate::energy`): its estimate in each of the
+/// quantity's ladders (`None` where that ladder lacks it) and its spread.
+#[derive(Debug, Serialize)]
+pub struct EnergyBeside {
+    pub column: String,
+    pub estimates_pct: Vec<Option<f64>>,
+    pub spread_pp: f64,
 }
 
 /// A quantity: (column, arm, against).
@@ -140,6 +156,8 @@ pub fn replications(reports: &[LadderReport]) -> Vec<Replication> {
                     .collect(),
                 same_binary: binaries.windows(2).all(|w| w[0] == w[1]),
                 binaries,
+                key: (key.0.into(), key.1.into(), key.2.into()),
+                energy: Vec::new(),
             });
         }
     }

@@ -5,7 +5,7 @@ use crate::analysis::ExtrasConfig;
 use crate::calibrate::{self, NoiseModel};
 use crate::reading;
 use crate::report::{self, Outputs};
-use crate::{split, verify};
+use crate::{plan, split, verify};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -29,6 +29,21 @@ pub enum Command {
     /// Error rates of the report's rules on simulated ladders of a spec's own design, or
     /// (--live) on real ladder files.
     Calibrate(CalibrateArgs),
+    /// The repetitions a cell and the passes that reach a half-width in the least device
+    /// time, from a pilot ladder run with `engine bench --rows reps`.
+    Plan(PlanArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PlanArgs {
+    /// The pilot ladder file.
+    pub pilot: PathBuf,
+    /// The 95 % interval's half-width to reach, in percent.
+    #[arg(long, value_name = "PCT", value_parser = positive_pct)]
+    pub halfwidth: f64,
+    /// Arms of the ladder planned (default: the pilot's).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..))]
+    pub arms: Option<u64>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -157,6 +172,12 @@ pub fn run(cli: &Cli) -> anyhow::Result<i32> {
         Command::Split(args) => split::run(&args.file, args.out_dir.as_deref()),
         Command::Report(args) => report::run(&args.files, &outputs(args), &read_options(args)),
         Command::Calibrate(args) => calibrate_run(args),
+        Command::Plan(args) => {
+            let pilot = plan::pilot(&args.pilot)?;
+            let arms = args.arms.map_or(pilot.arms, |n| n as usize);
+            print!("{}", plan::render(&pilot, args.halfwidth, arms));
+            Ok(0)
+        }
     }
 }
 

@@ -5,7 +5,10 @@
 //! bulk from plain vectors. A *series* is one numeric column of one file read at one
 //! `ladder_row`: a metric, or the rounds or time column of the round split.
 
+use crate::breakdown_cells::BreakdownCells;
 use crate::identity::{self, Identity};
+use crate::time_use::{self, TimeUse};
+use crate::variance::{self, VarianceComponents};
 use crate::witness::{self, Witness};
 use anyhow::bail;
 use ladder::ladder_file::{EndRecord, Fields, StartRecord};
@@ -35,6 +38,8 @@ pub enum SeriesKind {
     Rounds,
     /// The split's time column.
     Time,
+    /// The split's energy column (`[split] energy`).
+    Energy,
 }
 
 /// One file as read: its verdict and, when the start record and header parsed, its ladder.
@@ -58,6 +63,13 @@ pub struct LadderInfo {
     /// The string-valued readings, taken while the rows are at hand (rows are not kept).
     pub identity: Option<Identity>,
     pub witness: Option<Witness>,
+    /// The breakdown rows (`[breakdown]`), when statistics are computed.
+    pub breakdown: Option<BreakdownCells>,
+    /// Where the cells' device time went; `None` when no statistics are computed.
+    pub time_use: Option<TimeUse>,
+    /// The variance components: `Ok(None)` without repetition rows, `Err` why they could not
+    /// be read.
+    pub variance: Result<Option<VarianceComponents>, String>,
 }
 
 impl LadderInfo {
@@ -192,13 +204,21 @@ fn read_ladder(
     if spec.split.is_some() {
         series.extend([SeriesKind::Rounds, SeriesKind::Time]);
     }
-    let mut identity = None;
+    if spec.split.as_ref().is_some_and(|s| s.energy.is_some()) {
+        series.push(SeriesKind::Energy);
+    }
+    let (mut identity, mut time_use, mut variance) = (None, None, Ok(None));
     if analyzed {
         fill(shown, &ladder, &spec, &metrics, &series, with_defects, part)?;
         let passes = analysis_passes(&ladder.start, ladder.end.as_ref());
-        identity = identity::read(shown, &spec, &ladder, passes)?;
+        identity = identity::read(shown, &spec, &ladder, passes.clone())?;
+        time_use = Some(time_use::time_use(&ladder));
+        variance = variance::components(&ladder, &metrics, passes);
     }
     let witness = witness::read(&ladder);
+    let breakdown = analyzed
+        .then(|| BreakdownCells::read(&spec, &ladder))
+        .flatten();
     let Ladder { mut start, end, .. } = ladder;
     start.spec = serde_json::Value::Null;
     Ok(LadderInfo {
@@ -210,6 +230,9 @@ fn read_ladder(
         series,
         identity,
         witness,
+        breakdown,
+        time_use,
+        variance,
     })
 }
 
@@ -251,6 +274,13 @@ fn fill(
             SeriesKind::Metric(i) => (metrics[*i].column.as_str(), metrics[*i].row),
             SeriesKind::Rounds => (spec.split.as_ref().map_or("", |s| s.rounds.as_str()), 0),
             SeriesKind::Time => (spec.split.as_ref().map_or("", |s| s.time.as_str()), 0),
+            SeriesKind::Energy => (
+                spec.split
+                    .as_ref()
+                    .and_then(|s| s.energy.as_deref())
+                    .unwrap_or(""),
+                0,
+            ),
         };
         let Some(column) = ladder.column(name) else {
             bail!(

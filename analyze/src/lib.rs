@@ -4,16 +4,21 @@
 
 pub mod across;
 pub mod analysis;
+pub mod breakdown_cells;
 pub mod calibrate;
 pub mod cli;
+pub mod energy;
 pub mod export;
 pub mod extras;
 pub mod frames;
 pub mod identity;
 pub mod model;
+pub mod plan;
 pub mod reading;
 pub mod report;
 pub mod split;
 pub mod stats;
+pub mod time_use;
+pub mod variance;
 pub mod verify;
 pub mod witness;

@@ -41,7 +41,8 @@ pub fn read(paths: &[PathBuf], options: &Options) -> anyhow::Result<Reading> {
             analysis::read(file, grids, spreads, options.extras, options.margin_pct)
         })
         .collect();
-    let replications = across::replications(&reports);
+    let mut replications = across::replications(&reports);
+    crate::energy::beside(&mut replications, &reports);
     let wanted = across::pairs_to_compare(&loaded.files, &reports, &options.compare);
     let pairs = across::arm_pairs(&loaded.files, &grids, &reports, &wanted);
     Ok(Reading {

@@ -6,6 +6,8 @@ use ladder::verify::Row;
 use ladder::Ladder;
 use serde::Serialize;
 
+pub mod card;
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Witness {
     /// The witness quantities the file records (`sm_clock_mhz`, `throttle`, …).
@@ -19,6 +21,9 @@ pub struct Witness {
     pub throttle_cells: Vec<WitnessCell>,
     /// The range of every numeric quantity over all cells, before and after.
     pub ranges: Vec<WitnessRange>,
+    /// What the sampler saw during the cells; `None` in a file without its columns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub card: Option<card::CardDuring>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -55,6 +60,7 @@ pub fn read(ladder: &Ladder) -> Option<Witness> {
         clock_changes: Vec::new(),
         throttle_cells: Vec::new(),
         ranges: Vec::new(),
+        card: card::during(ladder),
     };
     let cells: Vec<_> = ladder.rows.iter().filter(|r| r.row == 0).collect();
     let number = |row: &Row, column| value(row, column).and_then(|v| v.parse::<f64>().ok());

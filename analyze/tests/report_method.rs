@@ -293,6 +293,7 @@ fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
     hand.sample.stop = Some(StopSpec {
         halfwidth_pct: 0.5,
         looks: vec![4, 7, 10],
+        spread: Default::default(),
     });
     let r: [f64; 10] = [1.0, 1.01, 1.02, 1.03, 1.00, 1.04, 1.02, 9.0, 9.0, 9.0];
     let text = hand.text_until(7, |_, p, a| {
@@ -320,6 +321,68 @@ fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
     let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(value["ladders"][0]["stopped"]["look"], 7);
     assert_eq!(value["ladders"][0]["stopped"]["reason"], "precision");
+}
+
+#[test]
+fn a_pooled_stop_reads_every_arm_with_one_first_look_spread() {
+    // Three arms, looks at 4, 7 and 10 passes (1 warm-up), `spread = "pooled"`, stopped at
+    // look 7. Every interval uses s0 from the additive model over the first look's 3 analysis
+    // passes and all 3 arms: s0² = 2·RSS/((3−1)(3−1)), t(0.975, 4), and √6.
+    let mut hand = Hand::new(
+        &[("off", Role::Base), ("on", Role::Arm), ("null", Role::Null)],
+        &[("x", Better::Higher)],
+        10,
+    );
+    hand.sample.noise_limit_pct = None;
+    hand.sample.stop = Some(StopSpec {
+        halfwidth_pct: 0.5,
+        looks: vec![4, 7, 10],
+        spread: ladder::spec::StopSpread::Pooled,
+    });
+    let on: [f64; 7] = [1.0, 1.01, 1.02, 1.03, 1.00, 1.04, 1.02];
+    let null: [f64; 7] = [1.0, 1.005, 0.99, 1.0, 1.01, 0.995, 1.0];
+    let level = |p: usize, a: usize| [1.0, on[p], null[p]][a];
+    let text = hand.text_until(7, |_, p, a| format!("{}", 100.0 * level(p, a)));
+    let reading = common::read_with("pooled", &[text], true);
+    let report = &reading.reports[0];
+    // The additive model's residuals over passes 1–3, by hand.
+    let y = |p: usize, a: usize| (100.0 * level(p, a)).ln();
+    let pass_mean = |p: usize| (0..3).map(|a| y(p, a)).sum::<f64>() / 3.0;
+    let arm_mean = |a: usize| (1..4).map(|p| y(p, a)).sum::<f64>() / 3.0;
+    let grand = (1..4).map(pass_mean).sum::<f64>() / 3.0;
+    let rss: f64 = (1..4)
+        .flat_map(|p| (0..3).map(move |a| (p, a)))
+        .map(|(p, a)| (y(p, a) - pass_mean(p) - arm_mean(a) + grand).powi(2))
+        .sum();
+    let s0 = (2.0 * rss / 4.0).sqrt();
+    const T975_4: f64 = 2.776445105197793;
+    let check = |arm: &str, lo: f64, hi: f64| {
+        let series: [f64; 7] = if arm == "on" { on } else { null };
+        let l: Vec<f64> = series[1..7].iter().map(|x| x.ln()).collect();
+        let mean = l.iter().sum::<f64>() / 6.0;
+        let half = T975_4 * s0 / 6f64.sqrt();
+        assert!(
+            (lo - 100.0 * (mean - half).exp_m1()).abs() < 1e-9,
+            "{arm} low {lo}"
+        );
+        assert!(
+            (hi - 100.0 * (mean + half).exp_m1()).abs() < 1e-9,
+            "{arm} high {hi}"
+        );
+    };
+    let m = &report.metrics[0];
+    for a in &m.arms {
+        check(&a.arm, a.figures.ci_low_pct, a.figures.ci_high_pct);
+        assert!(close(a.figures.sem_pct, 100.0 * s0 / 6f64.sqrt()));
+    }
+    // The null control is the family's only test: its interval at 95 %, with the same s0.
+    let control = &m.controls[0];
+    assert_eq!((control.arm.as_str(), control.level), ("null", 0.95));
+    check("null", control.ci_low_pct, control.ci_high_pct);
+    let mut json = Vec::new();
+    analyze::export::json::write(&reading, &mut json).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(value["ladders"][0]["stopped"]["spread"], "pooled");
 }
 
 /// The start record's binary blake3 replaced, as if another build had run the same spec.

@@ -390,6 +390,26 @@ pub trait Backend: WeightStore + Sized {
     fn prefetch_state(&mut self, pool: &Self::Pool, offset: usize, bytes: usize, mode: Prefetch);
     /// What the prefetch path did since the backend was created (counted, not requested).
     fn prefetch_counts(&self) -> PrefetchCounts;
+
+    /// Starts the op clock, forgetting what it timed before: from now on the backend times
+    /// every operation (the CPU) or kernel launch (a GPU opened with a timeline,
+    /// [`crate::cuda::Gpu::with_timeline`]), for `engine bench --rows ops`. Called outside
+    /// rounds.
+    fn start_op_clock(&mut self) -> Result<()>;
+    /// What the op clock timed since [`Backend::start_op_clock`], one entry per operation or
+    /// kernel, in no particular order; waits for the queued work, and stops the clock where it
+    /// can be stopped (the GPU's kernels note every launch as long as they run).
+    fn read_op_clock(&mut self) -> Result<Vec<OpTime>>;
+}
+
+/// What the op clock timed of one operation or kernel ([`Backend::read_op_clock`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpTime {
+    /// The operation's or kernel's name, the same in every run.
+    pub name: String,
+    /// Its calls (CPU) or launches (CUDA).
+    pub calls: u64,
+    pub seconds: f64,
 }
 
 /// Prefetch activity, counted where it happens.

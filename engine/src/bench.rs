@@ -74,6 +74,15 @@ struct Rep {
     rounds: u64,
 }
 
+/// One timed rep's own times (`engine bench --rows reps`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RepTimes {
+    pub prefill_s: f64,
+    pub decode_s: f64,
+    /// The rep's wall time, prompts and bookkeeping included.
+    pub seconds: f64,
+}
+
 #[derive(Clone, Debug)]
 pub struct BenchResult {
     pub model: String,
@@ -97,6 +106,14 @@ pub struct BenchResult {
     pub l2: L2Audit,
     /// The pad of every timed decode round, when `ENGINE_DECODE_PAD_PCT` asked for one.
     pub decode_pad: Option<DecodePad>,
+    /// Each timed rep's times, in order.
+    pub reps: Vec<RepTimes>,
+    /// Bytes one rep's decode moves (see [`bytes_per_round`]).
+    pub decode_bytes: f64,
+    /// From the start given to [`run_from`] to the first timed rep.
+    pub startup_seconds: f64,
+    /// The timed reps' wall time, summed.
+    pub timed_seconds: f64,
 }
 
 /// Bytes one decode round must move at a context of `ctx` positions, at bf16 weights and KV
@@ -156,6 +173,34 @@ pub fn digest(tokens: &[Vec<u32>]) -> String {
     h.finalize().to_hex().to_string()
 }
 
+/// Prefills one prompt as the plan says: its first generated token.
+pub(crate) fn prefill<B: Backend>(
+    m: &mut Model<B>,
+    plan: &BenchPlan,
+    prompt: &[u32],
+) -> Result<u32> {
+    let first = m.prefill(prompt, plan.prefill_chunk, plan.draft_tokens.is_some());
+    m.backend.take_error()?;
+    Ok(first)
+}
+
+/// Decodes the plan's `n_gen` tokens after `first` onto `out`, plainly or speculatively; the
+/// caller takes the backend's error after its clock.
+pub(crate) fn decode<B: Backend>(
+    m: &mut Model<B>,
+    plan: &BenchPlan,
+    first: u32,
+    out: &mut Vec<u32>,
+) -> SpecStats {
+    match plan.draft_tokens {
+        Some(k) => m.decode_spec(first, plan.n_gen, k, out),
+        None => {
+            m.decode_plain(first, plan.n_gen, out);
+            SpecStats::default()
+        }
+    }
+}
+
 /// Generates the tokens of one prompt: the prefill's token then `n_gen` decoded ones.
 fn generate<B: Backend>(
     m: &mut Model<B>,
@@ -165,17 +210,10 @@ fn generate<B: Backend>(
 ) -> Result<(f64, f64, SpecStats)> {
     out.clear();
     let t0 = Instant::now();
-    let first = m.prefill(prompt, plan.prefill_chunk, plan.draft_tokens.is_some());
-    m.backend.take_error()?;
+    let first = prefill(m, plan, prompt)?;
     let t1 = Instant::now();
     out.push(first);
-    let spec = match plan.draft_tokens {
-        Some(k) => m.decode_spec(first, plan.n_gen, k, out),
-        None => {
-            m.decode_plain(first, plan.n_gen, out);
-            SpecStats::default()
-        }
-    };
+    let spec = decode(m, plan, first, out);
     let t2 = Instant::now();
     m.backend.take_error()?;
     Ok(((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64(), spec))
@@ -237,7 +275,25 @@ fn pad_timed_rounds<B: Backend>(m: &mut Model<B>, pct: f64, warmup: &Rep) -> Res
     })
 }
 
+/// The read ceiling's share that moving `bytes` in `seconds` reaches.
+fn roofline(ceiling_gbs: Option<f64>, bytes: f64, seconds: f64) -> Option<f64> {
+    ceiling_gbs
+        .filter(|_| seconds > 0.0)
+        .map(|c| bytes / seconds / (c * 1e9))
+}
+
+/// Runs the plan: the warm-up reps, then the timed ones. `startup_seconds` counts from now.
 pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult> {
+    run_from(m, plan, Instant::now())
+}
+
+/// [`run`], with `startup_seconds` counted from `started` (the process's start, for `engine
+/// bench`), and the warm-up's part of it said on stderr.
+pub fn run_from<B: Backend>(
+    m: &mut Model<B>,
+    plan: &BenchPlan,
+    started: Instant,
+) -> Result<BenchResult> {
     plan.check()?;
     m.check_fit(plan.n_prompt, plan.n_gen)?;
     let prompts = prompts(plan.seed, plan.prompts, plan.n_prompt, m.cfg.vocab);
@@ -252,6 +308,7 @@ pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult
     }
     let mut last_warmup = None;
     let warmup = warmup_reps(plan);
+    let warmup_started = Instant::now();
     for w in 0..warmup {
         eprintln!("warmup {}/{warmup}", w + 1);
         last_warmup = Some(rep(m, plan, &prompts, &mut outs)?);
@@ -262,9 +319,23 @@ pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult
     };
     let before = m.backend.prefetch_counts();
     let mut reps = Vec::with_capacity(plan.reps);
+    let mut times = Vec::with_capacity(plan.reps);
     let mut first_tokens: Option<Vec<Vec<u32>>> = None;
+    let timed_started = Instant::now();
+    eprintln!(
+        "start-up {:.3} s to the first timed rep, the warm-up's {warmup} reps (graph captures \
+         included) {:.3} s of it",
+        (timed_started - started).as_secs_f64(),
+        (timed_started - warmup_started).as_secs_f64()
+    );
     for r in 0..plan.reps {
+        let rep_started = Instant::now();
         let rr = rep(m, plan, &prompts, &mut outs)?;
+        times.push(RepTimes {
+            prefill_s: rr.prefill_s,
+            decode_s: rr.decode_s,
+            seconds: rep_started.elapsed().as_secs_f64(),
+        });
         eprintln!(
             "rep {}/{}: prefill {:.3} s, decode {:.3} s",
             r + 1,
@@ -302,10 +373,7 @@ pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult
                 + bytes_per_round(&m.cfg, ctx, None) * spec.fallback_steps as f64
         }
     };
-    let roofline_fraction = plan
-        .read_ceiling_gbs
-        .filter(|_| decode_seconds_mean > 0.0)
-        .map(|c| moved / decode_seconds_mean / (c * 1e9));
+    let roofline_fraction = roofline(plan.read_ceiling_gbs, moved, decode_seconds_mean);
     Ok(BenchResult {
         model: m.cfg.name.clone(),
         backend: m.backend.name().to_string(),
@@ -326,11 +394,15 @@ pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult
         // The caller reads the device back for a GPU run; on the CPU there is none.
         l2: L2Audit::no_device(),
         decode_pad,
+        timed_seconds: times.iter().map(|t| t.seconds).sum(),
+        reps: times,
+        decode_bytes: moved,
+        startup_seconds: (timed_started - started).as_secs_f64(),
     })
 }
 
 /// RFC 4180 quoting where needed.
-fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -339,9 +411,32 @@ fn csv_field(s: &str) -> String {
 }
 
 impl BenchResult {
+    /// The decode's microseconds per generated token (`decode_us_per_token`).
+    pub fn decode_us_per_token(&self) -> f64 {
+        let tokens = (self.plan.n_gen * self.plan.prompts).max(1) as f64;
+        self.decode_seconds_mean * 1e6 / tokens
+    }
+
+    /// The result as timed rep `k` (0-based) alone saw it: its prefill, decode and wall
+    /// times and what follows from them; every other figure is the run's.
+    pub fn for_rep(&self, k: usize) -> BenchResult {
+        let rep = self.reps[k];
+        BenchResult {
+            prefill_seconds_mean: rep.prefill_s,
+            decode_seconds_mean: rep.decode_s,
+            roofline_fraction: roofline(
+                self.plan.read_ceiling_gbs,
+                self.decode_bytes,
+                rep.decode_s,
+            ),
+            timed_seconds: rep.seconds,
+            ..self.clone()
+        }
+    }
+
     const BASE_HEADER: &'static str = "model,backend,n_prompt,n_gen,prompts,reps,prefill_chunk,threads,\
-prefill_seconds_mean,prefill_tok_s,decode_seconds_mean,decode_tok_s,total_seconds_mean,\
-spec,draft_tokens,spec_rounds,spec_fallback_steps,spec_acceptance_rate,output_digest,\
+prefill_seconds_mean,prefill_tok_s,decode_seconds_mean,decode_tok_s,decode_us_per_token,\
+total_seconds_mean,startup_seconds,timed_seconds,spec,draft_tokens,spec_rounds,spec_fallback_steps,spec_acceptance_rate,output_digest,\
 state_pool_bytes,prefetch,pool_layout,prefetch_bytes_per_token,prefetch_walked_bytes_per_token,seed,bytes_per_round,read_ceiling_gbs,\
 roofline_fraction,decode_pad_pct,decode_pad_us";
 
@@ -369,10 +464,13 @@ roofline_fraction,decode_pad_pct,decode_pad_us";
             ),
             format!("{:.6}", self.decode_seconds_mean),
             format!("{:.3}", per(p.n_gen * p.prompts, self.decode_seconds_mean)),
+            format!("{:.3}", self.decode_us_per_token()),
             format!(
                 "{:.6}",
                 self.prefill_seconds_mean + self.decode_seconds_mean
             ),
+            format!("{:.6}", self.startup_seconds),
+            format!("{:.6}", self.timed_seconds),
             if p.draft_tokens.is_some() {
                 "mtp"
             } else {

@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod bench;
+pub mod breakdown;
 pub mod chain;
 pub mod config;
 pub mod cpu;
@@ -14,6 +15,7 @@ pub mod decode;
 pub mod info;
 pub mod model;
 pub mod options;
+pub mod rows;
 pub mod state;
 pub mod synthetic;
 pub mod tensors;

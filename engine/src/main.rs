@@ -2,16 +2,23 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use engine::backend::Backend;
 use engine::bench::{self, BenchPlan, BenchResult};
+use engine::breakdown::{self, Breakdown};
 use engine::config::{ModelConfig, MAX_DRAFT};
 use engine::cpu::CpuBackend;
-use engine::cuda::CudaBackend;
+use engine::cuda::{CudaBackend, Gpu};
 use engine::info;
 use engine::model::Model;
-use engine::options::{self, Arm, BackendChoice, GpuOptions, L2Arm, L2Mode, Named};
+use engine::options::{self, Arm, BackendChoice, GpuOptions, L2Arm, L2Mode, Named, Rows};
+use engine::rows::{self, Extra};
 use engine::weights::WeightSource;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Launches the timeline of `--rows ops` holds between two reads (one prompt's decode): a
+/// 35B-A3B token takes about 300, a speculative round more; 64 MiB of notes on the device.
+const TIMELINE_CAPACITY: usize = 1 << 22;
 
 #[derive(Parser)]
 #[command(
@@ -91,6 +98,10 @@ struct BenchArgs {
     /// when omitted (a 4 GiB read), the CPU leaves the roofline columns empty.
     #[arg(long, value_name = "GB/S", value_parser = parse_ceiling)]
     read_ceiling_gbs: Option<f64>,
+    /// The rows after the summary row: none, one per operation (CPU) or kernel (CUDA) of the
+    /// decode timed in reps of their own after the timed ones, or one per timed rep.
+    #[arg(long, value_enum, default_value_t = Rows::Summary)]
+    rows: Rows,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -156,8 +167,7 @@ impl ModelArgs {
     }
 }
 
-fn bench(args: &BenchArgs) -> Result<()> {
-    let start = std::time::Instant::now();
+fn bench(args: &BenchArgs, start: Instant) -> Result<()> {
     let cfg = args.model.config()?;
     let arm = Arm::from_env()?;
     let l2_arm = L2Arm::from_env()?;
@@ -176,6 +186,7 @@ fn bench(args: &BenchArgs) -> Result<()> {
         read_ceiling_gbs: args.read_ceiling_gbs,
         decode_pad_pct: options::decode_pad_pct(&options::environment)?,
     };
+    let slow = options::slow_op(&options::environment)?;
     plan.check()?;
     let opened = args.model.backend(!args.no_cuda_graph, l2_arm)?;
     // Everything runs on a pool worker, so the kernels' parallel splits use the worker's own
@@ -195,7 +206,7 @@ fn bench(args: &BenchArgs) -> Result<()> {
         arm.prefetch.name(),
         arm.layout.name()
     );
-    let result = match opened {
+    let (result, extra) = match opened {
         Opened::Cpu => {
             if l2_arm.mode != L2Mode::Off {
                 bail!(
@@ -203,10 +214,30 @@ fn bench(args: &BenchArgs) -> Result<()> {
                     l2_arm.mode.name()
                 );
             }
-            let mut model = build(cfg, &source, arm, CpuBackend::new(), &plan, start)?;
-            pool.install(|| bench::run(&mut model, &plan))?
+            let mut backend = CpuBackend::new();
+            if let Some(slow) = slow {
+                backend.slow_op(slow);
+            }
+            let mut model = build(cfg, &source, arm, backend, &plan)?;
+            pool.install(|| -> Result<_> {
+                let result = bench::run_from(&mut model, &plan, start)?;
+                // The same model, warm from the timed reps: no warm-up of its own.
+                let extra = match args.rows {
+                    Rows::Ops => Extra::Ops(op_rows(&mut model, &plan, 0, &result)?),
+                    rows => extra_of(rows),
+                };
+                Ok((result, extra))
+            })?
         }
         Opened::Cuda(mut b) => {
+            if let Some(slow) = slow {
+                bail!(
+                    "ENGINE_SLOW_OP={}:{} stretches an operation of the CPU backend: use \
+                     --backend cpu, or unset it",
+                    slow.op.name(),
+                    slow.pct
+                );
+            }
             b.gpu.options = gpu_options;
             eprintln!(
                 "device {} ({} SMs), kernels ready in {:.3} s, {}",
@@ -217,47 +248,84 @@ fn bench(args: &BenchArgs) -> Result<()> {
             );
             let mut plan = plan;
             if plan.read_ceiling_gbs.is_none() {
+                let measured = Instant::now();
                 let gbs = b
                     .gpu
                     .measure_read_ceiling_gbs(4 << 30)
                     .context("measuring the read ceiling (pass --read-ceiling-gbs to skip)")?;
-                eprintln!("read ceiling {gbs:.1} GB/s (4 GiB float4 read, median of 10)");
+                eprintln!(
+                    "read ceiling {gbs:.1} GB/s (4 GiB float4 read, median of 10) in {:.3} s",
+                    measured.elapsed().as_secs_f64()
+                );
                 plan.read_ceiling_gbs = Some(gbs);
             }
-            let mut model = build(cfg, &source, arm, *b, &plan, start)?;
-            let mut result = bench::run(&mut model, &plan)?;
+            let mut model = build(cfg.clone(), &source, arm, *b, &plan)?;
+            let mut result = bench::run_from(&mut model, &plan, start)?;
             result.l2 = model
                 .backend
                 .l2_audit()
                 .context("reading the L2 state back from the graphs and the device")?;
-            result
+            let extra = match args.rows {
+                Rows::Ops => {
+                    // Both models would not fit beside a large model's weights.
+                    drop(model);
+                    let mut gpu = Gpu::with_timeline(0, TIMELINE_CAPACITY)
+                        .context("opening the device again with the timeline for --rows ops")?;
+                    gpu.options = gpu_options;
+                    let backend = CudaBackend::on(gpu, !args.no_cuda_graph, l2_arm);
+                    let mut model = build(cfg, &source, arm, backend, &plan)?;
+                    let warmups = plan.warmup.max(1);
+                    Extra::Ops(op_rows(&mut model, &plan, warmups, &result)?)
+                }
+                rows => extra_of(rows),
+            };
+            (result, extra)
         }
     };
     // A closed pipe (`engine bench | head -1`) is an error to report, not a panic.
-    writeln!(
-        std::io::stdout().lock(),
-        "{}\n{}",
-        BenchResult::header(),
-        result.row()
-    )
-    .context("cannot write the result to stdout")?;
+    write!(std::io::stdout().lock(), "{}", rows::csv(&result, &extra))
+        .context("cannot write the result to stdout")?;
     Ok(())
 }
 
-/// Builds the model on `backend`; prints the start-up time to stderr.
+/// The rows that need nothing more than the timed reps.
+fn extra_of(rows: Rows) -> Extra {
+    match rows {
+        Rows::Reps => Extra::Reps,
+        Rows::Summary | Rows::Ops => Extra::None,
+    }
+}
+
+/// The op rows of `--rows ops`, timed on `model` after the timed reps of `result`, and what
+/// timing them cost, said on stderr.
+fn op_rows<B: Backend>(
+    model: &mut Model<B>,
+    plan: &BenchPlan,
+    warmups: usize,
+    result: &BenchResult,
+) -> Result<Breakdown> {
+    let pad = result
+        .decode_pad
+        .map(|p| Duration::from_secs_f64(p.seconds));
+    let rows = breakdown::run(model, plan, warmups, pad, &result.output_digest)?;
+    eprintln!("{}", rows.describe(result.decode_us_per_token()));
+    Ok(rows)
+}
+
+/// Builds the model on `backend`; prints how long that took (the weights made or loaded).
 fn build<B: Backend>(
     cfg: ModelConfig,
     source: &WeightSource,
     arm: Arm,
     backend: B,
     plan: &BenchPlan,
-    start: std::time::Instant,
 ) -> Result<Model<B>> {
+    let started = Instant::now();
     let mut model = Model::new(cfg, source, arm, backend, plan.prefill_chunk)?;
     model.backend.take_error()?;
     eprintln!(
-        "start-up {:.3} s (arguments to a built model, weights included)",
-        start.elapsed().as_secs_f64()
+        "model with its weights built in {:.3} s",
+        started.elapsed().as_secs_f64()
     );
     Ok(model)
 }
@@ -292,10 +360,10 @@ fn parse() -> Cli {
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
-fn run() -> Result<()> {
+fn run(start: Instant) -> Result<()> {
     let cli = parse();
     match &cli.command {
-        Command::Bench(args) => bench(args),
+        Command::Bench(args) => bench(args, start),
         Command::Info(args) => {
             let cfg = args.config()?;
             let (name, device) = match args.backend(true, L2Arm::default())? {
@@ -331,7 +399,9 @@ fn fill_kernel_cache() -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    match run() {
+    // `startup_seconds` counts from here: the process's first line.
+    let start = Instant::now();
+    match run(start) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -5,7 +5,9 @@
 //! around an unchanged command line. Three groups are read where they are needed: the CPU arm
 //! ([`Arm`]: state pool layout and prefetch), the L2 arm ([`L2Arm`]) and the GPU launch
 //! options ([`GpuOptions`]); `ENGINE_BACKEND` only when `--backend` is not given, and
-//! `ENGINE_DECODE_PAD_PCT` ([`decode_pad_pct`]) by `engine bench`. Every variable, its values
+//! `ENGINE_DECODE_PAD_PCT` ([`decode_pad_pct`]) and `ENGINE_SLOW_OP` ([`slow_op`]) by
+//! `engine bench`. The one flag with values of its own, `engine bench --rows` ([`Rows`]), is
+//! here too. Every variable, its values
 //! and its default are listed once, in [`VARIABLES`], which the readers and the help text
 //! share.
 
@@ -550,6 +552,100 @@ fn decode_pad_help() -> String {
 }
 
 // ---------------------------------------------------------------------------------------
+// A known slowdown of one operation: `engine bench` on the CPU stretches every call of one
+// operation, so that a ladder's breakdown can be checked against an effect set in advance.
+
+/// The CPU backend's operations, as `engine bench --rows ops` names its rows: the `Backend`
+/// methods the CPU implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum CpuOp {
+    Embed,
+    RmsNorm,
+    Matmul,
+    MatmulAdd,
+    Concat,
+    GdnConv,
+    GdnRecurrence,
+    GatedNorm,
+    Attention,
+    FfnAdd,
+    LmHeadArgmax,
+    CopyRows,
+    WriteTokens,
+    ReadTokens,
+    FeedNext,
+    PrefetchState,
+    PadRound,
+}
+
+/// `ENGINE_SLOW_OP=OP:PERCENT`: every call of `op` takes `1 + pct/100` times its own time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlowOp {
+    pub op: CpuOp,
+    pub pct: f64,
+}
+
+const SLOW_OP: &str = "ENGINE_SLOW_OP";
+/// Eleven times the call: more is a mistyped value, not a control.
+const MAX_SLOW_OP_PCT: f64 = 1000.0;
+
+/// `ENGINE_SLOW_OP`: the operation to stretch and by how much, `None` when unset.
+pub fn slow_op(lookup: Lookup) -> Result<Option<SlowOp>> {
+    let Some(v) = lookup(SLOW_OP) else {
+        return Ok(None);
+    };
+    let bad = || {
+        anyhow!(
+            "invalid value `{v}` for environment variable {SLOW_OP}; allowed: OP:PERCENT, OP one \
+             of {} and PERCENT from 0 to {MAX_SLOW_OP_PCT}, such as matmul:50 (unset it for no \
+             slowdown)",
+            names::<CpuOp>().join(", ")
+        )
+    };
+    let (op, pct) = v.split_once(':').ok_or_else(bad)?;
+    let op = CpuOp::from_str(op, false).map_err(|_| bad())?;
+    match pct.parse::<f64>() {
+        // `abs` reads `-0` as 0, which the range lets through.
+        Ok(pct) if (0.0..=MAX_SLOW_OP_PCT).contains(&pct) => {
+            Ok(Some(SlowOp { op, pct: pct.abs() }))
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn slow_op_help() -> String {
+    entry(
+        SLOW_OP,
+        "OP:PERCENT",
+        "unset",
+        &format!(
+            "CPU: every call of the operation OP (one of {}) spins, once it returns, until it \
+             has taken 1 + PERCENT/100 times its own time, in every rep: OP's row of --rows ops \
+             grows by PERCENT %, tokens do not change; 0 times the calls and waits nothing",
+            names::<CpuOp>().join(", ")
+        ),
+        vec![],
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// The rows `engine bench` prints (a flag, not a variable: a spec's command asks for them).
+
+/// `engine bench --rows`: what follows the summary row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Rows {
+    /// The summary row alone.
+    #[default]
+    Summary,
+    /// One row per operation (CPU) or kernel (CUDA) of the decode, timed in reps of their own
+    /// after the timed ones.
+    Ops,
+    /// One row per timed rep, with that rep's own times.
+    Reps,
+}
+
+// ---------------------------------------------------------------------------------------
 
 /// The help text: every variable, its values and its default (`engine options`, and after
 /// the help of `engine bench` and `engine info`).
@@ -583,6 +679,10 @@ pub fn help() -> String {
         (
             "A known effect on decode speed (engine bench, both backends)",
             vec![decode_pad_help()],
+        ),
+        (
+            "A known slowdown of one operation (engine bench, CPU)",
+            vec![slow_op_help()],
         ),
     ];
     let mut s = String::from("Environment variables:\n");
@@ -883,6 +983,41 @@ mod tests {
     }
 
     #[test]
+    fn the_slow_op_is_an_operation_and_a_percentage_and_a_bad_one_names_the_choices() {
+        let read = |v: &str| slow_op(&table(&[("ENGINE_SLOW_OP", v)]));
+        assert_eq!(slow_op(&table(&[])).unwrap(), None, "unset: no slowdown");
+        for (v, op, pct) in [
+            ("matmul:50", CpuOp::Matmul, 50.0),
+            ("gdn_recurrence:0", CpuOp::GdnRecurrence, 0.0),
+            ("lm_head_argmax:1000", CpuOp::LmHeadArgmax, 1000.0),
+            ("pad_round:2.5", CpuOp::PadRound, 2.5),
+        ] {
+            assert_eq!(read(v).unwrap(), Some(SlowOp { op, pct }), "{v}");
+        }
+        for bad in [
+            "matmul",
+            "matmul:",
+            ":50",
+            "mat_mul:50",
+            "matmul:-1",
+            "matmul:1001",
+            "matmul:NaN",
+            "Matmul:5",
+            "matmul:5%",
+            "",
+        ] {
+            let e = read(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("ENGINE_SLOW_OP")
+                    && e.contains(&format!("`{bad}`"))
+                    && e.contains("embed, rms_norm, matmul, matmul_add")
+                    && e.contains("from 0 to 1000"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
     fn values_are_matched_exactly() {
         // Clap's parser would accept `ON` with ignore_case; the variables never did.
         assert!(PDL.read(&table(&[("ENGINE_PDL", "ON")])).is_err());
@@ -911,6 +1046,7 @@ mod tests {
             "ENGINE_WEIGHT_PRELOAD=on|off   [default: on]",
             "ENGINE_ROUTER_IN_OUT=on|off   [default: on]",
             "ENGINE_DECODE_PAD_PCT=PERCENT   [default: unset]",
+            "ENGINE_SLOW_OP=OP:PERCENT   [default: unset]",
         ] {
             assert!(h.contains(line), "`{line}` missing from:\n{h}");
         }

@@ -8,7 +8,8 @@ fn engine(args: &[&str], env: &[(&str, &str)]) -> Output {
         .env_remove("ENGINE_PREFETCH")
         .env_remove("ENGINE_POOL_LAYOUT")
         .env_remove("ENGINE_BACKEND")
-        .env_remove("ENGINE_DECODE_PAD_PCT");
+        .env_remove("ENGINE_DECODE_PAD_PCT")
+        .env_remove("ENGINE_SLOW_OP");
     for (k, v) in env {
         c.env(k, v);
     }
@@ -294,6 +295,7 @@ fn options_lists_every_variable_and_bench_help_too() {
         "ENGINE_WEIGHT_PRELOAD=",
         "ENGINE_ROUTER_IN_OUT=",
         "ENGINE_DECODE_PAD_PCT=",
+        "ENGINE_SLOW_OP=",
     ] {
         assert!(
             out.contains(var) && help.contains(var),
@@ -333,4 +335,142 @@ fn info_and_json_config_describe_the_model() {
         &[],
     ));
     assert_eq!(a["output_digest"], b["output_digest"]);
+}
+
+/// Every row of a run under its one header, as maps from column to field.
+fn table(o: &Output) -> Vec<std::collections::HashMap<String, String>> {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout.clone()).unwrap();
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            assert_eq!(fields.len(), header.len(), "{l}");
+            header
+                .iter()
+                .map(|h| h.to_string())
+                .zip(fields.into_iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn number(row: &std::collections::HashMap<String, String>, column: &str) -> f64 {
+    row[column]
+        .parse()
+        .unwrap_or_else(|_| panic!("{column} = {:?}", row[column]))
+}
+
+/// `--rows reps`: the summary, then one row per timed rep with its own times, `rep` 0..R.
+#[test]
+fn rep_rows_follow_the_summary_with_each_reps_own_times() {
+    let args: Vec<&str> = TINY.iter().copied().chain(["--rows", "reps"]).collect();
+    let rows = table(&engine(&args, &[]));
+    assert_eq!(rows.len(), 3, "the summary and 2 reps");
+    let reps: Vec<&str> = rows.iter().map(|r| r["rep"].as_str()).collect();
+    assert_eq!(reps, ["0", "1", "2"]);
+    let decode = |r| number(&rows[r], "decode_seconds_mean");
+    assert!(
+        ((decode(1) + decode(2)) / 2.0 - decode(0)).abs() < 2e-6,
+        "the summary's mean is the reps' mean"
+    );
+    let timed = |r| number(&rows[r], "timed_seconds");
+    assert!((timed(1) + timed(2) - timed(0)).abs() < 2e-6);
+    assert!(timed(1) >= decode(1) && number(&rows[0], "startup_seconds") > 0.0);
+    let per_token = number(&rows[1], "decode_us_per_token");
+    // decode_seconds_mean has six decimals: ±0.05 µs a token over 10 tokens.
+    assert!(
+        (per_token - decode(1) * 1e6 / 10.0).abs() < 0.06,
+        "{per_token}"
+    );
+    for r in &rows[1..] {
+        for column in ["output_digest", "spec_rounds", "startup_seconds", "n_gen"] {
+            assert_eq!(r[column], rows[0][column], "{column}");
+        }
+    }
+}
+
+/// `--rows ops`: the summary with empty kernel columns, then one row per CPU operation of
+/// the decode, the longest first, timed after the timed reps.
+#[test]
+fn op_rows_follow_the_summary_one_per_operation() {
+    let args: Vec<&str> = TINY.iter().copied().chain(["--rows", "ops"]).collect();
+    let o = engine(&args, &[]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        err.contains("op rows: ") && err.contains("timing the rows cost"),
+        "{err}"
+    );
+    let rows = table(&o);
+    let kernel_columns = ["kernel", "launches_per_token", "us_per_token", "share"];
+    for column in kernel_columns {
+        assert_eq!(rows[0][column], "", "{column} is empty on the summary row");
+    }
+    let names: Vec<&str> = rows[1..].iter().map(|r| r["kernel"].as_str()).collect();
+    for op in [
+        "matmul",
+        "ffn_add",
+        "gdn_recurrence",
+        "attention",
+        "lm_head_argmax",
+    ] {
+        assert!(names.contains(&op), "{op} missing from {names:?}");
+    }
+    let mut distinct = names.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), names.len(), "{names:?}");
+    let us: Vec<f64> = rows[1..]
+        .iter()
+        .map(|r| number(r, "us_per_token"))
+        .collect();
+    assert!(us.windows(2).all(|w| w[0] >= w[1]), "longest first: {us:?}");
+    let share: f64 = rows[1..].iter().map(|r| number(r, "share")).sum();
+    assert!(share > 0.5 && share <= 1.0 + 1e-6, "{share}");
+    let lm_head = rows
+        .iter()
+        .find(|r| r["kernel"] == "lm_head_argmax")
+        .unwrap();
+    assert_eq!(
+        number(lm_head, "launches_per_token"),
+        1.0,
+        "one LM head a token"
+    );
+    for r in &rows[1..] {
+        assert_eq!(r["output_digest"], rows[0]["output_digest"]);
+    }
+}
+
+/// `ENGINE_SLOW_OP`: the operation's row grows by its percent, the tokens stay the same; a
+/// bad value is refused with the operations it may name.
+#[test]
+fn a_slowed_operation_grows_its_row_and_changes_no_token() {
+    let args: Vec<&str> = [
+        "bench", "--preset", "tiny", "-pg", "12,40", "-r", "3", "--rows", "ops", "-t", "1",
+    ]
+    .to_vec();
+    let us = |rows: &[std::collections::HashMap<String, String>], op: &str| {
+        number(
+            rows.iter().find(|r| r["kernel"] == op).unwrap(),
+            "us_per_token",
+        )
+    };
+    let base = table(&engine(&args, &[]));
+    let slow = table(&engine(&args, &[("ENGINE_SLOW_OP", "matmul:100")]));
+    // Two processes, one after the other, on a machine that may be busy: here only that the
+    // row grows; its size is read paired, pass by pass, in `breakdown_ladder.rs`.
+    let ratio = us(&slow, "matmul") / us(&base, "matmul");
+    assert!(ratio > 1.2, "matmul ×{ratio}, 2 asked");
+    assert_eq!(slow[0]["output_digest"], base[0]["output_digest"]);
+    fails(
+        TINY,
+        &[("ENGINE_SLOW_OP", "matmull:5")],
+        &[
+            "ENGINE_SLOW_OP",
+            "`matmull:5`",
+            "embed, rms_norm, matmul",
+            "from 0 to 1000",
+        ],
+    );
 }

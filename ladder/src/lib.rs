@@ -2,10 +2,13 @@
 //! the spec a person writes, the legal order of its cells, the file the runner writes, and
 //! the replay that proves a file is one connected run.
 
+pub mod breakdown;
+pub mod card;
 pub mod ladder_file;
 pub mod limits;
 pub mod names;
 pub mod order;
+pub mod pooled;
 pub mod refusals;
 /// The synthetic ladder generator, for tests and benchmarks (feature `sample`).
 #[cfg(feature = "sample")]

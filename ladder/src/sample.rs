@@ -16,12 +16,21 @@
 //! assert!(ladder::replay(text.as_bytes()).verdict.connected);
 //! ```
 
+mod breakdown;
+mod card;
+mod reps;
+
+pub use breakdown::{SampleBreakdown, KEY_COLUMN, LAUNCHES_COLUMN, TOTAL_COLUMN, VALUE_COLUMN};
+pub use card::{SampleCard, ENERGY_COLUMN};
+pub use reps::{SampleReps, REP_COLUMN, STARTUP_COLUMN, TIMED_COLUMN};
+
 use crate::ladder_file::{
     csv_line, timestamp, witness_column, ArmRecord, BinaryRecord, EndRecord, HostRecord,
-    OrderRecord, Role, StartRecord, WitnessSide, DONE_TAG, FORMAT, HARNESS_COLUMNS, WALL_COLUMN,
+    OrderRecord, Role, StartRecord, WitnessSide, DONE_TAG, FORMAT, HARNESS_COLUMNS, ROW_COLUMN,
+    WALL_COLUMN,
 };
 use crate::order::{Order, Scheme};
-use crate::spec::{Better, StopSpec};
+use crate::spec::{Better, StopSpec, StopSpread};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -39,6 +48,9 @@ pub struct SampleArm {
     pub same_output: bool,
     /// A known-effect arm's `expected_pct` as the spec declares it (for every metric).
     pub expected_pct: Option<f64>,
+    /// True change of the card's power in percent (positive: it draws more); with a sampled
+    /// card, energy is power times time.
+    pub power_pct: f64,
 }
 
 impl SampleArm {
@@ -51,6 +63,7 @@ impl SampleArm {
             rounds: 64,
             same_output: true,
             expected_pct: None,
+            power_pct: 0.0,
         }
     }
 
@@ -99,8 +112,17 @@ pub struct Sample {
     pub witness: bool,
     /// Cell numbers (`pass · arms + slot`) that ran beside a foreign process.
     pub foreign_cells: Vec<usize>,
-    /// Cell numbers whose SM clock dropped and that report a throttle reason.
+    /// Cell numbers whose SM clock dropped and that report a throttle reason (with `card`,
+    /// `sw_thermal_slowdown` in the sampled mask too).
     pub throttled_cells: Vec<usize>,
+    /// Repetition rows and the start-up and timed columns (`engine bench --rows reps`); the
+    /// metrics' noise then comes from these, not from `noise_pct`.
+    pub reps: Option<SampleReps>,
+    /// Breakdown rows and a `[breakdown]` naming their columns (`engine bench --rows ops`);
+    /// not with `reps`.
+    pub breakdown: Option<SampleBreakdown>,
+    /// The card sampled during each cell: its columns and `[card]` table.
+    pub card: Option<SampleCard>,
     pub started: DateTime<Utc>,
 }
 
@@ -136,6 +158,9 @@ impl Sample {
             witness: false,
             foreign_cells: Vec::new(),
             throttled_cells: Vec::new(),
+            reps: None,
+            breakdown: None,
+            card: None,
             started: DateTime::parse_from_rfc3339("2026-11-29T10:00:00Z")
                 .expect("constant timestamp")
                 .with_timezone(&Utc),
@@ -182,12 +207,21 @@ impl Sample {
         }
         if let Some(stop) = &self.stop {
             spec["stop"] = json!({"halfwidth_pct": stop.halfwidth_pct, "looks": stop.looks});
+            if stop.spread == StopSpread::Pooled {
+                spec["stop"]["spread"] = json!(stop.spread);
+            }
         }
         if self.split {
             spec["split"] = json!({"rounds": ROUNDS_COLUMN, "time": TIME_COLUMN});
         }
         if self.digest {
             spec["identity"] = json!({"column": DIGEST_COLUMN});
+        }
+        if self.breakdown.is_some() {
+            spec["breakdown"] = SampleBreakdown::spec_json();
+        }
+        if let Some(card) = &self.card {
+            card.spec(&mut spec);
         }
         spec
     }
@@ -244,6 +278,9 @@ impl Sample {
     /// The column header: harness, wall time, witness, then the engine's columns.
     pub fn columns(&self) -> Vec<String> {
         let mut columns: Vec<String> = HARNESS_COLUMNS.iter().map(|c| c.to_string()).collect();
+        if self.reps.is_some() || self.breakdown.is_some() {
+            columns.push(ROW_COLUMN.into());
+        }
         columns.push(WALL_COLUMN.into());
         if self.witness {
             for name in crate::ladder_file::witness::CARD {
@@ -251,13 +288,23 @@ impl Sample {
                 columns.push(witness_column(name, WitnessSide::After));
             }
         }
+        columns.extend(self.card.iter().flat_map(SampleCard::columns));
         columns.extend(self.metrics.iter().map(|m| m.column.clone()));
         if self.split {
             columns.push(ROUNDS_COLUMN.into());
             columns.push(TIME_COLUMN.into());
+            if self.card.as_ref().is_some_and(|c| c.split_energy) {
+                columns.push(ENERGY_COLUMN.into());
+            }
         }
         if self.digest {
             columns.push(DIGEST_COLUMN.into());
+        }
+        if self.reps.is_some() {
+            columns.extend([STARTUP_COLUMN, TIMED_COLUMN, REP_COLUMN].map(String::from));
+        }
+        if self.breakdown.is_some() {
+            columns.extend(SampleBreakdown::columns().map(String::from));
         }
         columns
     }
@@ -279,7 +326,15 @@ impl Sample {
         for cell in order.cells() {
             let arm = &self.arms[cell.arm];
             let number = cell.pass * self.arms.len() + cell.slot;
-            let wall_us = 10_000_000 + (noise.uniform() * 100_000.0) as i64;
+            let gain = 1.0 + arm.effect_pct / 100.0;
+            let reps = self
+                .reps
+                .as_ref()
+                .map(|r| (r, r.draw(&mut noise, &self.metrics, gain)));
+            let wall_us = match &reps {
+                Some((r, _)) => r.wall_us(),
+                None => 10_000_000 + (noise.uniform() * 100_000.0) as i64,
+            };
             let started = clock + Duration::microseconds(1_000);
             let ended = started + Duration::microseconds(wall_us);
             clock = ended;
@@ -290,24 +345,42 @@ impl Sample {
                 timestamp(started),
                 timestamp(ended),
                 "0".to_string(),
-                format!("{:.6}", wall_us as f64 / 1e6),
             ];
+            if reps.is_some() || self.breakdown.is_some() {
+                row.push("0".to_string());
+            }
+            row.push(format!("{:.6}", wall_us as f64 / 1e6));
             if self.witness {
                 row.extend(self.witness_fields(number));
             }
-            let gain = 1.0 + arm.effect_pct / 100.0;
-            for metric in &self.metrics {
-                let jitter = 1.0 + self.noise_pct / 100.0 * noise.gaussian();
-                let value = match metric.better {
-                    Better::Higher => metric.level * gain * jitter,
-                    Better::Lower => metric.level / gain * jitter,
+            if let Some(card) = &self.card {
+                let throttled = self.throttled_cells.contains(&number);
+                row.extend(card.fields(arm, gain, number, throttled, &mut noise));
+            }
+            let first_metric = row.len();
+            for (k, metric) in self.metrics.iter().enumerate() {
+                let value = match &reps {
+                    Some((_, values)) => SampleReps::summary(&values[k]),
+                    None => {
+                        let jitter = 1.0 + self.noise_pct / 100.0 * noise.gaussian();
+                        match metric.better {
+                            Better::Higher => metric.level * gain * jitter,
+                            Better::Lower => metric.level / gain * jitter,
+                        }
+                    }
                 };
                 row.push(format!("{value:.6}"));
             }
             if self.split {
                 let per_round = 0.01 / gain * (1.0 + self.noise_pct / 100.0 * noise.gaussian());
                 row.push(arm.rounds.to_string());
-                row.push(format!("{:.9}", per_round * arm.rounds as f64));
+                let seconds = per_round * arm.rounds as f64;
+                row.push(format!("{seconds:.9}"));
+                row.extend(
+                    self.card
+                        .as_ref()
+                        .and_then(|c| c.split_energy(seconds, arm)),
+                );
             }
             if self.digest {
                 let output = if arm.same_output {
@@ -317,8 +390,21 @@ impl Sample {
                 };
                 row.push(blake3::hash(output.as_bytes()).to_hex()[..16].to_string());
             }
-            text.push_str(&csv_line(&row));
-            text.push('\n');
+            let rows = match (&reps, &self.breakdown) {
+                (Some((r, values)), _) => r.rows(row, HARNESS_COLUMNS.len(), first_metric, values),
+                (None, Some(b)) => b.rows(
+                    row,
+                    HARNESS_COLUMNS.len(),
+                    (&arm.name, number),
+                    &mut noise,
+                    self.noise_pct,
+                ),
+                (None, None) => vec![row],
+            };
+            for row in rows {
+                text.push_str(&csv_line(&row));
+                text.push('\n');
+            }
         }
         let end = EndRecord {
             ended: timestamp(clock + Duration::microseconds(500)),

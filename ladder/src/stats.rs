@@ -76,10 +76,16 @@ pub fn pct_of_log(l: f64) -> f64 {
 
 /// Where the spread of a series comes from: its own passes, or under `[stop]` the first
 /// look's `m0` passes (METHOD.md "Precision stopping").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Spread {
     Own,
     FirstLook(usize),
+    /// The first look's pooled `s0` and its degrees of freedom (METHOD.md "The pooled
+    /// first-look spread"), computed over the arms by `crate::pooled`.
+    Pooled {
+        sd: f64,
+        df: usize,
+    },
 }
 
 /// Mean and spread of one series of paired log ratios: everything the figures are made of.
@@ -98,8 +104,13 @@ impl LogSeries {
     pub fn of(logs: &[f64], spread: Spread) -> LogSeries {
         let n = logs.len();
         let (sd, df) = match spread {
-            Spread::FirstLook(m0) if m0 < n => (sample_sd(&logs[..m0]), m0.saturating_sub(1)),
-            _ => (sample_sd(logs), n.saturating_sub(1)),
+            // A first look no shorter than the series is the series' own spread.
+            Spread::FirstLook(m0) => {
+                let m0 = m0.min(n);
+                (sample_sd(&logs[..m0]), m0.saturating_sub(1))
+            }
+            Spread::Pooled { sd, df } => (sd, df),
+            Spread::Own => (sample_sd(logs), n.saturating_sub(1)),
         };
         LogSeries {
             mean: mean(logs),
@@ -136,7 +147,8 @@ impl LogSeries {
     pub fn p_value(&self) -> f64 {
         let t = self.mean / self.se();
         match StudentsT::new(0.0, 1.0, self.df as f64) {
-            Ok(dist) if self.df > 0 && t.is_finite() => 2.0 * dist.sf(t.abs()),
+            // statrs refuses df = 0.
+            Ok(dist) if t.is_finite() => 2.0 * dist.sf(t.abs()),
             _ if self.df > 0 && self.sd == 0.0 && self.mean != 0.0 => 0.0,
             _ => f64::NAN,
         }
@@ -181,12 +193,20 @@ mod tests {
         assert_eq!(sample_sd(&[1.0, 3.0]), 2f64.sqrt());
         assert_eq!(sample_sd(&[2.0, 4.0, 6.0]), 2.0);
         assert!(sample_sd(&[1.0]).is_nan());
+        // Centred before squaring: Σv² − n·mean² would cancel to a negative here.
+        let offset = [1e9 + 0.1, 1e9 + 0.7, 1e9 + 0.3];
+        assert!(
+            (sample_sd(&offset) - 0.305_505).abs() < 1e-5,
+            "{}",
+            sample_sd(&offset)
+        );
         assert!(mean(&[]).is_nan());
     }
 
     #[test]
     fn log_ratios_point_towards_better() {
         assert_eq!(log_ratio(Better::Higher, 2.0, 1.0), 2f64.ln());
+        assert_eq!(log_ratio(Better::Higher, 2.0, 4.0), 0.5f64.ln());
         assert_eq!(log_ratio(Better::Lower, 2.0, 1.0), 0.5f64.ln());
         assert!((pct_of_log(1.1f64.ln()) - 10.0).abs() < 1e-12);
     }
@@ -202,6 +222,29 @@ mod tests {
         assert_eq!((own.df, own.sd), (4, sample_sd(&l)));
         // A first look no shorter than the series is the series' own spread.
         assert_eq!(LogSeries::of(&l, Spread::FirstLook(5)), own);
+        assert_eq!(LogSeries::of(&l, Spread::FirstLook(9)), own);
+    }
+
+    #[test]
+    fn the_interval_is_the_t_interval_of_the_mean_log_ratio() {
+        // 0.01, 0.02, 0.03: mean 0.02, s 0.01, n 3; t(0.975, 2) = 4.302653, t(0.95, 2) = 2.919986.
+        let s = LogSeries::of(&[0.01, 0.02, 0.03], Spread::Own);
+        let se = 0.01 / 3f64.sqrt();
+        let (lo, hi) = s.interval(0.95);
+        assert!(
+            (lo - 100.0 * (0.02 - 4.302_652_73 * se).exp_m1()).abs() < 1e-6,
+            "{lo}"
+        );
+        assert!(
+            (hi - 100.0 * (0.02 + 4.302_652_73 * se).exp_m1()).abs() < 1e-6,
+            "{hi}"
+        );
+        let (lo90, hi90) = s.interval(0.90);
+        assert!((lo90 - 100.0 * (0.02 - 2.919_985_58 * se).exp_m1()).abs() < 1e-6);
+        assert!((hi90 - 100.0 * (0.02 + 2.919_985_58 * se).exp_m1()).abs() < 1e-6);
+        assert!((s.estimate_pct() - 100.0 * 0.02f64.exp_m1()).abs() < 1e-12);
+        // t = 0.02 / (0.01/√3) = 3.464 on 2 df: p = 0.074180 (scipy.stats.t.sf).
+        assert!((s.p_value() - 0.074_179_9).abs() < 1e-6, "{}", s.p_value());
     }
 
     #[test]
@@ -239,6 +282,16 @@ mod tests {
             df: 0,
         };
         assert!(one.p_value().is_nan());
+        // No degrees of freedom: no p, whatever the spread.
+        for sd in [0.0, 0.01] {
+            let lone = LogSeries {
+                mean: 0.1,
+                sd,
+                n: 1,
+                df: 0,
+            };
+            assert!(lone.p_value().is_nan(), "sd {sd}");
+        }
     }
 
     #[test]

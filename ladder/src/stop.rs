@@ -5,7 +5,7 @@
 //! runs to the first look with that many (or to the last). The runner decides with it and
 //! `verify` checks the file against it, so the rule lives here once.
 
-use crate::spec::StopSpec;
+use crate::spec::{StopSpec, StopSpread};
 use crate::stats::{sample_sd, t975};
 use serde::{Deserialize, Serialize};
 
@@ -33,9 +33,14 @@ impl StopSpec {
     /// of paired log ratios needs, from its `m0` values at the first look.
     pub fn passes_needed(&self, first_look_log_ratios: &[f64]) -> f64 {
         let m0 = first_look_log_ratios.len();
-        let s0 = sample_sd(first_look_log_ratios);
+        self.need(sample_sd(first_look_log_ratios), m0.saturating_sub(1))
+    }
+
+    /// `(t(0.975, df) · s0 / ln(1 + halfwidth/100))²`: the analysis passes a spread `s0` with
+    /// `df` degrees of freedom needs.
+    pub fn need(&self, s0: f64, df: usize) -> f64 {
         let target = (1.0 + self.halfwidth_pct / 100.0).ln();
-        (t975(m0.saturating_sub(1)) * s0 / target).powi(2)
+        (t975(df) * s0 / target).powi(2)
     }
 
     /// The look a ladder runs to, given the largest need over every metric and arm: the
@@ -177,12 +182,15 @@ impl StopSpec {
         let passes = warmup..self.first_look();
         let mut largest: Option<Need> = None;
         for metric in metrics {
+            let pooled = (self.spread == StopSpread::Pooled)
+                .then(|| crate::pooled::pooled_spread(&metric.values, passes.clone()));
             for arm in (0..arms.len()).filter(|&a| a != base) {
                 let ratios = metric.log_ratios(arm, base, passes.clone());
                 // A need from fewer passes than the first look's cannot be trusted: NaN.
-                let need = match ratios.len() == passes.len() {
-                    true => self.passes_needed(&ratios),
-                    false => f64::NAN,
+                let need = match (ratios.len() == passes.len(), pooled) {
+                    (false, _) => f64::NAN,
+                    (true, Some((s0, df))) => self.need(s0, df),
+                    (true, None) => self.passes_needed(&ratios),
                 };
                 let candidate = Need {
                     passes: need,
@@ -220,7 +228,47 @@ mod tests {
         StopSpec {
             halfwidth_pct,
             looks: looks.to_vec(),
+            spread: Default::default(),
         }
+    }
+
+    #[test]
+    fn the_done_record_says_why_in_the_words_of_the_format() {
+        assert_eq!(Stopped::Precision.as_str(), "precision");
+        assert_eq!(Stopped::MaxPasses.as_str(), "max-passes");
+        for stopped in [Stopped::Precision, Stopped::MaxPasses] {
+            let json = serde_json::to_string(&stopped).unwrap();
+            assert_eq!(json, format!("\"{}\"", stopped.as_str()));
+        }
+    }
+
+    #[test]
+    fn a_pass_with_a_value_that_is_not_positive_gives_no_ratio() {
+        let v = values(
+            "tok_s",
+            &[[2.0, 4.0, 1.0], [0.0, 4.0, 1.0], [2.0, 0.0, -1.0]],
+        );
+        assert_eq!(v.log_ratios(1, 0, 0..3), vec![2f64.ln()]);
+        assert_eq!(v.log_ratios(2, 0, 0..3), vec![0.5f64.ln()]);
+    }
+
+    #[test]
+    fn the_plan_in_words_groups_thousands_and_says_the_cost() {
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1000.0), "1,000");
+        assert_eq!(thousands(1_234_567.0), "1,234,567");
+        assert_eq!(cost(200.0, 0.05), "about 10 s at 0.050 s a pass");
+        assert_eq!(cost(1000.0, 0.9), "about 15 min at 0.90 s a pass");
+        assert_eq!(cost(10_000.0, 1.8), "about 5.0 h at 1.80 s a pass");
+        assert_eq!(cost(200_000.0, 1.8), "about 4.2 days at 1.80 s a pass");
+        // Each unit from its lower bound on.
+        assert_eq!(cost(120.0, 1.0), "about 2 min at 1.00 s a pass");
+        assert_eq!(cost(7200.0, 1.0), "about 2.0 h at 1.00 s a pass");
+        assert_eq!(cost(172_800.0, 1.0), "about 2.0 days at 1.00 s a pass");
+        assert_eq!(cost(1000.0, 0.1), "about 100 s at 0.10 s a pass");
+        assert_eq!(cost(10.0, 0.0), "no pass timed yet");
+        assert_eq!(cost(10.0, -1.0), "no pass timed yet");
+        assert_eq!(cost(10.0, f64::INFINITY), "no pass timed yet");
     }
 
     #[test]
@@ -252,6 +300,22 @@ mod tests {
                 .map(|r| r.iter().map(|&v| Some(v)).collect())
                 .collect(),
         }
+    }
+
+    #[test]
+    fn of_two_equal_needs_the_plan_names_the_first() {
+        let arms = ["base".to_string(), "a".into(), "b".into()];
+        let twins = values(
+            "x",
+            &[
+                [1.0, 1.0, 1.0],
+                [100.0, 101.0, 101.0],
+                [100.0, 99.0, 99.0],
+                [100.0, 100.0, 100.0],
+            ],
+        );
+        let plan = stop(0.5, &[4, 8]).plan(1, 0, &arms, &[twins]);
+        assert_eq!(plan.need.arm, "a");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! (LADDER-FORMAT.md, "Connected run"), plus the parsed cells for the analysis when the start
 //! record and header could be read.
 
+use crate::breakdown::{self, BreakdownSpec, CellRow};
 use crate::ladder_file::{
     parse_timestamp, EndRecord, Fields, LineSplitter, StartRecord, ABORT_TAG, DONE_TAG,
     HARNESS_COLUMNS, ROW_COLUMN, START_TAG,
@@ -31,6 +32,9 @@ pub enum DefectKind {
     MissingDone,
     CellsAfterDone,
     CountMismatch,
+    /// Under `[card] throttle = "defect"`: a cell that ran under a power or thermal throttle.
+    CardThrottle,
+    BreakdownKey,
 }
 
 impl fmt::Display for DefectKind {
@@ -333,6 +337,9 @@ struct Replayer<'o> {
     end: Option<(EndRecord, usize, bool)>,
     /// `ladder_exit` values that count as success: the spec's `ok_exit`, default `0`.
     ok_exit: Vec<String>,
+    /// The spec's `[breakdown]`: its keys are checked per arm, and arms may print different
+    /// numbers of rows.
+    breakdown: Option<BreakdownSpec>,
 }
 
 impl<'o> Replayer<'o> {
@@ -358,6 +365,7 @@ impl<'o> Replayer<'o> {
             current_cell_line: 0,
             end: None,
             ok_exit: ok_exit_of(&start),
+            breakdown: BreakdownSpec::of_start(&start),
             start,
         }
     }
@@ -505,6 +513,8 @@ impl<'o> Replayer<'o> {
         }
         let rows = self.current_cell_rows;
         match self.rows_per_cell {
+            // Under [breakdown] the keys decide, per arm (`breakdown_defects`).
+            _ if self.breakdown.is_some() => {}
             None => self.rows_per_cell = Some(rows),
             Some(expected) if expected != rows => {
                 let detail = format!("the cell has {rows} rows, the first cell has {expected}");
@@ -613,8 +623,31 @@ impl<'o> Replayer<'o> {
         })
     }
 
+    /// Every cell of an arm printed the arm's breakdown keys (LADDER-FORMAT.md).
+    fn breakdown_defects(&mut self) {
+        let Some(spec) = &self.breakdown else {
+            return;
+        };
+        let rows = self
+            .rows
+            .iter()
+            .filter(|r| self.ok_exit.contains(&r.exit))
+            .map(|r| CellRow {
+                line: r.line,
+                pass: r.pass,
+                slot: r.slot,
+                arm: r.arm,
+                fields: &r.fields,
+            });
+        for (line, detail) in breakdown::key_defects(spec, &self.columns, &self.order.arms, rows) {
+            self.defects
+                .push(Defect::new(DefectKind::BreakdownKey, line, detail));
+        }
+    }
+
     fn finish(mut self, last_line: usize) -> Replay {
         self.close_cell();
+        self.breakdown_defects();
         let mut expected = self.order.n_cells();
         let found = self.seen.len();
         let stop_check = self.stopped_ladder();
@@ -644,6 +677,8 @@ impl<'o> Replayer<'o> {
                 }
             }
         }
+        let throttled = card_throttle::throttle_defects(&self.start, &self.columns, &self.rows);
+        self.defects.extend(throttled);
         self.defects.sort_by_key(|d| d.line);
         let verdict = Verdict {
             connected: self.defects.is_empty(),
@@ -663,3 +698,5 @@ impl<'o> Replayer<'o> {
         }
     }
 }
+
+mod card_throttle;

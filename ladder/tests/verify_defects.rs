@@ -268,3 +268,29 @@ proptest! {
         prop_assert_eq!(verdict.connected, verdict.defects.is_empty());
     }
 }
+
+#[test]
+fn a_clean_ladder_reads_its_metric_by_pass_and_arm() {
+    let ladder = replay(clean().as_bytes()).ladder.unwrap();
+    assert_eq!(ladder.column("tok_s"), Some(6));
+    assert_eq!(ladder.column("decode_tok_s"), None);
+    let metric = ladder::spec::MetricSpec {
+        column: "tok_s".into(),
+        better: ladder::spec::Better::Higher,
+        row: 0,
+    };
+    // The first two passes, every arm in the start record's order.
+    let values = ladder.metric_values(&metric, 2);
+    assert_eq!(values.values, vec![vec![Some(100.0); ARMS.len()]; 2]);
+    let other_row = ladder::spec::MetricSpec { row: 1, ..metric };
+    assert_eq!(
+        ladder.metric_values(&other_row, 2).values,
+        vec![vec![None; ARMS.len()]; 2]
+    );
+}
+
+#[test]
+fn a_defect_kind_is_named_as_the_format_names_it() {
+    assert_eq!(DefectKind::CountMismatch.to_string(), "count-mismatch");
+    assert_eq!(DefectKind::Gap.to_string(), "gap");
+}

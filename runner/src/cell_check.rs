@@ -1,29 +1,45 @@
 //! The checks of one finished cell's output values, before the ladder goes on: every value
 //! the analysis will read is a finite positive number, every cell prints as many rows as
-//! the first, and every metric's `row` exists. A cell that fails them is written, then the
+//! the first (under `[breakdown]`, as its arm's first: arms may run other kernels), and every
+//! metric's `row` exists. A cell that fails them is written, then the
 //! ladder ends with an abort record naming it, so that the file never holds a value its
 //! own report would refuse.
 
 use crate::output::CellOutput;
 use ladder::ladder_file::WALL_COLUMN;
 use ladder::spec::LoadedSpec;
+use std::collections::HashMap;
 
 /// What the cells seen so far fix for the ones that follow.
 #[derive(Default)]
 pub struct CellChecks {
-    /// The row count of the first cell that printed rows.
-    rows: Option<usize>,
+    /// The row count of the first cell that printed rows, per arm under `[breakdown]`
+    /// (`None`: the ladder's).
+    rows: HashMap<Option<usize>, usize>,
 }
 
 impl CellChecks {
-    /// `Err` is the abort reason, naming the cell (`at`) and, for a spec mistake, its line.
-    pub fn cell(&mut self, loaded: &LoadedSpec, out: &CellOutput, at: &str) -> Result<(), String> {
+    /// `Err` is the abort reason, naming the cell (`at`, of arm index `arm`) and, for a spec
+    /// mistake, its line.
+    pub fn cell(
+        &mut self,
+        loaded: &LoadedSpec,
+        out: &CellOutput,
+        arm: usize,
+        at: &str,
+    ) -> Result<(), String> {
         let count = out.rows.len();
-        match self.rows {
-            None => self.rows = Some(count),
-            Some(first) if first != count => {
+        let (scope, whose) = match loaded.spec.breakdown {
+            Some(_) => (Some(arm), "its arm's first cell"),
+            None => (None, "the first cell"),
+        };
+        match self.rows.get(&scope) {
+            None => {
+                self.rows.insert(scope, count);
+            }
+            Some(&first) if first != count => {
                 return Err(format!(
-                    "{at} printed {count} rows, the first cell printed {first}; every cell must print the same rows"
+                    "{at} printed {count} rows, {whose} printed {first}; every cell must print the same rows"
                 ));
             }
             Some(_) => {}
@@ -86,6 +102,10 @@ fn numeric_columns(loaded: &LoadedSpec) -> Vec<(String, usize)> {
         .collect();
     if let Some(split) = &spec.split {
         columns.extend([(split.rounds.clone(), 0), (split.time.clone(), 0)]);
+        columns.extend(split.energy.clone().map(|e| (e, 0)));
+    }
+    if let Some(total) = spec.breakdown.as_ref().and_then(|b| b.total.clone()) {
+        columns.push((total, 0));
     }
     columns
 }

@@ -51,6 +51,10 @@ pub struct RunArgs {
     /// The GPU index the witness watches (NVML numbering).
     #[arg(long, default_value_t = 0)]
     card: u32,
+    /// Play the card's readings during each cell back from this recorded series instead of
+    /// reading NVML: for tests, and for measuring the sampler's own cost without a card.
+    #[arg(long, value_name = "FILE")]
+    card_playback: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -245,6 +249,7 @@ fn run_spec(args: RunArgs) -> ExitCode {
         tag: args.tag,
         out_dir: args.out,
         card: args.card,
+        card_playback: args.card_playback,
         exit_fix: ExitFix::SpecKey,
     };
     match ladder_run::run_ladder(&options) {

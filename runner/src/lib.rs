@@ -4,6 +4,7 @@
 pub mod ab;
 pub mod binary;
 pub mod capture;
+pub mod card_sampler;
 pub mod cell;
 pub mod cell_check;
 pub mod cell_env;

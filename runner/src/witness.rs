@@ -43,6 +43,14 @@ impl Witness {
         }))
     }
 
+    /// The card, for the sampler that reads it during each cell; `None` without one.
+    pub fn device(&self) -> Option<nvml_wrapper::Device<'_>> {
+        match self {
+            Witness::Card { nvml, index } => nvml.device_by_index(*index).ok(),
+            Witness::Host => None,
+        }
+    }
+
     /// The reading names, without the `witness_` prefix and `_before`/`_after` suffix.
     pub fn fields(&self) -> &'static [&'static str] {
         match self {

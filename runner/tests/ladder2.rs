@@ -692,3 +692,46 @@ fn plan_shows_looks_and_each_arms_argv() {
         "{text}"
     );
 }
+
+/// Three arms under `[stop] spread = "pooled"` with a ±`halfwidth` target.
+fn pooled_spec(bench: &Bench, halfwidth: f64) -> PathBuf {
+    bench.spec(&format!(
+        "command = [\"{{engine}}\"]\n\n[env]\nTEST_NOISE_PCT = \"0.5\"\n\n[stop]\nhalfwidth_pct = {halfwidth}\nlooks = [4, 6, 8]\nspread = \"pooled\"\n\n[[arm]]\nname = \"a\"\nrole = \"base\"\n\n[[arm]]\nname = \"b\"\nenv = {{ TEST_SPEED = \"105\" }}\n\n[[arm]]\nname = \"c\"\nenv = {{ TEST_SPEED = \"95\" }}\n{TOK_S}"
+    ))
+}
+
+#[test]
+fn a_pooled_stop_ladder_stops_where_the_pooled_spread_says() {
+    let bench = Bench::new();
+    assert!(bench.run(&pooled_spec(&bench, 1.0)).status.success());
+    let ladder = bench.ladder();
+    let spec = Spec::from_json(&ladder.start.spec).unwrap();
+    let stop = spec.stop.clone().unwrap();
+    let values = ladder.metric_values(&spec.effective_metrics()[0], 4);
+    let (s0, df) = ladder::pooled::pooled_spread(&values.values, 1..4);
+    assert_eq!(df, 4);
+    let pooled = stop.need(s0, df);
+    assert_eq!(ladder.stop_plan(&spec).unwrap().need.passes, pooled);
+    let per_arm = [1, 2]
+        .map(|a| stop.passes_needed(&values.log_ratios(a, 0, 1..4)))
+        .into_iter()
+        .fold(0.0, f64::max);
+    // The same cells (the test engine's noise is fixed per pass and arm) with a half-width
+    // the pooled need reaches at 4.5 analysis passes: look 6 (5 analysis passes) stops the
+    // ladder, where each arm's own spread would run it to look 8.
+    assert!(per_arm > pooled * 5.0 / 4.5, "{per_arm} {pooled}");
+    let halfwidth = 100.0 * ((1.01f64.ln() * (pooled / 4.5).sqrt()).exp() - 1.0);
+    let bench = Bench::new();
+    let out = bench.run(&pooled_spec(&bench, halfwidth));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let done = done_record(&bench.text());
+    assert_eq!(
+        (done["passes"].as_u64(), done["stopped"].as_str()),
+        (Some(6), Some("precision")),
+        "half-width {halfwidth}"
+    );
+    let ladder = bench.ladder();
+    let mut spec = Spec::from_json(&ladder.start.spec).unwrap();
+    spec.stop.as_mut().unwrap().spread = ladder::spec::StopSpread::PerArm;
+    assert_eq!(ladder.stop_plan(&spec).unwrap().look, 8);
+}

@@ -6,11 +6,14 @@
 //! [`read_metric`] is the whole reading of one metric from its grid; `analyze calibrate`
 //! calls it on simulated grids, so that what is calibrated is exactly what is reported.
 
+pub mod breakdown;
 mod controls;
+mod energy_split;
 mod round_split;
 mod run_info;
 
 pub use controls::Control;
+pub use energy_split::{energy_factors, EnergySplit};
 pub use round_split::{split_factors, RoundCell, RoundSplit, SplitArm};
 pub use run_info::{RunArm, RunInfo};
 
@@ -19,8 +22,10 @@ use crate::frames::{Grid, LadderInfo, LoadedFile, SeriesKind};
 use crate::identity::Identity;
 use crate::model::{Cells, OrderEffects};
 use crate::stats::{self, Summary};
+use crate::time_use::ArmTime;
+use crate::variance::VarianceComponents;
 use crate::witness::Witness;
-use ladder::spec::{ArmSpec, Better, Expected, MetricSpec};
+use ladder::spec::{ArmSpec, Better, Expected, MetricSpec, StopSpread};
 use ladder::stats::{log_ratio, pct_of_log, LogSeries, Spread};
 use ladder::{Defect, Role};
 use serde::Serialize;
@@ -120,6 +125,16 @@ pub struct LadderReport {
     pub control_family: usize,
     /// False when the equivalence margin was given to the report, not registered in the spec.
     pub margin_registered: bool,
+    /// Where the time moves (METHOD.md "Breakdown"), with `[breakdown]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<breakdown::BreakdownReport>,
+    /// `Σ w` over every cell (METHOD.md "Where a ladder's time goes").
+    pub device_seconds: Option<f64>,
+    pub time_use: Vec<ArmTime>,
+    /// METHOD.md "Variance components"; `None` without repetition rows.
+    pub variance_components: Option<VarianceComponents>,
+    /// Why the repetition rows could not be read.
+    pub variance_note: Option<String>,
 }
 
 /// Where a `[stop]` ladder ended, and why.
@@ -130,6 +145,8 @@ pub struct StopPoint {
     /// The first look, whose spread every interval uses.
     pub first_look: usize,
     pub halfwidth_pct: f64,
+    /// Whose spread: each arm's own, or pooled over the arms.
+    pub spread: StopSpread,
 }
 
 #[derive(Debug, Serialize)]
@@ -269,10 +286,13 @@ pub fn read(
         scan: None,
         control_family: 0,
         margin_registered: true,
+        breakdown: None,
+        device_seconds: None,
+        time_use: Vec::new(),
+        variance_components: None,
+        variance_note: None,
     };
-    if !verdict.connected {
-        report.disqualified_by.push("not-connected".into());
-    }
+    report.disqualified_by = crate::witness::card::defect_reasons(&verdict.defects);
     let Some(info) = &file.ladder else {
         return report;
     };
@@ -304,7 +324,7 @@ pub fn read(
                 metric,
                 &grids[series],
                 passes.clone(),
-                spread,
+                metric_spread(info, spread, &grids[series]),
                 Some((extras, seeds)),
             );
             m.drift_pct = spreads[series];
@@ -313,6 +333,18 @@ pub fn read(
     }
     report.round_split = round_split::round_split(info, grids, passes.clone());
     report.identity = info.identity.clone();
+    report.breakdown = info
+        .breakdown
+        .as_ref()
+        .map(|cells| breakdown::read(cells, &design.names, design.base, passes.clone(), spread));
+    if let Some(time) = &info.time_use {
+        report.device_seconds = Some(time.device_seconds);
+        report.time_use = time.arms.clone();
+    }
+    match &info.variance {
+        Ok(components) => report.variance_components = components.clone(),
+        Err(why) => report.variance_note = Some(why.clone()),
+    }
     report.order_sensitive = report.metrics.iter().any(|m| m.order_effects.sensitive());
     report
         .disqualified_by
@@ -346,6 +378,28 @@ pub fn spread_rule(info: &LadderInfo) -> Spread {
     }
 }
 
+/// The spread of one metric's intervals: `spread_rule`'s, or under `[stop] spread =
+/// "pooled"` the first look's pooled `s0` of this metric's grid.
+pub fn metric_spread(info: &LadderInfo, spread: Spread, grid: &Grid) -> Spread {
+    match &info.spec.stop {
+        Some(stop) if stop.spread == StopSpread::Pooled => {
+            stop.interval_spread(info.start.warmup_passes, &grid_values(grid))
+        }
+        _ => spread,
+    }
+}
+
+/// A grid as the stopping rule reads a metric: `values[pass][arm]`, `None` where missing.
+pub fn grid_values(grid: &Grid) -> Vec<Vec<Option<f64>>> {
+    (0..grid.passes)
+        .map(|p| {
+            (0..grid.arms)
+                .map(|a| Some(grid.value(p, a)).filter(|v| v.is_finite()))
+                .collect()
+        })
+        .collect()
+}
+
 fn stop_point(info: &LadderInfo) -> Option<StopPoint> {
     let looks = info.stop_looks()?;
     let end = info.end.as_ref();
@@ -361,6 +415,12 @@ fn stop_point(info: &LadderInfo) -> Option<StopPoint> {
             .stop
             .as_ref()
             .map_or(f64::NAN, |s| s.halfwidth_pct),
+        spread: info
+            .spec
+            .stop
+            .as_ref()
+            .map(|s| s.spread)
+            .unwrap_or_default(),
     })
 }
 

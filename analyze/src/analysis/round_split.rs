@@ -1,6 +1,7 @@
 //! Round count against round speed (METHOD.md): each pass's time ratio split exactly into
 //! the ratio of round counts and the ratio of round speeds.
 
+use super::energy_split::{EnergyLogs, EnergySplit};
 use crate::frames::{Grid, LadderInfo, SeriesKind};
 use ladder::stats::{mean, pct_of_log};
 use serde::Serialize;
@@ -10,6 +11,9 @@ use std::ops::Range;
 pub struct RoundSplit {
     pub rounds: String,
     pub time: String,
+    /// `[split] energy`, split as the time is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy: Option<String>,
     pub arms: Vec<SplitArm>,
     pub rounds_identical: bool,
     pub differing_cells: Vec<RoundCell>,
@@ -24,6 +28,9 @@ pub struct SplitArm {
     pub count_pct: f64,
     pub speed_pct: f64,
     pub n: usize,
+    /// With an energy column: its factors (left out without one).
+    #[serde(flatten)]
+    pub energy: Option<EnergySplit>,
 }
 
 #[derive(Debug, Serialize)]
@@ -54,12 +61,14 @@ pub fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> O
             .map(|i| &grids[i])
     };
     let (rounds, time) = (find(SeriesKind::Rounds)?, find(SeriesKind::Time)?);
+    let energy = find(SeriesKind::Energy);
     let base = info.start.base_index();
     let arms = &info.start.arms;
     let geometric = |logs: &[f64]| pct_of_log(mean(logs));
     let mut split_arms = Vec::new();
     for a in (0..arms.len()).filter(|&a| a != base) {
         let (mut total, mut count, mut speed) = (Vec::new(), Vec::new(), Vec::new());
+        let mut energy_logs = EnergyLogs::default();
         for p in passes.clone() {
             let (tb, ta, rb, ra) = (
                 time.value(p, base),
@@ -72,6 +81,10 @@ pub fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> O
                 total.push(t.ln());
                 count.push(c.ln());
                 speed.push(s.ln());
+                let e = energy.map_or((f64::NAN, f64::NAN), |g| (g.value(p, base), g.value(p, a)));
+                if e.0.is_finite() && e.1.is_finite() {
+                    energy_logs.push((tb, ta), (rb, ra), e);
+                }
             }
         }
         split_arms.push(SplitArm {
@@ -80,6 +93,7 @@ pub fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> O
             count_pct: geometric(&count),
             speed_pct: geometric(&speed),
             n: total.len(),
+            energy: energy_logs.split(),
         });
     }
     let mut differing_cells = Vec::new();
@@ -105,6 +119,7 @@ pub fn round_split(info: &LadderInfo, grids: &[Grid], passes: Range<usize>) -> O
     Some(RoundSplit {
         rounds: split.rounds.clone(),
         time: split.time.clone(),
+        energy: split.energy.clone(),
         arms: split_arms,
         rounds_identical: differing_cells.is_empty(),
         differing_cells,

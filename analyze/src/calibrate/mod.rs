@@ -181,9 +181,10 @@ impl Plan {
         plan.look.min(self.order.passes)
     }
 
-    fn spread(&self) -> Spread {
+    /// The spread of one metric's intervals, as the report takes it from its grid.
+    fn spread(&self, grid: &Grid) -> Spread {
         match &self.stop {
-            Some(stop) => Spread::FirstLook(stop.first_look().saturating_sub(self.warmup)),
+            Some(stop) => stop.interval_spread(self.warmup, &analysis::grid_values(grid)),
             None => Spread::Own,
         }
     }
@@ -198,7 +199,14 @@ impl Plan {
             .iter()
             .zip(&grids)
             .map(|(m, g)| {
-                analysis::read_metric(&self.design, m, g, self.warmup..passes, self.spread(), None)
+                analysis::read_metric(
+                    &self.design,
+                    m,
+                    g,
+                    self.warmup..passes,
+                    self.spread(g),
+                    None,
+                )
             })
             .collect();
         rates::tally(self, &reports, passes)
@@ -320,4 +328,46 @@ pub fn calibrate(options: &Options) -> anyhow::Result<(Scale, Vec<Rates>)> {
         }
     }
     Ok((scale, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A simulated ladder is read with the spread the report would take from its grid.
+    #[test]
+    fn a_pooled_design_reads_its_intervals_with_the_pooled_spread() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for (design, pooled) in [("stop-pooled", true), ("stop-per-arm", false)] {
+            let path = root.join(format!("ladders/calibrate/{design}.toml"));
+            let spec = Spec::load(&path).unwrap().spec;
+            let plan = Plan::of_spec(&spec, None, Effects::default()).unwrap();
+            let scale = scale_of(&Options {
+                specs: vec![path],
+                noise_pct: 1.0,
+                noise_from: None,
+                effect_pct: None,
+                control_effect_pct: None,
+                metrics: None,
+                correlation: 0.5,
+                ladders: 1,
+                seed: 1,
+                carry_over_pct: 1.0,
+                models: Vec::new(),
+            })
+            .unwrap();
+            let mut rng = SmallRng::seed_from_u64(1);
+            let grid = &simulate::simulate(&plan, NoiseModel::Independent, &scale, &mut rng)[0];
+            let want = match pooled {
+                true => {
+                    let values = analysis::grid_values(grid);
+                    let (sd, df) = ladder::pooled::pooled_spread(&values, 1..6);
+                    assert_eq!(df, 8);
+                    Spread::Pooled { sd, df }
+                }
+                false => Spread::FirstLook(5),
+            };
+            assert_eq!(plan.spread(grid), want, "{design}");
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! markdown (with the one-screen summary), JSON, CSV, the SVG figures the markdown links,
 //! and the plain-text summary for a terminal.
 
+pub mod breakdown_svg;
 pub mod csv;
 pub mod json;
 pub mod markdown;

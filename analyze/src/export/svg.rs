@@ -138,7 +138,7 @@ pub fn draw_report(
 }
 
 /// `name` with every character a file name should not hold replaced by `_`.
-fn file_part(name: &str) -> String {
+pub(super) fn file_part(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
@@ -170,7 +170,7 @@ pub struct ForestRow {
 const DOT: RGBColor = RGBColor(31, 119, 180);
 const MEDIAN: RGBColor = RGBColor(214, 39, 40);
 
-fn plot_err<E: std::fmt::Debug>(path: &Path) -> impl Fn(E) -> anyhow::Error + '_ {
+pub(super) fn plot_err<E: std::fmt::Debug>(path: &Path) -> impl Fn(E) -> anyhow::Error + '_ {
     move |e| anyhow!("cannot draw {}: {e:?}", path.display())
 }
 

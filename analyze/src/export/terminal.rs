@@ -4,6 +4,7 @@
 //! verdict and the controls in words. Colour is written as ANSI styles and kept only where
 //! [`print`] finds a terminal that wants it (not under `NO_COLOR`).
 
+use super::markdown::breakdown::{amount, ci};
 use crate::analysis::{ArmReading, LadderReport, MetricReport};
 use anstyle::{AnsiColor, Style};
 use comfy_table::{presets, ContentArrangement, Table};
@@ -182,6 +183,115 @@ fn controls_table(r: &LadderReport) -> Option<String> {
     })
 }
 
+/// The device time and each arm's efficiency on one line, then the variance components.
+fn device_lines(r: &LadderReport) -> String {
+    let Some(device) = r.device_seconds else {
+        return String::new();
+    };
+    let cells: usize = r.time_use.iter().map(|a| a.cells).sum();
+    let mut out = format!("Device time {device:.1} s ({cells} cells)");
+    let efficiency: Vec<String> = r
+        .time_use
+        .iter()
+        .filter_map(|a| Some(format!("{} {:.1} %", plain(&a.arm), 100.0 * a.efficiency?)))
+        .collect();
+    if !efficiency.is_empty() {
+        let _ = write!(out, "; timed/wall: {}", efficiency.join(", "));
+    }
+    out.push('\n');
+    if let Some(note) = &r.variance_note {
+        let _ = writeln!(out, "Variance components: none, {}", plain(note));
+    }
+    if let Some(v) = &r.variance_components {
+        let _ = writeln!(
+            out,
+            "Variance components, {} repetitions a cell ({} analysis passes):",
+            v.reps, v.passes
+        );
+        let mut t = table();
+        t.set_header(vec![
+            "metric",
+            "arm",
+            "between cells",
+            "within a cell (one rep)",
+            "a pass",
+            "between share",
+        ]);
+        for a in &v.arms {
+            t.add_row(vec![
+                plain(&a.column),
+                plain(&a.arm),
+                format!("{:.2} %", a.between_sd_pct),
+                format!("{:.2} %", a.within_sd_pct),
+                format!("{:.2} %", a.pass_sd_pct),
+                format!("{:.0} %", 100.0 * a.between_share),
+            ]);
+        }
+        out.push_str(&render(t));
+    }
+    out
+}
+
+/// Keys shown per arm in the summary; the markdown has them all.
+const BREAKDOWN_KEYS: usize = 3;
+
+/// Where the time moves, in short: per arm its largest changes and whether they add up.
+fn breakdown_lines(r: &LadderReport) -> Option<String> {
+    let b = r.breakdown.as_ref()?;
+    let mut t = table();
+    t.set_header(vec!["arm", "key", "delta [95 %]", "delta %", "after Holm"]);
+    let mut closures = String::new();
+    for a in &b.arms {
+        let lines = a.keys.iter().filter(|l| !l.folded).take(BREAKDOWN_KEYS);
+        for (i, l) in lines.enumerate() {
+            let holm = match l.holm_verdict {
+                "more" => styled(BAD, "more"),
+                "less" => styled(GOOD, "less"),
+                other => other.to_string(),
+            };
+            let pct = match l.delta_pct.is_finite() {
+                true => format!("{:+.1} %", l.delta_pct),
+                false => "n/a".into(),
+            };
+            t.add_row(vec![
+                if i == 0 { plain(&a.arm) } else { String::new() },
+                plain(&l.key),
+                ci(l.delta, l.delta_ci_low, l.delta_ci_high),
+                pct,
+                holm,
+            ]);
+        }
+        let c = &a.closure;
+        let reading = match (c.total, c.adds_up) {
+            (Some(step), Some(true)) => {
+                format!(
+                    "against the step's {}: {}",
+                    amount(step.estimate),
+                    styled(GOOD, "adds up")
+                )
+            }
+            (Some(step), Some(false)) => format!(
+                "against the step's {}: {}",
+                amount(step.estimate),
+                styled(BAD, "does not add up")
+            ),
+            _ => "(no total: not checked)".into(),
+        };
+        let _ = writeln!(
+            closures,
+            "  {}: the keys' deltas sum to {} {reading}",
+            plain(&a.arm),
+            ci(c.keys_sum.estimate, c.keys_sum.ci_low, c.keys_sum.ci_high)
+        );
+    }
+    Some(format!(
+        "Where the time moves ({} by {}, the {BREAKDOWN_KEYS} largest changes an arm):\n{}{closures}",
+        plain(&b.value),
+        plain(&b.key),
+        render(t)
+    ))
+}
+
 /// The one-screen summary of every ladder, as plain text (with ANSI styles for [`print`]).
 pub fn summary(reports: &[LadderReport]) -> String {
     let mut out = String::new();
@@ -199,6 +309,15 @@ pub fn summary(reports: &[LadderReport]) -> String {
         if let Some(controls) = controls_table(r) {
             out.push('\n');
             out.push_str(&controls);
+        }
+        if let Some(breakdown) = breakdown_lines(r) {
+            out.push('\n');
+            out.push_str(&breakdown);
+        }
+        let device = device_lines(r);
+        if !device.is_empty() {
+            out.push('\n');
+            out.push_str(&device);
         }
         out.push('\n');
     }

@@ -1,18 +1,20 @@
 //! The CPU backend: f32 math on bf16-exact weights, rayon over weight rows and heads.
 
+mod clock;
 mod kernels;
 mod prefetch;
 
 use crate::backend::{
-    AttnCaches, AttnProjections, Backend, GdnGate, GdnProjections, GdnState, PrefetchCounts,
-    RmsNorm,
+    AttnCaches, AttnProjections, Backend, GdnGate, GdnProjections, GdnState, OpTime,
+    PrefetchCounts, RmsNorm,
 };
 use crate::config::{ModelConfig, MAX_GDN_DIM};
-use crate::options::Prefetch;
+use crate::options::{CpuOp, Prefetch, SlowOp};
 use crate::state::PoolMap;
 use crate::synthetic::{round_bf16, synthetic_value, Init};
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, MoeWeights, SwiGlu, WeightStore};
 use anyhow::Result;
+use clock::OpClock;
 use kernels::{argmax, dot};
 use kernels::{inv_rms, l2_normalize, matmul, rms_norm_row, sigmoid, silu, softplus};
 use prefetch::Prefetcher;
@@ -61,11 +63,19 @@ pub struct CpuBackend {
     prefetch: Prefetcher,
     /// What [`Backend::pad_round`] waits (`ENGINE_DECODE_PAD_PCT`).
     round_pad: Duration,
+    /// The clock around each operation (`--rows ops`, `ENGINE_SLOW_OP`): every operation
+    /// opens it first, and the guard it returns closes it when the operation ends.
+    clock: OpClock,
 }
 
 impl CpuBackend {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Stretches every call of `slow.op` from now on (`ENGINE_SLOW_OP`).
+    pub fn slow_op(&mut self, slow: SlowOp) {
+        self.clock.slow(slow);
     }
 }
 
@@ -208,6 +218,7 @@ impl Backend for CpuBackend {
     /// the rounds after each pad too: a 10 % pad read as +13 to +16 % on the 2-core VM, +10.3 %
     /// without the hint.
     fn pad_round(&mut self) {
+        let _clock = self.clock.around(CpuOp::PadRound);
         let start = Instant::now();
         while start.elapsed() < self.round_pad {}
     }
@@ -217,10 +228,12 @@ impl Backend for CpuBackend {
     }
 
     fn write_tokens(&mut self, dst: &mut Vec<u32>, at: usize, host: &[u32]) {
+        let _clock = self.clock.around(CpuOp::WriteTokens);
         dst[at..at + host.len()].copy_from_slice(host);
     }
 
     fn read_tokens(&mut self, src: &Vec<u32>, at: usize, host: &mut [u32]) {
+        let _clock = self.clock.around(CpuOp::ReadTokens);
         host.copy_from_slice(&src[at..at + host.len()]);
     }
 
@@ -231,6 +244,7 @@ impl Backend for CpuBackend {
         history: &mut Vec<u32>,
         pos: usize,
     ) {
+        let _clock = self.clock.around(CpuOp::FeedNext);
         tok_in[0] = tok_out[0];
         history[pos + 1] = tok_out[0];
     }
@@ -244,11 +258,13 @@ impl Backend for CpuBackend {
         rows: usize,
         width: usize,
     ) {
+        let _clock = self.clock.around(CpuOp::CopyRows);
         dst[dst_row * width..(dst_row + rows) * width]
             .copy_from_slice(&src[src_row * width..(src_row + rows) * width]);
     }
 
     fn embed(&mut self, table: &CpuMat, tok: &Vec<u32>, at: usize, t: usize, out: &mut Vec<f32>) {
+        let _clock = self.clock.around(CpuOp::Embed);
         let h = table.cols;
         for i in 0..t {
             let id = tok[at + i] as usize;
@@ -264,6 +280,7 @@ impl Backend for CpuBackend {
         width: usize,
         out: &mut Vec<f32>,
     ) {
+        let _clock = self.clock.around(CpuOp::RmsNorm);
         for i in 0..t {
             rms_norm_row(
                 &x[i * width..(i + 1) * width],
@@ -275,10 +292,12 @@ impl Backend for CpuBackend {
     }
 
     fn matmul(&mut self, w: &CpuMat, x: &Vec<f32>, t: usize, out: &mut Vec<f32>) {
+        let _clock = self.clock.around(CpuOp::Matmul);
         matmul(&w.data, w.rows, w.cols, x, t, out, &self.prefetch);
     }
 
     fn matmul_add(&mut self, w: &CpuMat, x: &Vec<f32>, t: usize, acc: &mut Vec<f32>) {
+        let _clock = self.clock.around(CpuOp::MatmulAdd);
         let out = &mut self.scratch.moe.residual;
         matmul(&w.data, w.rows, w.cols, x, t, out, &self.prefetch);
         add(acc, out, t * w.rows);
@@ -293,6 +312,7 @@ impl Backend for CpuBackend {
         wb: usize,
         out: &mut Vec<f32>,
     ) {
+        let _clock = self.clock.around(CpuOp::Concat);
         for i in 0..t {
             let o = &mut out[i * (wa + wb)..(i + 1) * (wa + wb)];
             o[..wa].copy_from_slice(&a[i * wa..(i + 1) * wa]);
@@ -309,6 +329,7 @@ impl Backend for CpuBackend {
         t: usize,
         out: &mut Vec<f32>,
     ) {
+        let _clock = self.clock.around(CpuOp::GdnConv);
         let (pool, slots) = (&mut *state.pool, state.conv);
         let (c, kern) = (cfg.conv_channels(), cfg.conv_kernel);
         let hist = kern - 1;
@@ -353,6 +374,7 @@ impl Backend for CpuBackend {
         t: usize,
         out: &mut Vec<f32>,
     ) {
+        let _clock = self.clock.around(CpuOp::GdnRecurrence);
         let (pool, slots) = (&mut *state.pool, state.rec);
         let GdnProjections { qkv, b, a } = proj;
         let (hk, hv, dk, dv) = (
@@ -428,6 +450,7 @@ impl Backend for CpuBackend {
         gate: GdnGate<'_, Self>,
         t: usize,
     ) {
+        let _clock = self.clock.around(CpuOp::GatedNorm);
         let GdnGate { z, out } = gate;
         let dv = cfg.gdn_value_dim;
         let eps = cfg.rms_eps as f32;
@@ -453,6 +476,7 @@ impl Backend for CpuBackend {
         t: usize,
         out: &mut Vec<f32>,
     ) {
+        let _clock = self.clock.around(CpuOp::Attention);
         let AttnProjections { qg, k, v } = proj;
         let AttnCaches {
             rope,
@@ -514,6 +538,7 @@ impl Backend for CpuBackend {
         t: usize,
         acc: &mut Vec<f32>,
     ) {
+        let _clock = self.clock.around(CpuOp::FfnAdd);
         let h = cfg.hidden;
         let mut out = std::mem::take(&mut self.scratch.moe.residual);
         match w {
@@ -545,6 +570,7 @@ impl Backend for CpuBackend {
         out: &mut Vec<u32>,
         at: usize,
     ) {
+        let _clock = self.clock.around(CpuOp::LmHeadArgmax);
         let hd = head.cols;
         for i in 0..rows {
             let xi = &x[(row0 + i) * hd..(row0 + i + 1) * hd];
@@ -562,6 +588,7 @@ impl Backend for CpuBackend {
     }
 
     fn prefetch_state(&mut self, pool: &Vec<u32>, offset: usize, bytes: usize, mode: Prefetch) {
+        let _clock = self.clock.around(CpuOp::PrefetchState);
         debug_assert!(offset + bytes <= 4 * pool.len());
         let ptr = (pool.as_ptr() as *const u8).wrapping_add(offset);
         self.prefetch.arm(ptr, bytes, mode);
@@ -569,6 +596,15 @@ impl Backend for CpuBackend {
 
     fn prefetch_counts(&self) -> PrefetchCounts {
         self.prefetch.counts()
+    }
+
+    fn start_op_clock(&mut self) -> Result<()> {
+        self.clock.start();
+        Ok(())
+    }
+
+    fn read_op_clock(&mut self) -> Result<Vec<OpTime>> {
+        Ok(self.clock.read())
     }
 }
 

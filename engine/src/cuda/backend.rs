@@ -27,7 +27,7 @@ use super::moe::{
 use super::Gpu;
 use crate::backend::{
     out_then_norm_ffn, AttnCaches, AttnProjections, Backend, GdnGate, GdnOutputs, GdnProjections,
-    GdnState, OutFfn, PrefetchCounts, RmsNorm, RoundKey,
+    GdnState, OpTime, OutFfn, PrefetchCounts, RmsNorm, RoundKey,
 };
 use crate::config::{Ffn, ModelConfig};
 use crate::options::{FoldNorms, L2Arm, Prefetch};
@@ -1591,7 +1591,27 @@ impl Backend for CudaBackend {
     fn prefetch_counts(&self) -> PrefetchCounts {
         PrefetchCounts::default()
     }
+
+    /// The GPU's op clock is the timeline: its kernels note every launch, so only a device
+    /// opened with one can time them.
+    fn start_op_clock(&mut self) -> Result<()> {
+        let stream = self.gpu.stream.clone();
+        self.gpu
+            .timeline
+            .as_mut()
+            .context(NO_TIMELINE)?
+            .reset(&stream)
+    }
+
+    fn read_op_clock(&mut self) -> Result<Vec<OpTime>> {
+        self.take_error()?;
+        let timeline = self.gpu.timeline.as_ref().context(NO_TIMELINE)?;
+        timeline.kernel_times(&self.gpu.stream)
+    }
 }
+
+const NO_TIMELINE: &str = "the GPU's op clock is its timeline, and this device was opened \
+     without one: open it with Gpu::with_timeline (engine bench --rows ops does)";
 
 /// Bytes one position's decode MoE reads: the router, the routed experts and the shared expert.
 fn moe_step_bytes(w: &FfnWeights<CudaBackend>, cfg: &ModelConfig) -> usize {

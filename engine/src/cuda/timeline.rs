@@ -16,6 +16,7 @@ use anyhow::{ensure, Context, Result};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig};
 
 use super::backend::ProfileRow;
+use crate::backend::OpTime;
 
 /// One launch as the host enqueued it.
 #[derive(Clone, Debug, PartialEq)]
@@ -184,6 +185,19 @@ impl Timeline {
             })
             .collect();
         attribute(&marks, &self.log().launches)
+    }
+
+    /// What [`Timeline::read`] gives, per kernel: its launches and the seconds they added to
+    /// the chain (the op clock of `engine bench --rows ops`).
+    pub fn kernel_times(&self, stream: &Arc<CudaStream>) -> Result<Vec<OpTime>> {
+        Ok(by_kernel(&self.read(stream)?)
+            .into_iter()
+            .map(|r| OpTime {
+                name: r.label,
+                calls: r.calls,
+                seconds: r.ms * 1e-3,
+            })
+            .collect())
     }
 }
 

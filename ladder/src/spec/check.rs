@@ -24,6 +24,7 @@ const TOP_KEYS: &[&str] = &[
     "metric",
     "split",
     "identity",
+    "breakdown",
     "stop",
     "stdout",
     "ok_exit",
@@ -33,6 +34,7 @@ const TOP_KEYS: &[&str] = &[
     "scan",
     "output_cap_mib",
     "cards",
+    "card",
     "show_output",
 ];
 const ARM_KEYS: &[&str] = &[
@@ -45,9 +47,10 @@ const ARM_KEYS: &[&str] = &[
     "pad_pct",
 ];
 const METRIC_KEYS: &[&str] = &["column", "better", "row"];
-const SPLIT_KEYS: &[&str] = &["rounds", "time"];
+const SPLIT_KEYS: &[&str] = &["rounds", "time", "energy"];
 const IDENTITY_KEYS: &[&str] = &["column"];
-const STOP_KEYS: &[&str] = &["halfwidth_pct", "looks"];
+const BREAKDOWN_KEYS: &[&str] = &["key", "value", "total", "launches"];
+const STOP_KEYS: &[&str] = &["halfwidth_pct", "looks", "spread"];
 const SCAN_KEYS: &[&str] = &["env", "parameter", "values", "args"];
 /// Every key is one the spec knows, at the top and in each table.
 pub(super) fn keys(at: &Locator, table: &toml::Table) -> Result<(), SpecError> {
@@ -62,7 +65,9 @@ pub(super) fn keys(at: &Locator, table: &toml::Table) -> Result<(), SpecError> {
     for (key, allowed) in [
         ("split", SPLIT_KEYS),
         ("identity", IDENTITY_KEYS),
+        ("breakdown", BREAKDOWN_KEYS),
         ("stop", STOP_KEYS),
+        ("card", super::card::CARD_KEYS),
         ("scan", SCAN_KEYS),
     ] {
         if let Some(toml::Value::Table(item)) = table.get(key) {
@@ -465,10 +470,47 @@ pub(super) fn expanded(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     check(at, spec)?;
     check_arm_argv(at, spec)?;
     check_stop(at, spec)?;
+    super::card::check(at, spec)?;
     check_cell_keys(at, spec)?;
     check_parameter(at, spec)?;
     check_metric_columns(at, spec)?;
+    check_breakdown(at, spec)?;
     check_known_effects(at, spec)
+}
+
+/// `[breakdown]` names its columns, each once, and reads rows the program prints.
+fn check_breakdown(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
+    let Some(breakdown) = &spec.breakdown else {
+        return Ok(());
+    };
+    let error = |key: &str, message: String, fix: &str| {
+        at.error(key, None, &message, fix).at_table(at, "breakdown")
+    };
+    if spec.output == OutputMode::Time {
+        return Err(error(
+            "breakdown",
+            "[breakdown] reads rows the program prints, and output = \"time\" reads none".into(),
+            "use output = \"csv\" with a program that prints its breakdown rows (engine bench --rows ops), or drop [breakdown]",
+        ));
+    }
+    let columns = breakdown.columns();
+    for (i, (key, column)) in columns.iter().enumerate() {
+        if column.trim().is_empty() {
+            return Err(error(
+                key,
+                format!("[breakdown] {key} is empty"),
+                "name a column the program prints, e.g. key = \"kernel\", value = \"us_per_token\"",
+            ));
+        }
+        if let Some((other, _)) = columns[..i].iter().find(|(_, c)| c == column) {
+            return Err(error(
+                key,
+                format!("[breakdown] names {column:?} as both {other} and {key}"),
+                "give each of key, value, total and launches its own column",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Every `[[metric]]` names a column.

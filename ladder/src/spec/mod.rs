@@ -4,8 +4,10 @@
 //! errors that name the file, the line and the fix) and from the start record's `spec`
 //! JSON by the analysis, where the defaults below are applied in the one place they live.
 
+use crate::breakdown::BreakdownSpec;
 use crate::ladder_file::{Role, WALL_COLUMN};
 use crate::order::Scheme;
+pub use card::{CardSpec, ClockRule, ThrottleRule, DEFAULT_SAMPLE_MS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -111,6 +113,20 @@ pub struct StopSpec {
     pub halfwidth_pct: f64,
     /// Passes, warm-up included, at which the ladder may stop; increasing.
     pub looks: Vec<usize>,
+    /// Whose first-look spread `s0` is: each arm's own, or one pooled over the arms.
+    #[serde(default)]
+    pub spread: StopSpread,
+}
+
+/// `[stop] spread`: METHOD.md "Precision stopping" and "The pooled first-look spread".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopSpread {
+    /// Each arm's `s0` from its own paired log ratios, `m0 − 1` degrees of freedom.
+    #[default]
+    PerArm,
+    /// One `s0` per metric from the additive model over every arm, `(m0 − 1)(n − 1)`.
+    Pooled,
 }
 
 /// What the runner does with a cell's stdout.
@@ -154,6 +170,9 @@ pub struct MetricSpec {
 pub struct SplitSpec {
     pub rounds: String,
     pub time: String,
+    /// An energy column over the same span as `time`, split as the time is (METHOD.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -190,6 +209,8 @@ pub struct Spec {
     pub metrics: Vec<MetricSpec>,
     pub split: Option<SplitSpec>,
     pub identity: Option<IdentitySpec>,
+    /// Which rows of a cell form its breakdown (METHOD.md "Breakdown").
+    pub breakdown: Option<BreakdownSpec>,
     pub stop: Option<StopSpec>,
     pub stdout: Option<StdoutMode>,
     pub ok_exit: Option<Vec<i32>>,
@@ -200,6 +221,9 @@ pub struct Spec {
     /// Cap on each cell's captured stdout and stderr, in MiB.
     pub output_cap_mib: Option<u64>,
     pub cards: Option<Cards>,
+    /// `[card]`: the card sampled during each cell, and the pre-registered throttle rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<CardSpec>,
     /// Print each cell's stdout and stderr on the runner's stderr too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub show_output: Option<bool>,
@@ -339,6 +363,7 @@ impl Spec {
     }
 }
 
+mod card;
 mod check;
 mod locate;
 mod parse;

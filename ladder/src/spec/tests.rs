@@ -286,3 +286,20 @@ fn scan_refusals_name_their_line() {
     assert!(e.message.contains("the first value is the base"), "{e}");
     assert_eq!(e.line, Some(13));
 }
+
+#[test]
+fn stop_spread_is_per_arm_or_pooled() {
+    let spec = format!("{}{}", GOOD.replace("passes = 4\n", ""), STOP);
+    assert_eq!(
+        parse(&spec).unwrap().stop.unwrap().spread,
+        StopSpread::PerArm
+    );
+    let pooled = parse(&format!("{spec}spread = \"pooled\"\n")).unwrap();
+    assert_eq!(pooled.stop.unwrap().spread, StopSpread::Pooled);
+    let e = error_of(&format!("{spec}spread = \"pool\"\n"));
+    assert_eq!(e.line, Some(25), "{e}");
+    assert!(
+        e.message.contains("per-arm") && e.message.contains("pooled"),
+        "{e}"
+    );
+}

@@ -21,6 +21,7 @@ pub fn run(request: &AbRequest, card: u32, colour: bool) -> Result<AbRun, String
         tag: Some(request.tag.clone()),
         out_dir: request.out.clone(),
         card,
+        card_playback: None,
         exit_fix: ExitFix::AbFlag,
     };
     let outcome = ladder_run::run_ladder(&options).map_err(|e| format!("{e:#}"))?;

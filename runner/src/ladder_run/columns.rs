@@ -92,9 +92,13 @@ impl Run<'_> {
             .collect();
         if let Some(split) = &spec.split {
             declared.extend([split.rounds.clone(), split.time.clone()]);
+            declared.extend(split.energy.clone());
         }
         if let Some(identity) = &spec.identity {
             declared.push(identity.column.clone());
+        }
+        if let Some(breakdown) = &spec.breakdown {
+            declared.extend(breakdown.columns().into_iter().map(|(_, c)| c.to_string()));
         }
         for column in &declared {
             if !is_measured_harness_column(column) && !columns.contains(column) {
@@ -120,6 +124,7 @@ impl Run<'_> {
         columns.extend(USAGE_COLUMNS.iter().map(|c| c.to_string()));
         columns.extend(self.witness.columns(WitnessSide::Before));
         columns.extend(self.witness.columns(WitnessSide::After));
+        columns.extend(ladder::card::COLUMNS.map(String::from));
         columns.extend(self.engine_columns.clone().unwrap_or_default());
         self.writer
             .as_mut()
@@ -167,7 +172,9 @@ impl Run<'_> {
 
 /// Harness columns that hold a measurement and may be named as metrics.
 fn is_measured_harness_column(column: &str) -> bool {
-    column == WALL_COLUMN || USAGE_COLUMNS.contains(&column)
+    column == WALL_COLUMN
+        || USAGE_COLUMNS.contains(&column)
+        || ladder::card::COLUMNS.contains(&column)
 }
 
 /// A measured harness column's value for one cell, as the ladder file holds it (six

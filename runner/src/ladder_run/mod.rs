@@ -2,6 +2,7 @@
 //! cell starts, and an abort record naming the reason when anything stops the run early.
 
 use crate::binary::Binary;
+use crate::card_sampler::{CardSampler, CellCard};
 use crate::cell::{self, CellRun, Cut, Exit, Launch, Pad, StdoutTo};
 use crate::cell_env::CellEnvs;
 use crate::output::{self, CellOutput};
@@ -30,6 +31,8 @@ pub struct RunOptions {
     pub tag: Option<String>,
     pub out_dir: PathBuf,
     pub card: u32,
+    /// A recorded series played back instead of the card (`--card-playback`).
+    pub card_playback: Option<PathBuf>,
     /// How an abort for an exit status says to accept that status.
     pub exit_fix: ExitFix,
 }
@@ -120,6 +123,12 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
     let arms = arm_argvs(&loaded.spec)?;
     let order = order_of(&loaded.spec);
     let witness = Witness::open(options.card);
+    let sampler = CardSampler::new(
+        &witness,
+        options.card_playback.as_deref(),
+        loaded.spec.sample_every(),
+    )?;
+    sampler.check_metrics(&loaded, options.card)?;
     let tag = options.tag.clone().unwrap_or_else(default_tag);
     std::fs::create_dir_all(&options.out_dir).with_context(|| {
         format!(
@@ -134,7 +143,8 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
     crate::reaper::become_subreaper().context(
         "cannot make the runner a subreaper, which it needs to end what cells leave behind",
     )?;
-    let start = start::start_record(&loaded, &order, &binary, &arms, &witness, &tag);
+    let mut start = start::start_record(&loaded, &order, &binary, &arms, &witness, &tag);
+    start.card = sampler.playback_record().or(start.card);
     let writer = LadderWriter::create(&path, &start)?;
     let log_path = path.with_extension("stderr.log");
     let log = OpenOptions::new()
@@ -147,6 +157,10 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
                 log_path.display()
             )
         })?;
+    if let Some(note) = sampler.unsampled_note(options.card) {
+        eprint!("{note}");
+        let _ = (&log).write_all(note.as_bytes());
+    }
     let signal = Arc::new(AtomicUsize::new(0));
     for sig in [
         signal_hook::consts::SIGINT,
@@ -182,6 +196,7 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         order: &order,
         arms: &arms,
         witness: &witness,
+        sampler: &sampler,
         envs,
         writer: Some(writer),
         log,
@@ -267,6 +282,7 @@ pub(super) struct Run<'a> {
     order: &'a Order,
     arms: &'a [ArmArgv],
     witness: &'a Witness,
+    sampler: &'a CardSampler<'a>,
     envs: CellEnvs,
     writer: Option<LadderWriter>,
     log: File,

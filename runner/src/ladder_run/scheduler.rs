@@ -139,8 +139,10 @@ impl Run<'_> {
             signal: &self.signal,
             pad: self.pad_of(cell),
         };
-        let result = cell::run(&launch).map_err(|e| format!("{e} at {at}"))?;
-        let after = self.witness.sample();
+        let (result, card) = self.sampler.around(|| cell::run(&launch));
+        let result = result.map_err(|e| format!("{e} at {at}"))?;
+        let mut after = self.witness.sample();
+        after.extend(card.fields());
         let ok = result.exit.is_ok(&spec.ok_exit_codes());
         let keep_stdout = spec.stdout_mode() == StdoutMode::Keep;
         self.keep_output(&at, &result, keep_stdout);
@@ -184,11 +186,14 @@ impl Run<'_> {
             .write_cell(&rows)
             .map_err(|e| format!("cannot write the ladder file: {e}"))?;
         self.cells += 1;
-        self.record_summary(cell, &result, engine.as_ref());
+        self.record_summary(cell, &result, engine.as_ref(), &card);
         self.progress.end_cell(result.wall_s);
-        engine
-            .as_ref()
-            .map_or(Ok(()), |out| self.checks.cell(self.loaded, out, &at))?;
+        engine.as_ref().map_or(Ok(()), |out| {
+            self.checks.cell(self.loaded, out, cell.arm, &at)
+        })?;
+        if ok && result.cut.is_none() {
+            card.check_metrics(self.loaded, &at)?;
+        }
         match result.cut {
             Some(Cut::TimedOut) => Err(format!(
                 "{at} timed out after {} s and was killed (timeout_s in the spec)",
@@ -277,20 +282,28 @@ impl Run<'_> {
 
     /// Notes every metric's value of the cell: the first metric for the summary table, all
     /// of them for the stopping rule and the reading without `analyze`.
-    fn record_summary(&mut self, cell: Cell, result: &cell::CellRun, engine: Option<&CellOutput>) {
+    fn record_summary(
+        &mut self,
+        cell: Cell,
+        result: &cell::CellRun,
+        engine: Option<&CellOutput>,
+        card: &CellCard,
+    ) {
         self.summary[cell.arm].walls.push(result.wall_s);
         if cell.arm == self.loaded.spec.base_index() {
             self.base_walls[cell.pass] = harness_value(WALL_COLUMN, result);
         }
         let columns = self.engine_columns.clone().unwrap_or_default();
         for (m, metric) in self.loaded.spec.effective_metrics().into_iter().enumerate() {
-            let value = harness_value(&metric.column, result).or_else(|| {
-                let index = columns.iter().position(|c| *c == metric.column);
-                engine
-                    .and_then(|e| e.rows.get(metric.row))
-                    .zip(index)
-                    .and_then(|(row, i)| row[i].parse().ok())
-            });
+            let value = harness_value(&metric.column, result)
+                .or_else(|| card.value(&metric.column))
+                .or_else(|| {
+                    let index = columns.iter().position(|c| *c == metric.column);
+                    engine
+                        .and_then(|e| e.rows.get(metric.row))
+                        .zip(index)
+                        .and_then(|(row, i)| row[i].parse().ok())
+                });
             self.values[m].values[cell.pass][cell.arm] = value;
             if let (0, Some(v)) = (m, value) {
                 if cell.pass >= self.loaded.spec.warmup_passes {

@@ -33,7 +33,15 @@ pub(super) fn across_section(doc: &Doc, out: &mut String) {
                  replication only among ladders of one binary.\n\n",
             );
         }
-        out.push_str("| quantity | estimates (tag, host, card: %) | range | spread (pp) | reading |\n|---|---|---|---:|---|\n");
+        let energy = rows.iter().any(|q| !q.energy.is_empty());
+        out.push_str(
+            "| quantity | estimates (tag, host, card: %) | range | spread (pp) | reading |",
+        );
+        out.push_str(if energy {
+            " energy beside it (%) |\n|---|---|---|---:|---|---|\n"
+        } else {
+            "\n|---|---|---|---:|---|\n"
+        });
         for q in rows {
             let estimates: Vec<String> = (0..q.ladders.len())
                 .map(|i| {
@@ -56,9 +64,13 @@ pub(super) fn across_section(doc: &Doc, out: &mut String) {
                 (true, true) => "replicates: within the limit",
                 (true, false) => "**a range, not a point**",
             };
+            let beside = match energy {
+                true => format!(" {} |", super::energy::beside_cell(&q.energy)),
+                false => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {reading} |",
+                "| {} | {} | {} | {} | {reading} |{beside}",
                 name(&q.quantity),
                 estimates.join("; "),
                 interval(q.min_pct, q.max_pct),

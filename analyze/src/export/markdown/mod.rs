@@ -5,6 +5,10 @@
 //! [`name`], so that no ladder, tag, arm or column can break a table or inject HTML.
 
 mod across;
+pub(crate) mod breakdown;
+mod card;
+mod device;
+mod energy;
 mod sections;
 mod summary;
 
@@ -31,6 +35,8 @@ pub struct Doc<'a> {
     pub scan_svgs: &'a [Vec<String>],
     /// Per spec name with replications: the forest plot's file name.
     pub forest_svgs: &'a [(String, String)],
+    /// Per report, per arm of its breakdown: the figure's file name.
+    pub breakdown_svgs: &'a [Vec<String>],
     pub extras: ExtrasConfig,
 }
 
@@ -44,6 +50,7 @@ impl<'a> Doc<'a> {
             metric_svgs: &[],
             scan_svgs: &[],
             forest_svgs: &[],
+            breakdown_svgs: &[],
             extras: reading.extras,
         }
     }
@@ -234,6 +241,7 @@ pub fn write(reading: &Reading, path: &Path) -> anyhow::Result<()> {
         )
     })?;
     let figures = svg::draw_report(reading, dir, &stem, status_plain)?;
+    let breakdown_svgs = super::breakdown_svg::draw(reading, dir, &stem)?;
     let doc = Doc {
         reports: &reading.reports,
         replications: &reading.replications,
@@ -241,6 +249,7 @@ pub fn write(reading: &Reading, path: &Path) -> anyhow::Result<()> {
         metric_svgs: &figures.metrics,
         scan_svgs: &figures.scans,
         forest_svgs: &figures.forests,
+        breakdown_svgs: &breakdown_svgs,
         extras: reading.extras,
     };
     std::fs::write(path, render(&doc))

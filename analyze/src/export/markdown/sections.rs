@@ -27,10 +27,14 @@ pub(super) fn ladder_section(doc: &Doc, i: usize, r: &LadderReport, out: &mut St
             return;
         }
     }
-    if r.stopped.is_some() {
+    if let Some(stop) = &r.stopped {
+        let spread = match stop.spread {
+            ladder::spec::StopSpread::PerArm => "the first look's spread `s0` with `t(0.975, m0−1)`",
+            ladder::spec::StopSpread::Pooled => "the first look's spread `s0` pooled over the arms (additive model) with `t(0.975, (m0−1)(n−1))`",
+        };
         let _ = writeln!(
             out,
-            "\nPrecision stopping: {}. Every interval uses the first look's spread `s0` with `t(0.975, m0−1)` (METHOD.md).",
+            "\nPrecision stopping: {}. Every interval uses {spread} (METHOD.md).",
             stop_words(r)
         );
     }
@@ -69,6 +73,7 @@ pub(super) fn ladder_section(doc: &Doc, i: usize, r: &LadderReport, out: &mut St
                 a.n
             );
         }
+        super::energy::split_table(split, out);
         if split.rounds_identical {
             let _ = writeln!(out, "\nRound count identical in all {} cells.", split.cells);
         } else {
@@ -95,9 +100,11 @@ pub(super) fn ladder_section(doc: &Doc, i: usize, r: &LadderReport, out: &mut St
     if let Some(identity) = &r.identity {
         identity_section(identity, out);
     }
+    super::breakdown::breakdown_section(doc, i, r, out);
     if let Some(witness) = &r.witness {
         witness_section(witness, r.cells_found, out);
     }
+    super::device::device_section(r, out);
 }
 
 fn what_ran(r: &LadderReport, out: &mut String) {
@@ -450,6 +457,9 @@ fn witness_section(w: &Witness, cells: usize, out: &mut String) {
     );
     list("Clock changes", "none", &w.clock_changes, out);
     list("Throttling", "none", &w.throttle_cells, out);
+    if let Some(card) = &w.card {
+        super::card::card_lines(card, out);
+    }
     if !w.ranges.is_empty() {
         let ranges: Vec<String> = w
             .ranges

@@ -1,0 +1,96 @@
+//! A ladder's device time and variance components (METHOD.md "Precision per device-minute").
+
+use super::*;
+use std::fmt::Write;
+
+/// A share as a percent with one decimal, `n/a` when there is none.
+fn share(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{:.1} %", 100.0 * v))
+}
+
+fn seconds(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.1}"))
+}
+
+/// "Where the time goes" and, with repetition rows, "Variance components".
+pub(super) fn device_section(r: &LadderReport, out: &mut String) {
+    let Some(device) = r.device_seconds else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\n### Where the time goes\n\nDevice time {} ({device:.1} s): the sum of every cell's wall time, warm-up included.",
+        duration(device)
+    );
+    match r.time_use.iter().any(|a| a.efficiency.is_some()) {
+        true => split_table(r, out),
+        false => wall_table(r, out),
+    }
+    variance_section(r, out);
+}
+
+/// Each arm's wall time alone, where the engine printed no split of it.
+fn wall_table(r: &LadderReport, out: &mut String) {
+    out.push_str("The engine printed no `startup_seconds` and `timed_seconds`, so the wall time is not split.\n\n| arm | cells | wall s |\n|---|---:|---:|\n");
+    for a in &r.time_use {
+        let _ = writeln!(out, "| {} | {} | {:.1} |", name(&a.arm), a.cells, a.wall_s);
+    }
+}
+
+/// Each arm's wall time split into start-up, timed repetitions and the rest.
+fn split_table(r: &LadderReport, out: &mut String) {
+    out.push_str(
+        "Efficiency is the share of an arm's wall time spent in timed repetitions (`timed_seconds`); \
+         start-up is `startup_seconds`, process start to the first timed repetition.\n\n\
+         | arm | cells | wall s | start-up s | timed s | efficiency | start-up share |\n|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for a in &r.time_use {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | {} | {} | {} | {} |",
+            name(&a.arm),
+            a.cells,
+            a.wall_s,
+            seconds(a.startup_s),
+            seconds(a.timed_s),
+            share(a.efficiency),
+            share(a.startup_share)
+        );
+    }
+}
+
+/// The variance components, or why the repetition rows could not be read.
+fn variance_section(r: &LadderReport, out: &mut String) {
+    if let Some(note) = &r.variance_note {
+        let _ = writeln!(
+            out,
+            "\nThe repetition rows could not be read, so there are no variance components: {}.",
+            name(note)
+        );
+    }
+    let Some(v) = &r.variance_components else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\n### Variance components ({} repetitions a cell, {} analysis passes)\n\n\
+         A one-way random-effects ANOVA of the per-repetition log ratios, paired within the pass and by \
+         repetition number, the passes as groups: a pass's log ratio at `r` repetitions a cell has variance \
+         `s_b² + s_w²/r`; more repetitions shrink only the within-cell part, more passes both.\n",
+        v.reps, v.passes
+    );
+    out.push_str("| metric | arm | against | between cells (sd) | within a cell, one repetition (sd) | a pass (sd) | between share |\n|---|---|---|---:|---:|---:|---:|\n");
+    for a in &v.arms {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} % | {} % | {} % | {:.1} % |",
+            name(&a.column),
+            name(&a.arm),
+            name(&a.against),
+            num(a.between_sd_pct),
+            num(a.within_sd_pct),
+            num(a.pass_sd_pct),
+            100.0 * a.between_share
+        );
+    }
+}

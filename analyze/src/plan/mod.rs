@@ -1,0 +1,217 @@
+//! `analyze plan PILOT --halfwidth H [--arms N]` (METHOD.md "Repetitions and passes"): from a
+//! pilot ladder run with `engine bench --rows reps`, the repetitions a cell and the passes
+//! that reach ±H in the least device time, and a first look for `[stop]`.
+
+mod first_look;
+mod search;
+
+pub use first_look::{first_look, looks, FirstLook};
+pub use search::{CostModel, Design};
+
+use crate::time_use::{self, STARTUP_COLUMN, TIMED_COLUMN};
+use crate::variance::{self, ArmComponents};
+use anyhow::{bail, Context};
+use ladder::spec::Spec;
+use std::fmt::Write;
+use std::path::Path;
+
+/// The fix every refusal of a pilot ends with.
+const RERUN: &str = "run the pilot again with `engine bench --rows reps` (engine/README.md)";
+
+/// What a pilot ladder says about the cost and the spread of a cell.
+#[derive(Clone, Debug)]
+pub struct Pilot {
+    pub file: String,
+    pub arms: usize,
+    pub passes: usize,
+    pub warmup: usize,
+    pub cells: usize,
+    /// `R`: the pilot's repetitions a cell.
+    pub reps: usize,
+    /// `c0`: the mean of `w − τ` over the cells.
+    pub start_s: f64,
+    /// The mean of `startup_seconds`, the part of `c0` before the first timed repetition.
+    pub startup_s: f64,
+    /// `T`: the mean of `τ/R` over the cells.
+    pub rep_s: f64,
+    pub components: Vec<ArmComponents>,
+}
+
+/// Reads a pilot: one connected run with `startup_seconds`, `timed_seconds` and repetition
+/// rows; anything else is refused with the fix.
+pub fn pilot(path: &Path) -> anyhow::Result<Pilot> {
+    let (shown, ladder) = connected(path)?;
+    let spec = Spec::from_json(&ladder.start.spec).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+    let passes = crate::frames::analysis_passes(&ladder.start, ladder.end.as_ref());
+    let cells = timed_cells(&shown, &ladder)?;
+    let components = variance::components(&ladder, &spec.effective_metrics(), passes.clone())
+        .map_err(|e| anyhow::anyhow!("{shown}: {e}; {RERUN}"))?
+        .with_context(|| format!("{shown}: the pilot has no repetition rows (ladder_row 1…R with a `rep` column); {RERUN}"))?;
+    if components.arms.is_empty() {
+        bail!("{shown}: the pilot has no arm besides its base, so there is no paired log ratio to plan for; run it with the arms the ladder will have");
+    }
+    let n = cells.len() as f64;
+    let mean = |f: &dyn Fn(&(f64, f64, f64)) -> f64| cells.iter().map(f).sum::<f64>() / n;
+    let reps = components.reps;
+    let rep_s = mean(&|&(_, _, timed)| timed / reps as f64);
+    if rep_s <= 0.0 {
+        bail!("{shown}: {TIMED_COLUMN} is 0 in every cell, so a repetition costs nothing; {RERUN}");
+    }
+    Ok(Pilot {
+        file: shown,
+        arms: ladder.start.arms.len(),
+        passes: passes.end,
+        warmup: ladder.start.warmup_passes,
+        cells: cells.len(),
+        reps,
+        start_s: mean(&|&(wall, _, timed)| wall - timed),
+        startup_s: mean(&|&(_, startup, _)| startup),
+        rep_s,
+        components: components.arms,
+    })
+}
+
+/// The file's ladder, when it is one connected run.
+fn connected(path: &Path) -> anyhow::Result<(String, ladder::Ladder)> {
+    let shown = path.display().to_string();
+    let bytes = ladder::limits::read_ladder_file(path).map_err(anyhow::Error::msg)?;
+    let replay = ladder::replay(&bytes);
+    if !replay.verdict.connected {
+        bail!(
+            "{shown}: {}; a pilot must be one connected run: see `analyze verify {shown}`, and run it again",
+            replay.verdict.summary()
+        );
+    }
+    let ladder = replay.ladder.context("a connected file has its ladder")?;
+    Ok((shown, ladder))
+}
+
+/// Every cell's `(wall, startup, timed)` seconds; a cell without the engine's two columns
+/// is refused, since the cost model rests on them.
+fn timed_cells(shown: &str, ladder: &ladder::Ladder) -> anyhow::Result<Vec<(f64, f64, f64)>> {
+    time_use::cells(ladder)
+        .iter()
+        .map(|c| match (c.startup, c.timed) {
+            (Some(startup), Some(timed)) => Ok((c.wall, startup, timed)),
+            _ => bail!(
+                "{shown}: the cell of pass {} arm {} has no {STARTUP_COLUMN} or {TIMED_COLUMN}, which the cost model needs; {RERUN}",
+                c.pass,
+                ladder.start.arms[c.arm].name
+            ),
+        })
+        .collect()
+}
+
+impl Pilot {
+    /// The cost model of a ladder of `arms` arms with the pilot's cells and spread.
+    pub fn model(&self, arms: usize) -> CostModel {
+        CostModel {
+            start_s: self.start_s,
+            rep_s: self.rep_s,
+            arms,
+            warmup: self.warmup,
+            spreads: self
+                .components
+                .iter()
+                .map(|c| (c.between_var(), c.within_var()))
+                .collect(),
+        }
+    }
+}
+
+/// `5.2 min`, `48 s`, `3.1 h`.
+fn duration(seconds: f64) -> String {
+    match seconds {
+        s if s < 120.0 => format!("{s:.0} s"),
+        s if s < 7200.0 => format!("{:.1} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
+    }
+}
+
+/// The plan in words.
+pub fn render(pilot: &Pilot, halfwidth_pct: f64, arms: usize) -> String {
+    let model = pilot.model(arms);
+    let h = (1.0 + halfwidth_pct / 100.0).ln();
+    let best = model.best(h);
+    let own = model.design(pilot.reps, h);
+    let mut out = format!(
+        "pilot {}: {} arms, {} passes ({} warm-up), {} repetitions a cell\n\
+         a cell costs {:.3} s start-up + r × {:.3} s a repetition (means over the pilot's {} cells; \
+         startup_seconds is {:.3} s of the start-up, the rest is the exit and the harness)\n\
+         a pass's log ratio at r repetitions has variance between + within/r, the largest of:\n",
+        pilot.file,
+        pilot.arms,
+        pilot.passes,
+        pilot.warmup,
+        pilot.reps,
+        pilot.start_s,
+        pilot.rep_s,
+        pilot.cells,
+        pilot.startup_s
+    );
+    for c in &pilot.components {
+        let _ = writeln!(
+            out,
+            "  {} {}: between cells {:.3} %, within a cell {:.3} % a repetition",
+            c.column, c.arm, c.between_sd_pct, c.within_sd_pct
+        );
+    }
+    let design = |d: &Design| {
+        format!(
+            "{} passes ({} analysis + {} warm-up) × {arms} arms × ({:.3} + {} × {:.3}) s = {}",
+            d.passes,
+            d.analysis,
+            pilot.warmup,
+            pilot.start_s,
+            d.reps,
+            pilot.rep_s,
+            duration(d.seconds)
+        )
+    };
+    let _ = writeln!(
+        out,
+        "\n±{halfwidth_pct} % in the least device time, {arms} arms:\n  r = {}: {}\n  the pilot's r = {}: {}",
+        best.reps,
+        design(&best),
+        own.reps,
+        design(&own)
+    );
+    let _ = writeln!(
+        out,
+        "in the spec: \"-r\", \"{}\" in the engine's argv and passes = {}",
+        best.reps, best.passes
+    );
+    stop_lines(&model, &best, halfwidth_pct, h, &mut out);
+    out
+}
+
+/// The `[stop]` alternative at the plan's repetitions, per spread rule.
+fn stop_lines(model: &CostModel, best: &Design, halfwidth_pct: f64, h: f64, out: &mut String) {
+    let v = model.variance(best.reps);
+    let _ = writeln!(
+        out,
+        "or stop at the precision (Stein's rule at r = {}; expected passes with a look at every pass):",
+        best.reps
+    );
+    let arms = model.arms;
+    let rules: [(&str, &dyn Fn(usize) -> usize); 2] = [
+        ("", &|m0| m0 - 1),
+        ("spread = \"pooled\", ", &|m0| (m0 - 1) * (arms - 1)),
+    ];
+    for (rule, df) in rules {
+        let look = first_look(v, h, df);
+        let expected = model.warmup as f64 + look.expected;
+        let seconds = expected * arms as f64 * (model.start_s + best.reps as f64 * model.rep_s);
+        let list: Vec<String> = looks(model.warmup, &look)
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        let _ = writeln!(
+            out,
+            "  [stop] {rule}halfwidth_pct = {halfwidth_pct}, looks = [{}]: about {expected:.1} passes, {}; 99 % of ladders by pass {}",
+            list.join(", "),
+            duration(seconds),
+            model.warmup + look.p99
+        );
+    }
+}

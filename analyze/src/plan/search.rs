@@ -1,0 +1,155 @@
+//! The cost model of METHOD.md "Repetitions and passes" and its exact search: a cell of `r`
+//! repetitions costs `c0 + r·T` device seconds, a pass's log ratio has variance
+//! `v(r) = max_k (s_b,k² + s_w,k²/r)`, and the passes that reach the half-width follow.
+
+use ladder::stats::t975;
+
+/// What the search needs from a pilot ladder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostModel {
+    /// `c0`: a cell's seconds that are not a timed repetition.
+    pub start_s: f64,
+    /// `T`: one timed repetition's seconds.
+    pub rep_s: f64,
+    /// `N`: the arms of the ladder planned.
+    pub arms: usize,
+    /// `W`: its warm-up passes.
+    pub warmup: usize,
+    /// `(s_b², s_w²)` of every metric and arm, in log units.
+    pub spreads: Vec<(f64, f64)>,
+}
+
+/// One design: `reps` a cell, `passes` in all (`analysis` of them after the warm-up).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Design {
+    pub reps: usize,
+    pub analysis: usize,
+    pub passes: usize,
+    pub seconds: f64,
+}
+
+/// The fewest analysis passes a fixed ladder may have: one degree of freedom.
+pub const MIN_ANALYSIS: usize = 2;
+
+impl CostModel {
+    /// `v(r)`: the largest variance of a pass's log ratio at `r` repetitions a cell.
+    pub fn variance(&self, reps: usize) -> f64 {
+        self.spreads
+            .iter()
+            .map(|&(between, within)| between + within / reps as f64)
+            .fold(0.0, f64::max)
+    }
+
+    /// The device seconds of `passes` passes at `reps` repetitions a cell.
+    pub fn seconds(&self, reps: usize, passes: usize) -> f64 {
+        (passes * self.arms) as f64 * (self.start_s + reps as f64 * self.rep_s)
+    }
+
+    /// The design at `reps` repetitions that reaches the half-width `h` (log units).
+    pub fn design(&self, reps: usize, h: f64) -> Design {
+        let analysis = analysis_passes(self.variance(reps), h);
+        let passes = self.warmup + analysis;
+        Design {
+            reps,
+            analysis,
+            passes,
+            seconds: self.seconds(reps, passes),
+        }
+    }
+
+    /// The design with the least device seconds (the fewer repetitions on a tie). The search
+    /// stops where even the fewest passes cost more than the best found: that bound grows
+    /// with `r`, so the result is the cost model's exact optimum.
+    pub fn best(&self, h: f64) -> Design {
+        let mut best = self.design(1, h);
+        let mut reps = 2;
+        while self.seconds(reps, self.warmup + MIN_ANALYSIS) <= best.seconds {
+            let design = self.design(reps, h);
+            if design.seconds < best.seconds {
+                best = design;
+            }
+            reps += 1;
+        }
+        best
+    }
+}
+
+/// The least `m ≥ 2` with `t(0.975, m−1)·√(v/m) ≤ h`.
+pub fn analysis_passes(v: f64, h: f64) -> usize {
+    let fits = |m: usize| t975(m - 1) * (v / m as f64).sqrt() <= h;
+    // t(0.975, ·) exceeds the normal quantile, so no m below z²·v/h² fits: start there.
+    let mut m = ((1.959_963_985 * 1.959_963_985 * v / (h * h)).floor() as usize).max(MIN_ANALYSIS);
+    while !fits(m) {
+        m += 1;
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> CostModel {
+        CostModel {
+            start_s: 4.0,
+            rep_s: 0.5,
+            arms: 3,
+            warmup: 1,
+            spreads: vec![(0.004f64.powi(2), 0.012f64.powi(2)), (0.0, 0.02f64.powi(2))],
+        }
+    }
+
+    /// Every (r, m) of the cost model up to generous bounds: the cheapest one that reaches
+    /// the half-width, by enumeration alone.
+    fn brute_force(model: &CostModel, h: f64) -> (usize, usize, f64) {
+        let mut best = (0, 0, f64::INFINITY);
+        for reps in 1..=400 {
+            let v = model.variance(reps);
+            for m in 2..=2000 {
+                if t975(m - 1) * (v / m as f64).sqrt() <= h {
+                    let cost = model.seconds(reps, model.warmup + m);
+                    if cost < best.2 {
+                        best = (reps, m, cost);
+                    }
+                    break;
+                }
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn the_search_finds_what_enumeration_finds() {
+        for (start_s, rep_s, halfwidth) in [
+            (4.0, 0.5, 0.5),
+            (4.0, 0.5, 0.2),
+            (30.0, 0.1, 0.3),
+            (0.1, 2.0, 1.0),
+            (10.0, 1.0, 0.05),
+        ] {
+            let mut m = model();
+            (m.start_s, m.rep_s) = (start_s, rep_s);
+            let h = (1.0 + halfwidth / 100.0f64).ln();
+            let best = m.best(h);
+            let (reps, analysis, seconds) = brute_force(&m, h);
+            assert_eq!(
+                (best.reps, best.analysis, best.seconds),
+                (reps, analysis, seconds),
+                "c0 {start_s} T {rep_s} ±{halfwidth}"
+            );
+            assert_eq!(best.passes, analysis + m.warmup);
+        }
+    }
+
+    #[test]
+    fn the_passes_are_the_least_that_reach_the_half_width() {
+        // v = 1e-4, h = 0.01: t(0.975, m−1)/√m ≤ 1 first at m = 7 (2.447/√7 = 0.925;
+        // m = 6: 2.571/√6 = 1.050).
+        assert_eq!(analysis_passes(1e-4, 0.01), 7);
+        assert_eq!(analysis_passes(0.0, 0.01), MIN_ANALYSIS);
+        // The larger spread of the two arms decides: at r = 1 arm two's 4e-4 beats arm one's
+        // 1.6e-5 + 1.44e-4.
+        assert_eq!(model().variance(1), 4e-4);
+        assert!((model().variance(100) - (1.6e-5 + 1.44e-6)).abs() < 1e-18);
+    }
+}

@@ -1,0 +1,274 @@
+//! Precision per device-minute (METHOD.md): where a ladder's time goes, the variance
+//! components of ladders with repetition rows, and `analyze plan` on a pilot, read from
+//! generated ladders whose components and costs are known.
+
+mod common;
+
+use analyze::analysis::LadderReport;
+use ladder::sample::{Sample, SampleArm, SampleReps};
+use ladder::Role;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Two arms with repetition rows: a cell's level moves by `between_pct`, each repetition by
+/// `within_pct` around it (so the paired log ratio's components are twice their squares).
+fn reps_sample(seed: u64, passes: usize, between_pct: f64, within_pct: f64) -> Sample {
+    let mut s = Sample::new(
+        "reps",
+        &format!("s{seed}"),
+        vec![
+            SampleArm::new("off", Role::Base, 0.0),
+            SampleArm::new("on", Role::Arm, 1.0),
+        ],
+    );
+    (s.seed, s.passes, s.noise_limit_pct) = (seed, passes, None);
+    s.reps = Some(SampleReps {
+        between_pct,
+        within_pct,
+        ..SampleReps::new(8, 1.5, 0.5)
+    });
+    s
+}
+
+fn write(dir: &str, name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("analyze_precision_{}_{dir}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn analyze(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_analyze"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// 20 ladders of 100 analysis passes and 8 repetitions: the components averaged over them
+/// must land on the truth within three of their sampling sds (METHOD.md gives them).
+#[test]
+fn the_components_recover_known_between_and_within_variances() {
+    let (between_pct, within_pct, r, m, k): (f64, f64, f64, f64, f64) =
+        (1.0, 2.0, 8.0, 100.0, 20.0);
+    let texts: Vec<String> = (1..=20)
+        .map(|seed| reps_sample(seed, 101, between_pct, within_pct).file_text())
+        .collect();
+    let reading = common::read("components", &texts);
+    let (mut between, mut within) = (0.0, 0.0);
+    for report in &reading.reports {
+        let v = report.variance_components.as_ref().expect("components");
+        assert_eq!((v.reps, v.passes, v.arms.len()), (8, 100, 1));
+        between += v.arms[0].between_var() / k;
+        within += v.arms[0].within_var() / k;
+    }
+    let sigma_b2 = 2.0 * (between_pct / 100.0f64).powi(2);
+    let sigma_w2 = 2.0 * (within_pct / 100.0f64).powi(2);
+    let sd_msw = sigma_w2 * (2.0 / (m * (r - 1.0))).sqrt() / k.sqrt();
+    let sd_msb = (r * sigma_b2 + sigma_w2) * (2.0 / (m - 1.0)).sqrt() / k.sqrt();
+    let sd_between = (sd_msb.powi(2) + sd_msw.powi(2)).sqrt() / r;
+    assert!(
+        (within - sigma_w2).abs() < 3.0 * sd_msw,
+        "within {within:.3e}, truth {sigma_w2:.3e} ± {sd_msw:.1e}"
+    );
+    assert!(
+        (between - sigma_b2).abs() < 3.0 * sd_between,
+        "between {between:.3e}, truth {sigma_b2:.3e} ± {sd_between:.1e}"
+    );
+}
+
+/// The summary row is the repetitions' geometric mean, so a pass's mean log ratio is the
+/// headline's: the sd of a pass the components give is the headline's `s`.
+#[test]
+fn a_pass_sd_is_the_headline_spread() {
+    let report = common::one("pass_sd", reps_sample(3, 9, 1.0, 2.0).file_text());
+    let v = report.variance_components.as_ref().unwrap();
+    let a = &v.arms[0];
+    let headline = &report.metrics[0].arms[0].figures;
+    let s = headline.sem_pct * (headline.n as f64).sqrt();
+    assert!(
+        (a.pass_sd_pct - s).abs() < 1e-4 * s,
+        "{} vs {s}",
+        a.pass_sd_pct
+    );
+    // The share of a pass's variance between cells, at the ladder's 8 repetitions.
+    let (b, w) = (a.between_var(), a.within_var());
+    assert!((a.between_share - b / (b + w / 8.0)).abs() < 1e-12);
+    assert_eq!(
+        (a.column.as_str(), a.arm.as_str(), a.against.as_str()),
+        ("decode_tok_s", "on", "off")
+    );
+}
+
+fn time_of(report: &LadderReport, arm: &str) -> analyze::time_use::ArmTime {
+    report
+        .time_use
+        .iter()
+        .find(|a| a.arm == arm)
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn the_time_goes_to_start_up_repetitions_and_the_rest() {
+    // 8 repetitions of 0.5 s after 1.5 s of start-up and 0.25 s of exit: a 5.75 s cell.
+    let report = common::one("time", reps_sample(1, 6, 0.0, 0.0).file_text());
+    let on = time_of(&report, "on");
+    assert_eq!(on.cells, 6);
+    assert!((on.wall_s - 6.0 * 5.75).abs() < 1e-9);
+    assert!((on.efficiency.unwrap() - 4.0 / 5.75).abs() < 1e-9);
+    assert!((on.startup_share.unwrap() - 1.5 / 5.75).abs() < 1e-9);
+    assert!((report.device_seconds.unwrap() - 12.0 * 5.75).abs() < 1e-9);
+    // Without the engine's columns: the device time from the wall, no efficiency.
+    let mut plain = reps_sample(1, 6, 0.0, 0.0);
+    plain.reps = None;
+    let report = common::one("time_plain", plain.file_text());
+    let on = time_of(&report, "on");
+    assert_eq!((on.efficiency, on.startup_s, on.cells), (None, None, 6));
+    assert!(report.variance_components.is_none() && report.variance_note.is_none());
+    let walls: f64 = report.time_use.iter().map(|a| a.wall_s).sum();
+    assert_eq!(report.device_seconds, Some(walls));
+    assert!(walls > 12.0 * 10.0 && walls < 12.0 * 10.1);
+}
+
+#[test]
+fn repetition_rows_pass_verify_and_reach_every_report() {
+    let path = write("cli", "reps.csv", &reps_sample(2, 8, 1.0, 2.0).file_text());
+    let file = path.to_str().unwrap();
+    let verified = stdout(&analyze(&["verify", file]));
+    assert!(
+        verified.contains("one connected run, 16 of 16 cells"),
+        "{verified}"
+    );
+    let summary = stdout(&analyze(&["report", file, "--summary"]));
+    assert!(
+        summary.contains("Device time 92.0 s (16 cells); timed/wall: off 69.6 %, on 69.6 %"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("Variance components, 8 repetitions a cell (7 analysis passes):"),
+        "{summary}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&analyze(&["report", file, "--json", "-"]))).unwrap();
+    let ladder = &json["ladders"][0];
+    assert_eq!(ladder["device_seconds"], 92.0);
+    assert_eq!(ladder["time_use"][1]["arm"], "on");
+    assert_eq!(ladder["variance_components"]["reps"], 8);
+    assert!(
+        ladder["variance_components"]["arms"][0]["within_sd_pct"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let markdown = stdout(&analyze(&["report", file]));
+    for heading in [
+        "### Where the time goes",
+        "### Variance components (8 repetitions a cell, 7 analysis passes)",
+    ] {
+        assert!(markdown.contains(heading), "{heading}");
+    }
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn unreadable_repetition_rows_are_named() {
+    let text = reps_sample(2, 8, 1.0, 2.0).file_text();
+    // The first cell's fourth repetition claims to be its third.
+    let broken = text.replacen(",0.500000,4\n", ",0.500000,3\n", 1);
+    assert_ne!(broken, text);
+    let report = common::one("broken", broken);
+    let note = report.variance_note.unwrap();
+    assert!(note.contains("are not numbered 1…R once each"), "{note}");
+    assert!(report.variance_components.is_none());
+}
+
+#[test]
+fn plan_reads_a_pilot_and_prints_the_cheapest_design() {
+    let path = write(
+        "plan",
+        "pilot.csv",
+        &reps_sample(4, 12, 1.0, 2.0).file_text(),
+    );
+    let pilot = analyze::plan::pilot(&path).unwrap();
+    assert_eq!((pilot.reps, pilot.arms, pilot.warmup), (8, 2, 1));
+    assert!((pilot.start_s - 1.75).abs() < 1e-9 && (pilot.rep_s - 0.5).abs() < 1e-9);
+    let h = 1.005f64.ln();
+    let best = pilot.model(3).best(h);
+    let text = stdout(&analyze(&[
+        "plan",
+        path.to_str().unwrap(),
+        "--halfwidth",
+        "0.5",
+        "--arms",
+        "3",
+    ]));
+    let line = format!(
+        "  r = {}: {} passes ({} analysis + 1 warm-up) × 3 arms",
+        best.reps, best.passes, best.analysis
+    );
+    assert!(text.contains(&line), "{line}\n{text}");
+    let spec = format!(
+        "in the spec: \"-r\", \"{}\" in the engine's argv and passes = {}",
+        best.reps, best.passes
+    );
+    assert!(text.contains(&spec), "{text}");
+    assert!(
+        text.contains("[stop] halfwidth_pct = 0.5, looks = ["),
+        "{text}"
+    );
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn plan_refuses_a_pilot_without_repetitions_with_the_fix() {
+    let mut plain = reps_sample(4, 6, 1.0, 2.0);
+    plain.reps = None;
+    let path = write("refuse", "plain.csv", &plain.file_text());
+    let out = analyze(&["plan", path.to_str().unwrap(), "--halfwidth", "0.5"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("has no startup_seconds or timed_seconds"),
+        "{err}"
+    );
+    assert!(err.contains("engine bench --rows reps"), "{err}");
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn plan_refuses_a_pilot_without_repetition_rows_or_not_connected() {
+    let text = reps_sample(4, 6, 1.0, 2.0).file_text();
+    // The summary rows alone: the columns are there, the repetitions are not.
+    let summary: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('#') || matches!(l.split(',').nth(6), Some("0" | "ladder_row")))
+        .collect();
+    let path = write("refuse_reps", "summary.csv", &(summary.join("\n") + "\n"));
+    let out = analyze(&["plan", path.to_str().unwrap(), "--halfwidth", "0.5"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the pilot has no repetition rows"), "{err}");
+    assert!(err.contains("engine bench --rows reps"), "{err}");
+    // Without its done record the pilot is not one connected run.
+    let cut = text
+        .lines()
+        .filter(|l| !l.starts_with("#ladder-done"))
+        .collect::<Vec<_>>();
+    std::fs::write(&path, cut.join("\n") + "\n").unwrap();
+    let out = analyze(&["plan", path.to_str().unwrap(), "--halfwidth", "0.5"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("a pilot must be one connected run"), "{err}");
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
