@@ -3,7 +3,7 @@
 //! and the step's own delta, so that a reader sees where the time moved and whether it adds
 //! up.
 
-use super::svg::{file_part, plot_err};
+use super::svg::{file_part, label_at, plot_err};
 use crate::analysis::breakdown::{BreakdownArm, Interval};
 use crate::reading::Reading;
 use plotters::prelude::*;
@@ -113,13 +113,7 @@ fn bars_svg(path: &Path, title: &str, bars: &[Bar]) -> anyhow::Result<()> {
         .configure_mesh()
         .disable_y_mesh()
         .y_labels(n + 1)
-        .y_label_formatter(&|y| {
-            let i = y.round();
-            if (y - i).abs() > 1e-6 || i < 0.0 {
-                return String::new();
-            }
-            labels.get(i as usize).cloned().unwrap_or_default()
-        })
+        .y_label_formatter(&|y| label_at(&labels, *y))
         .x_desc("mean delta against the base and its 95 % interval (positive: the arm spends more)")
         .draw()
         .map_err(&err)?;

@@ -184,7 +184,7 @@ fn span(values: impl Iterator<Item = f64>) -> (f64, f64) {
 }
 
 /// Labels only at whole positions; plotters may ask for others.
-fn label_at(names: &[String], x: f64) -> String {
+pub(super) fn label_at(names: &[String], x: f64) -> String {
     let i = x.round();
     if (x - i).abs() > 1e-6 || i < 0.0 {
         return String::new();
