@@ -4,6 +4,7 @@ use crate::backend::Backend;
 use crate::config::{Ffn, ModelConfig};
 use crate::cuda::l2::L2Audit;
 use crate::decode::SpecStats;
+use crate::meter::{joules, Meter, NoMeter};
 use crate::model::Model;
 use crate::options::Named;
 use crate::synthetic::prompt_token;
@@ -69,6 +70,9 @@ impl DecodePad {
 struct Rep {
     prefill_s: f64,
     decode_s: f64,
+    /// Joules the card's counter moved over the prefills and over the decodes.
+    prefill_j: Option<f64>,
+    decode_j: Option<f64>,
     spec: SpecStats,
     /// Decode rounds ([`Model::rounds_run`]).
     rounds: u64,
@@ -79,6 +83,9 @@ struct Rep {
 pub struct RepTimes {
     pub prefill_s: f64,
     pub decode_s: f64,
+    /// Joules over the rep's prefills and decodes (`None` without an energy counter).
+    pub prefill_j: Option<f64>,
+    pub decode_j: Option<f64>,
     /// The rep's wall time, prompts and bookkeeping included.
     pub seconds: f64,
 }
@@ -114,6 +121,9 @@ pub struct BenchResult {
     pub startup_seconds: f64,
     /// The timed reps' wall time, summed.
     pub timed_seconds: f64,
+    /// The most device memory the process held, read after the warm-up and after the timed
+    /// reps (everything is allocated before the first graph is captured).
+    pub device_mem_peak_mib: Option<u64>,
 }
 
 /// Bytes one decode round must move at a context of `ctx` positions, at bf16 weights and KV
@@ -202,21 +212,48 @@ pub(crate) fn decode<B: Backend>(
 }
 
 /// Generates the tokens of one prompt: the prefill's token then `n_gen` decoded ones.
+/// One prompt's prefill and decode: their seconds and joules, and the decode's speculation.
+struct Generated {
+    prefill_s: f64,
+    decode_s: f64,
+    prefill_j: Option<f64>,
+    decode_j: Option<f64>,
+    spec: SpecStats,
+}
+
+/// Reads the energy counter outside the timed spans, so that the times are those of a run
+/// without a meter.
 fn generate<B: Backend>(
     m: &mut Model<B>,
     plan: &BenchPlan,
     prompt: &[u32],
     out: &mut Vec<u32>,
-) -> Result<(f64, f64, SpecStats)> {
+    meter: &mut dyn Meter,
+) -> Result<Generated> {
     out.clear();
+    let e0 = meter.energy_mj();
     let t0 = Instant::now();
     let first = prefill(m, plan, prompt)?;
     let t1 = Instant::now();
+    let e1 = meter.energy_mj();
     out.push(first);
+    let t1_decode = Instant::now();
     let spec = decode(m, plan, first, out);
     let t2 = Instant::now();
+    let e2 = meter.energy_mj();
     m.backend.take_error()?;
-    Ok(((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64(), spec))
+    Ok(Generated {
+        prefill_s: (t1 - t0).as_secs_f64(),
+        decode_s: (t2 - t1_decode).as_secs_f64(),
+        prefill_j: joules(e0, e1),
+        decode_j: joules(e1, e2),
+        spec,
+    })
+}
+
+/// `a + b` where both are known.
+fn add_joules(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(a? + b?)
 }
 
 fn rep<B: Backend>(
@@ -224,19 +261,24 @@ fn rep<B: Backend>(
     plan: &BenchPlan,
     prompts: &[Vec<u32>],
     outs: &mut [Vec<u32>],
+    meter: &mut dyn Meter,
 ) -> Result<Rep> {
     let rounds_before = m.rounds_run();
     let mut r = Rep {
         prefill_s: 0.0,
         decode_s: 0.0,
+        prefill_j: Some(0.0),
+        decode_j: Some(0.0),
         spec: SpecStats::default(),
         rounds: 0,
     };
     for (p, out) in prompts.iter().zip(outs.iter_mut()) {
-        let (pf, dc, spec) = generate(m, plan, p, out)?;
-        r.prefill_s += pf;
-        r.decode_s += dc;
-        r.spec.add(spec);
+        let g = generate(m, plan, p, out, meter)?;
+        r.prefill_s += g.prefill_s;
+        r.decode_s += g.decode_s;
+        r.prefill_j = add_joules(r.prefill_j, g.prefill_j);
+        r.decode_j = add_joules(r.decode_j, g.decode_j);
+        r.spec.add(g.spec);
     }
     r.rounds = m.rounds_run() - rounds_before;
     Ok(r)
@@ -284,15 +326,16 @@ fn roofline(ceiling_gbs: Option<f64>, bytes: f64, seconds: f64) -> Option<f64> {
 
 /// Runs the plan: the warm-up reps, then the timed ones. `startup_seconds` counts from now.
 pub fn run<B: Backend>(m: &mut Model<B>, plan: &BenchPlan) -> Result<BenchResult> {
-    run_from(m, plan, Instant::now())
+    run_from(m, plan, Instant::now(), &mut NoMeter)
 }
 
 /// [`run`], with `startup_seconds` counted from `started` (the process's start, for `engine
-/// bench`), and the warm-up's part of it said on stderr.
+/// bench`), the warm-up's part of it said on stderr, and the card read through `meter`.
 pub fn run_from<B: Backend>(
     m: &mut Model<B>,
     plan: &BenchPlan,
     started: Instant,
+    meter: &mut dyn Meter,
 ) -> Result<BenchResult> {
     plan.check()?;
     m.check_fit(plan.n_prompt, plan.n_gen)?;
@@ -311,7 +354,7 @@ pub fn run_from<B: Backend>(
     let warmup_started = Instant::now();
     for w in 0..warmup {
         eprintln!("warmup {}/{warmup}", w + 1);
-        last_warmup = Some(rep(m, plan, &prompts, &mut outs)?);
+        last_warmup = Some(rep(m, plan, &prompts, &mut outs, meter)?);
     }
     let decode_pad = match (plan.decode_pad_pct, &last_warmup) {
         (Some(pct), Some(warmup)) => Some(pad_timed_rounds(m, pct, warmup)?),
@@ -321,6 +364,7 @@ pub fn run_from<B: Backend>(
     let mut reps = Vec::with_capacity(plan.reps);
     let mut times = Vec::with_capacity(plan.reps);
     let mut first_tokens: Option<Vec<Vec<u32>>> = None;
+    let held_after_warmup = meter.held_mib();
     let timed_started = Instant::now();
     eprintln!(
         "start-up {:.3} s to the first timed rep, the warm-up's {warmup} reps (graph captures \
@@ -330,10 +374,12 @@ pub fn run_from<B: Backend>(
     );
     for r in 0..plan.reps {
         let rep_started = Instant::now();
-        let rr = rep(m, plan, &prompts, &mut outs)?;
+        let rr = rep(m, plan, &prompts, &mut outs, meter)?;
         times.push(RepTimes {
             prefill_s: rr.prefill_s,
             decode_s: rr.decode_s,
+            prefill_j: rr.prefill_j,
+            decode_j: rr.decode_j,
             seconds: rep_started.elapsed().as_secs_f64(),
         });
         eprintln!(
@@ -359,6 +405,7 @@ pub fn run_from<B: Backend>(
         reps.push(rr);
     }
     let after = m.backend.prefetch_counts();
+    let device_mem_peak_mib = held_after_warmup.max(meter.held_mib());
     let n = reps.len() as f64;
     let generated = (plan.reps * plan.prompts * plan.n_gen).max(1) as f64;
     let ctx = (plan.n_prompt + plan.n_gen / 2) as f64;
@@ -398,6 +445,7 @@ pub fn run_from<B: Backend>(
         reps: times,
         decode_bytes: moved,
         startup_seconds: (timed_started - started).as_secs_f64(),
+        device_mem_peak_mib,
     })
 }
 
@@ -417,6 +465,28 @@ impl BenchResult {
         self.decode_seconds_mean * 1e6 / tokens
     }
 
+    /// Joules per generated token over the timed decodes, or `None` without an energy counter.
+    pub fn decode_j_per_token(&self) -> Option<f64> {
+        let tokens = self.plan.n_gen * self.plan.prompts;
+        self.joules_per_token(|r| r.decode_j, tokens)
+    }
+
+    /// Joules per prompt token over the timed prefills.
+    pub fn prefill_j_per_token(&self) -> Option<f64> {
+        let tokens = self.plan.n_prompt * self.plan.prompts;
+        self.joules_per_token(|r| r.prefill_j, tokens)
+    }
+
+    fn joules_per_token(
+        &self,
+        j: impl Fn(&RepTimes) -> Option<f64>,
+        per_rep: usize,
+    ) -> Option<f64> {
+        let total = self.reps.iter().map(j).sum::<Option<f64>>()?;
+        let tokens = (per_rep * self.reps.len()).max(1) as f64;
+        Some(total / tokens)
+    }
+
     /// The result as timed rep `k` (0-based) alone saw it: its prefill, decode and wall
     /// times and what follows from them; every other figure is the run's.
     pub fn for_rep(&self, k: usize) -> BenchResult {
@@ -430,6 +500,7 @@ impl BenchResult {
                 rep.decode_s,
             ),
             timed_seconds: rep.seconds,
+            reps: vec![rep],
             ..self.clone()
         }
     }
@@ -438,7 +509,7 @@ impl BenchResult {
 prefill_seconds_mean,prefill_tok_s,decode_seconds_mean,decode_tok_s,decode_us_per_token,\
 total_seconds_mean,startup_seconds,timed_seconds,spec,draft_tokens,spec_rounds,spec_fallback_steps,spec_acceptance_rate,output_digest,\
 state_pool_bytes,prefetch,pool_layout,prefetch_bytes_per_token,prefetch_walked_bytes_per_token,seed,bytes_per_round,read_ceiling_gbs,\
-roofline_fraction,decode_pad_pct,decode_pad_us";
+roofline_fraction,decode_pad_pct,decode_pad_us,decode_j_per_token,prefill_j_per_token,device_mem_peak_mib";
 
     /// The CSV header: the run's columns, then the L2 audit's.
     pub fn header() -> String {
@@ -500,6 +571,15 @@ roofline_fraction,decode_pad_pct,decode_pad_us";
                 .unwrap_or_default(),
             self.decode_pad
                 .map(|p| format!("{:.3}", p.seconds * 1e6))
+                .unwrap_or_default(),
+            self.decode_j_per_token()
+                .map(|j| format!("{j:.6}"))
+                .unwrap_or_default(),
+            self.prefill_j_per_token()
+                .map(|j| format!("{j:.6}"))
+                .unwrap_or_default(),
+            self.device_mem_peak_mib
+                .map(|m| m.to_string())
                 .unwrap_or_default(),
         ];
         format!("{},{}", fields.join(","), self.l2.values().join(","))

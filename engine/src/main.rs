@@ -6,7 +6,9 @@ use engine::breakdown::{self, Breakdown};
 use engine::config::{ModelConfig, MAX_DRAFT};
 use engine::cpu::CpuBackend;
 use engine::cuda::{CudaBackend, Gpu};
+use engine::energy_counter;
 use engine::info;
+use engine::meter::{Meter, NoMeter, NvmlMeter};
 use engine::model::Model;
 use engine::options::{self, Arm, BackendChoice, GpuOptions, L2Arm, L2Mode, Named, Rows};
 use engine::rows::{self, Extra};
@@ -42,6 +44,13 @@ enum Command {
     /// Compile every kernel into the kernel cache without opening a device (NVRTC only), so
     /// that a GPU machine given the cache skips the compile on its first start.
     Kernels,
+    /// Read the card's energy counter in a tight loop while the device streams memory: how
+    /// often it moves, by how much, and the span a figure of 1 % needs.
+    EnergyCounter {
+        /// Seconds of load to poll through.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+    },
 }
 
 #[derive(Args)]
@@ -220,7 +229,7 @@ fn bench(args: &BenchArgs, start: Instant) -> Result<()> {
             }
             let mut model = build(cfg, &source, arm, backend, &plan)?;
             pool.install(|| -> Result<_> {
-                let result = bench::run_from(&mut model, &plan, start)?;
+                let result = bench::run_from(&mut model, &plan, start, &mut NoMeter)?;
                 // The same model, warm from the timed reps: no warm-up of its own.
                 let extra = match args.rows {
                     Rows::Ops => Extra::Ops(op_rows(&mut model, &plan, 0, &result)?),
@@ -259,8 +268,9 @@ fn bench(args: &BenchArgs, start: Instant) -> Result<()> {
                 );
                 plan.read_ceiling_gbs = Some(gbs);
             }
+            let mut meter = card_meter();
             let mut model = build(cfg.clone(), &source, arm, *b, &plan)?;
-            let mut result = bench::run_from(&mut model, &plan, start)?;
+            let mut result = bench::run_from(&mut model, &plan, start, meter.as_mut())?;
             result.l2 = model
                 .backend
                 .l2_audit()
@@ -286,6 +296,17 @@ fn bench(args: &BenchArgs, start: Instant) -> Result<()> {
     write!(std::io::stdout().lock(), "{}", rows::csv(&result, &extra))
         .context("cannot write the result to stdout")?;
     Ok(())
+}
+
+/// The card's energy counter and memory through NVML, or no figures (and why, on stderr).
+fn card_meter() -> Box<dyn Meter> {
+    match NvmlMeter::open(0) {
+        Ok(m) => Box::new(m),
+        Err(why) => {
+            eprintln!("no energy or memory figures: {why}");
+            Box::new(NoMeter)
+        }
+    }
 }
 
 /// The rows that need nothing more than the timed reps.
@@ -378,7 +399,39 @@ fn run(start: Instant) -> Result<()> {
             Ok(())
         }
         Command::Kernels => fill_kernel_cache(),
+        Command::EnergyCounter { seconds } => energy_counter(*seconds),
     }
+}
+
+/// `engine energy-counter`: a poller on its own thread while this one keeps the device busy.
+fn energy_counter(seconds: f64) -> Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut meter = NvmlMeter::open(0).map_err(|why| anyhow::anyhow!("{why}"))?;
+    let gpu = Gpu::new(0)?;
+    let done = AtomicBool::new(false);
+    let reading = std::thread::scope(|s| -> Result<_> {
+        let poller = s.spawn(|| energy_counter::poll(&mut meter, &done));
+        let until = Instant::now() + Duration::from_secs_f64(seconds);
+        while Instant::now() < until {
+            gpu.measure_read_ceiling_gbs(1 << 30)?;
+        }
+        done.store(true, Ordering::Relaxed);
+        Ok(poller.join().expect("the poller does not panic"))
+    })?;
+    let r = reading.context("the energy counter moved fewer than three times")?;
+    println!(
+        "energy counter: {} updates in {} polls, every {:.1} ms (median), step {:.0} mJ \
+         (median), {:.0} W under a streaming read; a span is known to 1 % from {:.1} s, to \
+         5 % from {:.2} s",
+        r.updates,
+        r.polls,
+        r.interval_ms,
+        r.step_mj,
+        r.power_w,
+        r.span_for_pct(1.0).as_secs_f64(),
+        r.span_for_pct(5.0).as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Compiles (or finds cached) the PTX of every kernel file, the cache named on stdout.

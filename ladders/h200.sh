@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The ladders and probes of the lent H200, step by step, each step sized to fit one device
+# call beside others:
+#   bash ladders/h200.sh TAG STEP...
+# STEP:
+#   probe        the energy counter (`engine energy-counter`), where a cell's start-up goes
+#                (one `engine bench` with every stderr line stamped), one `--rows ops` cell
+#   tests        the GPU tests of the known-effect pad and of the breakdown rows
+#   known-effect ladders/known-effect-h200.toml
+#   pilot        ladders/aa-pilot-h200.toml
+#   l2, mtp      ladders/breakdown-{l2,mtp}-h200.toml
+#   aa, sweep    ladders/precision-{aa,sweep}-h200.toml
+# Built here and carried in .bin/ (docs/GPU.md): .bin/engine, .bin/runner, .bin/gpu-tests/,
+# and the kernel cache .bin/xdg filled by `XDG_CACHE_HOME=.bin/xdg engine kernels` after
+# `source .ci/nvrtc.sh` (carry .nvrtc/nvidia/cu13/include too: the cache is keyed by the
+# header path). Ladder files, their side logs and the probes' logs go to $OUT when it is set
+# (a device call's output folder), else to raw/.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+tag=$1
+shift
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export XDG_CACHE_HOME="$PWD/.bin/xdg"
+[ -d .nvrtc/nvidia/cu13/include ] && export ABAB_CUDA_INCLUDE="$PWD/.nvrtc/nvidia/cu13/include"
+out=${OUT:-raw}
+cell=(.bin/engine bench --preset qwen3.6-35b-a3b -pg 512,256 -r 2 --warmup 1 --prefill-chunk 8192)
+
+# Every stderr line of a command with the seconds since it started, and its exit.
+stamped() {
+    local t0=${EPOCHREALTIME/./}
+    "$@" 2> >(while IFS= read -r line; do
+        local us=$((${EPOCHREALTIME/./} - t0))
+        printf '%4d.%03d  %s\n' $((us / 1000000)) $((us / 1000 % 1000)) "$line" >&2
+    done)
+    local us=$((${EPOCHREALTIME/./} - t0))
+    printf '%4d.%03d  exit\n' $((us / 1000000)) $((us / 1000 % 1000)) >&2
+}
+
+ladder() {
+    .bin/runner run "ladders/$1.toml" --tag "$tag" --out "$out"
+}
+
+for step in "$@"; do
+    echo "== $step ($(date -u +%H:%M:%S))"
+    case $step in
+        probe)
+            .bin/engine energy-counter --seconds 3
+            ENGINE_BACKEND=cuda stamped "${cell[@]}"
+            ENGINE_BACKEND=cuda stamped "${cell[@]}" --read-ceiling-gbs 4500
+            ENGINE_BACKEND=cuda stamped "${cell[@]}" --rows ops
+            ;;
+        tests)
+            .bin/gpu-tests/cuda_kernels --ignored --exact graph::a_captured_pad_waits_the_length_written_after_capture
+            .bin/gpu-tests/cuda_backend --ignored --nocapture --exact a_five_percent_pad_slows_the_decode_to_1_over_1_05
+            .bin/gpu-tests/cuda_breakdown --ignored --nocapture
+            ;;
+        known-effect) ladder known-effect-h200 ;;
+        pilot) ladder aa-pilot-h200 ;;
+        l2 | mtp) ladder "breakdown-$step-h200" ;;
+        aa | sweep) ladder "precision-$step-h200" ;;
+        *) echo "unknown step $step" >&2; exit 2 ;;
+    esac
+done
