@@ -37,8 +37,30 @@ impl BreakdownCells {
         );
         let (passes, arms) = (ladder.start.order.passes, ladder.start.arms.len());
         let ok: Vec<String> = spec.ok_exit_codes().iter().map(i32::to_string).collect();
-        let mut cells = BreakdownCells {
-            spec: table,
+        let mut cells = BreakdownCells::empty(table, passes, arms);
+        let number = |text: Option<&str>| {
+            text.and_then(|t| t.trim().parse::<f64>().ok())
+                .filter(|v| v.is_finite())
+                .unwrap_or(f64::NAN)
+        };
+        for r in ladder.rows.iter().filter(|r| ok.contains(&r.exit)) {
+            if r.row == 0 {
+                cells.record_total(r.pass, r.arm, number(total.and_then(|t| r.fields.get(t))));
+            }
+            let name = r.fields.get(key).unwrap_or_default();
+            if name.is_empty() {
+                continue;
+            }
+            let launches = number(launches.and_then(|l| r.fields.get(l)));
+            cells.record(r.pass, r.arm, name, number(r.fields.get(value)), launches);
+        }
+        Some(cells)
+    }
+
+    /// No cell run yet.
+    pub fn empty(spec: BreakdownSpec, passes: usize, arms: usize) -> BreakdownCells {
+        BreakdownCells {
+            spec,
             passes,
             arms,
             keys: Vec::new(),
@@ -46,27 +68,21 @@ impl BreakdownCells {
             launches: Vec::new(),
             totals: vec![f64::NAN; passes * arms],
             ran: vec![false; passes * arms],
-        };
-        let number = |text: Option<&str>| {
-            text.and_then(|t| t.trim().parse::<f64>().ok())
-                .filter(|v| v.is_finite())
-                .unwrap_or(f64::NAN)
-        };
-        for r in ladder.rows.iter().filter(|r| ok.contains(&r.exit)) {
-            let at = r.pass * arms + r.arm;
-            if r.row == 0 {
-                cells.ran[at] = true;
-                cells.totals[at] = number(total.and_then(|t| r.fields.get(t)));
-            }
-            let name = r.fields.get(key).unwrap_or_default();
-            if name.is_empty() {
-                continue;
-            }
-            let k = cells.key_index(name);
-            cells.values[k][at] = number(r.fields.get(value));
-            cells.launches[k][at] = number(launches.and_then(|l| r.fields.get(l)));
         }
-        Some(cells)
+    }
+
+    /// The cell of `arm` in `pass` ran, with this total on its row 0 (NaN: none).
+    pub fn record_total(&mut self, pass: usize, arm: usize, total: f64) {
+        let at = pass * self.arms + arm;
+        self.ran[at] = true;
+        self.totals[at] = total;
+    }
+
+    /// That cell printed a row of `key` (NaN: a value or count that is not a number).
+    pub fn record(&mut self, pass: usize, arm: usize, key: &str, value: f64, launches: f64) {
+        let (k, at) = (self.key_index(key), pass * self.arms + arm);
+        self.values[k][at] = value;
+        self.launches[k][at] = launches;
     }
 
     fn key_index(&mut self, name: &str) -> usize {

@@ -93,3 +93,26 @@ fn a_pooled_first_look_keeps_its_coverage_in_fewer_passes() {
     // More degrees of freedom at the first look: about 12 passes where per arm needs 15.
     assert!(passes(pooled) < passes(per_arm) - 1.5, "{pooled} {per_arm}");
 }
+
+#[test]
+fn a_breakdown_resolves_few_keys_wrongly_covers_the_slowed_one_and_adds_up() {
+    let value = calibrate(&[
+        "ladders/calibrate/breakdown.toml",
+        "--effect-pct",
+        "5",
+        "--models",
+        "independent",
+    ]);
+    let b = &value["rates"][0]["breakdown"];
+    let rate = |name: &str| b[name]["rate"].as_f64().unwrap();
+    // 800 arms, each a Holm family over nine keys at a nominal 5 %.
+    let wrong = rate("false_families");
+    assert!(wrong <= 0.08, "{b}");
+    // 400 slowed keys at a nominal 95 %, all of them resolved at 5 % with 1 % noise.
+    let covered = rate("covered");
+    assert!((0.91..=0.99).contains(&covered), "{b}");
+    assert!(rate("resolved") >= 0.95, "{b}");
+    // 800 closures that truly add up, read at a nominal 95 %.
+    let gap = rate("not_adding_up");
+    assert!((0.02..=0.08).contains(&gap), "{b}");
+}

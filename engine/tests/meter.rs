@@ -72,7 +72,10 @@ fn joules_per_token_are_the_power_times_each_timed_span_per_token() {
     let rep = r.for_rep(1);
     let want = 400.0 * r.reps[1].decode_s / (plan.n_gen * plan.prompts) as f64;
     let got = rep.decode_j_per_token().unwrap();
-    assert!((got / want - 1.0).abs() < 0.1, "rep 2: {got} against {want}");
+    assert!(
+        (got / want - 1.0).abs() < 0.1,
+        "rep 2: {got} against {want}"
+    );
 }
 
 #[test]
@@ -82,10 +85,17 @@ fn without_a_counter_the_columns_stay_empty() {
     let r = bench::run(&mut m, &plan).unwrap();
     assert_eq!(r.decode_j_per_token(), None);
     assert_eq!(r.device_mem_peak_mib, None);
-    let header: Vec<_> = bench::BenchResult::header().split(',').map(String::from).collect();
+    let header: Vec<_> = bench::BenchResult::header()
+        .split(',')
+        .map(String::from)
+        .collect();
     let row = r.row();
     let row: Vec<_> = row.split(',').collect();
-    for column in ["decode_j_per_token", "prefill_j_per_token", "device_mem_peak_mib"] {
+    for column in [
+        "decode_j_per_token",
+        "prefill_j_per_token",
+        "device_mem_peak_mib",
+    ] {
         let i = header.iter().position(|h| h == column).unwrap();
         assert_eq!(row[i], "", "{column}");
     }

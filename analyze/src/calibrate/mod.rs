@@ -8,6 +8,7 @@
 //! is read by [`analysis::read_metric`], the very function the report uses, so what is
 //! measured here is what a report says.
 
+mod breakdown;
 mod live;
 mod rates;
 mod render;
@@ -21,6 +22,7 @@ pub use simulate::{NoiseModel, Scale};
 use crate::analysis::{self, Design, MetricReport};
 use crate::frames::{self, Grid, SeriesKind};
 use anyhow::Context;
+use ladder::breakdown::BreakdownSpec;
 use ladder::spec::{ArmSpec, Better, MetricSpec, Spec, StopSpec};
 use ladder::stats::{sample_sd, Spread};
 use ladder::stop::MetricValues;
@@ -67,6 +69,10 @@ pub struct Plan {
     noise: Vec<f64>,
     /// The arm whose cells slow the next one under the carry-over model.
     carrier: usize,
+    /// The spec's `[breakdown]`, simulated beside the metrics, and each arm's true log
+    /// effect on its key 0.
+    breakdown: Option<BreakdownSpec>,
+    key_effects: Vec<f64>,
 }
 
 /// The true effects given to the arms, by role.
@@ -130,6 +136,11 @@ impl Plan {
             stop: spec.stop.clone(),
             effect,
             carrier,
+            breakdown: spec.breakdown.clone(),
+            key_effects: breakdown::key_effects(
+                &arms.iter().map(|a| a.role).collect::<Vec<_>>(),
+                effects.arm_pct,
+            ),
         })
     }
 
@@ -209,7 +220,19 @@ impl Plan {
                 )
             })
             .collect();
-        rates::tally(self, &reports, passes)
+        let mut tally = rates::tally(self, &reports, passes);
+        if let Some(spec) = &self.breakdown {
+            let cells = breakdown::simulate(self, spec, &grids[0], scale, &mut rng);
+            let spread = self.spread(&grids[0]);
+            tally.breakdown = Some(breakdown::tally(
+                self,
+                &cells,
+                &self.key_effects,
+                self.warmup..passes,
+                spread,
+            ));
+        }
+        tally
     }
 
     /// `ladders` simulated ladders under `model`, in parallel.

@@ -1,5 +1,6 @@
 //! What one simulated ladder's reading is boiled down to, and the rates over many.
 
+use super::breakdown::BreakdownTally;
 use super::simulate::NoiseModel;
 use super::Plan;
 use crate::analysis::{self, MetricReport};
@@ -29,6 +30,8 @@ pub struct Tally {
     estimates: Vec<f64>,
     carry_free: Vec<f64>,
     pub passes: usize,
+    /// The breakdown's counts, for a spec with `[breakdown]`.
+    pub breakdown: Option<BreakdownTally>,
 }
 
 /// The ladder's metrics' readings, counted.
@@ -54,6 +57,7 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
         estimates: Vec::new(),
         carry_free: Vec::new(),
         passes,
+        breakdown: None,
     };
     for (k, m) in metrics.iter().enumerate() {
         for c in &m.controls {
@@ -146,6 +150,34 @@ pub struct Rates {
     /// many ladders could estimate it.
     pub carry_free_bias_pct: Option<f64>,
     pub mean_passes: f64,
+    pub breakdown: Option<BreakdownRates>,
+}
+
+/// The breakdown's error rates (METHOD.md "Breakdown"), for a spec with `[breakdown]`.
+#[derive(Debug, Serialize)]
+pub struct BreakdownRates {
+    /// Arms against the base in which a key with no true effect was resolved after Holm.
+    pub false_families: Count,
+    /// Slowed keys whose 95 % interval held the true effect, and those resolved.
+    pub covered: Option<Count>,
+    pub resolved: Option<Count>,
+    /// Closures said not to add up (every simulated breakdown adds up).
+    pub not_adding_up: Count,
+}
+
+fn breakdown_rates(tallies: &[Tally]) -> Option<BreakdownRates> {
+    let all: Vec<BreakdownTally> = tallies.iter().filter_map(|t| t.breakdown).collect();
+    if all.is_empty() {
+        return None;
+    }
+    let sum = |f: fn(&BreakdownTally) -> usize| all.iter().map(f).sum::<usize>();
+    let slowed = sum(|t| t.slowed);
+    Some(BreakdownRates {
+        false_families: Count::of(sum(|t| t.false_families), sum(|t| t.families)),
+        covered: (slowed > 0).then(|| Count::of(sum(|t| t.covered), slowed)),
+        resolved: (slowed > 0).then(|| Count::of(sum(|t| t.resolved), slowed)),
+        not_adding_up: Count::of(sum(|t| t.not_adding_up), sum(|t| t.closures)),
+    })
 }
 
 pub fn rate(k: usize, n: usize) -> f64 {
@@ -213,5 +245,6 @@ pub fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> R
             .unwrap_or(f64::NAN),
         carry_free_bias_pct: mean(tallies.iter().flat_map(|t| t.carry_free.iter().copied())),
         mean_passes: mean(tallies.iter().map(|t| t.passes as f64)).unwrap_or(f64::NAN),
+        breakdown: breakdown_rates(tallies),
     }
 }

@@ -1,6 +1,7 @@
 //! The calibration tables: one per spec, a row per model; then the rates pooled over specs.
 
-use super::rates::{rate, Count, Rates};
+use super::breakdown::SHARES;
+use super::rates::{rate, BreakdownRates, Count, Rates};
 use super::simulate::{NoiseModel, Scale};
 use super::Options;
 use ladder::stats::clopper_pearson;
@@ -86,8 +87,40 @@ pub fn render(options: &Options, scale: &Scale, all: &[Rates]) -> String {
             spec_row(r, known, held, &mut out);
         }
     }
+    breakdown_table(all, &mut out);
     pooled_tables(all, scale, &mut out);
     out
+}
+
+/// The breakdown's rates, for the specs with `[breakdown]`.
+fn breakdown_table(all: &[Rates], out: &mut String) {
+    let rows: Vec<(&Rates, &BreakdownRates)> = all
+        .iter()
+        .filter_map(|r| r.breakdown.as_ref().map(|b| (r, b)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str(
+        "
+Breakdown (METHOD.md \"Breakdown\"; simulated keys with shares ",
+    );
+    let shares: Vec<String> = SHARES.iter().map(|s| format!("{s}")).collect();
+    out.push_str(&shares.join(", "));
+    out.push_str(", key 0 of each `arm` arm slowed by the true effect):\n\n");
+    out.push_str("| spec | model | arms with a key wrongly resolved after Holm [95 % CI] | slowed key's interval held the truth [95 % CI] | slowed key resolved | closure said not to add up [95 % CI] |\n|---|---|---|---|---|---|\n");
+    for (r, b) in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            r.spec,
+            r.model.name(),
+            count(&b.false_families),
+            b.covered.as_ref().map_or("n/a".into(), count),
+            b.resolved.as_ref().map_or("n/a".into(), count),
+            count(&b.not_adding_up),
+        );
+    }
 }
 
 fn spec_row(r: &Rates, known: bool, held: bool, out: &mut String) {

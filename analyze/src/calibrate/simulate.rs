@@ -100,7 +100,7 @@ pub struct Scale {
 }
 
 /// A standard normal draw (Box–Muller).
-fn normal(rng: &mut SmallRng) -> f64 {
+pub fn normal(rng: &mut SmallRng) -> f64 {
     let u: f64 = 1.0 - rng.random::<f64>();
     let v: f64 = rng.random::<f64>();
     (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
