@@ -46,6 +46,17 @@ pub fn pooled_spread(values: &[Vec<Option<f64>>], passes: Range<usize>) -> (f64,
 }
 
 impl StopSpec {
+    /// The degrees of freedom of every interval under this `[stop]` in a ladder of `arms`
+    /// arms: the first look's analysis passes less one (each arm's own spread), or the pooled
+    /// spread's `(m − 1)(arms − 1)` (METHOD.md "The pooled first-look spread").
+    pub fn interval_df(&self, warmup: usize, arms: usize) -> usize {
+        let m = self.first_look().saturating_sub(warmup);
+        match self.spread {
+            StopSpread::PerArm => m.saturating_sub(1),
+            StopSpread::Pooled => m.saturating_sub(1) * arms.saturating_sub(1),
+        }
+    }
+
     /// The spread every interval of one metric uses under this `[stop]`, from the metric's
     /// values (`values[pass][arm]`, at least through the first look).
     pub fn interval_spread(&self, warmup: usize, values: &[Vec<Option<f64>>]) -> Spread {
@@ -123,5 +134,21 @@ mod tests {
         stop.spread = StopSpread::Pooled;
         let (sd, df) = pooled_spread(&v, 1..4);
         assert_eq!(stop.interval_spread(1, &v), Spread::Pooled { sd, df });
+    }
+
+    #[test]
+    fn the_degrees_of_freedom_match_the_spread_they_go_with() {
+        // First look 4 with 1 warm-up: 3 analysis passes.
+        let mut stop = StopSpec {
+            halfwidth_pct: 1.0,
+            looks: vec![4, 8],
+            spread: StopSpread::PerArm,
+        };
+        assert_eq!(stop.interval_df(1, 3), 2);
+        stop.spread = StopSpread::Pooled;
+        assert_eq!(stop.interval_df(1, 3), 4);
+        // The pooled spread's own count, on 3 passes of 3 arms.
+        let v = values(&[&[1.0, 1.0, 1.0], &[1.0, 1.01, 1.02], &[1.0, 1.03, 0.99]]);
+        assert_eq!(pooled_spread(&v, 0..3).1, stop.interval_df(1, 3));
     }
 }

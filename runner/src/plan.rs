@@ -145,15 +145,19 @@ pub fn precision(spec: &Spec, order: &Order, file: &Path) -> anyhow::Result<Stri
     ];
     header.extend(metrics.iter().map(|m| format!("MDE {}", m.column)));
     table.set_header(header);
+    // Under `[stop]` every interval takes the first look's spread and its degrees of freedom.
+    let df = |m: usize| match &spec.stop {
+        Some(stop) => stop.interval_df(spec.warmup_passes, order.n_arms()),
+        None => m.saturating_sub(1),
+    };
     for look in looks {
         let m = look.saturating_sub(spec.warmup_passes);
         let seconds = (look * order.n_arms()) as f64 * noise.cell_seconds;
         let mut row = vec![look.to_string(), m.to_string(), duration(seconds)];
         for sd in &noise.sd {
             row.push(match sd {
-                Some(s) if m >= 2 => {
-                    let t = t975(m - 1) + t_quantile(0.80, m - 1);
-                    format!("±{:.3} %", pct_of_log(t * s / (m as f64).sqrt()))
+                Some(s) if m >= 2 && df(m) >= 1 => {
+                    format!("±{:.3} %", pct_of_log(mde_log(*s, m, df(m))))
                 }
                 _ => "n/a".into(),
             });
@@ -183,11 +187,31 @@ pub fn precision(spec: &Spec, order: &Order, file: &Path) -> anyhow::Result<Stri
     ))
 }
 
+/// The minimum detectable effect, in log units, of `m` paired deltas of sd `sd` read with a
+/// t interval of `df` degrees of freedom: 80 % power at the 95 % level.
+fn mde_log(sd: f64, m: usize, df: usize) -> f64 {
+    (t975(df) + t_quantile(0.80, df)) * sd / (m as f64).sqrt()
+}
+
 /// `45 s`, `12 min`, `3.4 h`.
 fn duration(seconds: f64) -> String {
     match seconds {
         s if s < 120.0 => format!("about {s:.0} s"),
         s if s < 7200.0 => format!("about {:.0} min", s / 60.0),
         s => format!("about {:.1} h", s / 3600.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mde_is_the_two_quantiles_times_the_standard_error() {
+        // t(0.975, 6) = 2.4469, t(0.80, 6) = 0.9057: 3.3526 · 0.01 / √7.
+        let mde = mde_log(0.01, 7, 6);
+        assert!((mde - 3.352_6 * 0.01 / 7f64.sqrt()).abs() < 1e-5, "{mde}");
+        // More degrees of freedom at the same passes (a pooled first-look spread): smaller.
+        assert!(mde_log(0.01, 7, 18) < mde - 0.001);
     }
 }
