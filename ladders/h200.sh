@@ -9,8 +9,12 @@
 #   known-effect ladders/known-effect-h200.toml
 #   pilot        ladders/aa-pilot-h200.toml
 #   l2, mtp      ladders/breakdown-{l2,mtp}-h200.toml
-#   aa, sweep    ladders/precision-{aa,sweep}-h200.toml
+#   aa, sweep    ladders/precision-{aa,sweep}-h200.template.toml, with `-r` and `[stop]` set by
+#                `analyze plan` from the pilot's file (aa-pilot-h200_TAG.csv in $OUT, from
+#                `pilot` earlier in the same call, else in raw/); the planned spec is
+#                written beside the ladder
 # Built here and carried in .bin/ (docs/GPU.md): .bin/engine, .bin/runner, .bin/gpu-tests/,
+# .bin/analyze (stripped: `strip -o .bin/analyze target/release/analyze`, for aa and sweep),
 # and the kernel cache .bin/xdg filled by `XDG_CACHE_HOME=.bin/xdg engine kernels` after
 # `source .ci/nvrtc.sh` (carry .nvrtc/nvidia/cu13/include too: the cache is keyed by the
 # header path). Ladder files, their side logs and the probes' logs go to $OUT when it is set
@@ -40,6 +44,15 @@ ladder() {
     .bin/runner run "ladders/$1.toml" --tag "$tag" --out "$out"
 }
 
+# The goal ladder $1 (aa or sweep) at half-width $2 %, planned from the pilot, then run.
+planned() {
+    local spec="$out/precision-$1-h200.toml" pilot="$out/aa-pilot-h200_$tag.csv"
+    [ -f "$pilot" ] || pilot="raw/aa-pilot-h200_$tag.csv"
+    .bin/analyze plan "$pilot" --halfwidth "$2" \
+        --template "ladders/precision-$1-h200.template.toml" --write "$spec"
+    .bin/runner run "$spec" --tag "$tag" --out "$out"
+}
+
 for step in "$@"; do
     echo "== $step ($(date -u +%H:%M:%S))"
     case $step in
@@ -57,7 +70,8 @@ for step in "$@"; do
         known-effect) ladder known-effect-h200 ;;
         pilot) ladder aa-pilot-h200 ;;
         l2 | mtp) ladder "breakdown-$step-h200" ;;
-        aa | sweep) ladder "precision-$step-h200" ;;
+        aa) planned aa 0.005 ;;
+        sweep) planned sweep 0.03 ;;
         *) echo "unknown step $step" >&2; exit 2 ;;
     esac
 done

@@ -7,6 +7,7 @@ use crate::reading;
 use crate::report::{self, Outputs};
 use crate::{plan, split, verify};
 use clap::{Parser, Subcommand};
+use ladder::spec::Spec;
 use std::path::PathBuf;
 
 /// Verify and report A/B ladders written by `runner`.
@@ -41,9 +42,16 @@ pub struct PlanArgs {
     /// The 95 % interval's half-width to reach, in percent.
     #[arg(long, value_name = "PCT", value_parser = positive_pct)]
     pub halfwidth: f64,
-    /// Arms of the ladder planned (default: the pilot's).
+    /// Arms of the ladder planned (default: the template's, else the pilot's).
     #[arg(long, value_parser = clap::value_parser!(u64).range(2..))]
     pub arms: Option<u64>,
+    /// A spec to apply the plan to: its engine `-r` and a pooled `[stop]` are set from the
+    /// plan, everything else is kept; written to --write.
+    #[arg(long, value_name = "SPEC.toml", requires = "write")]
+    pub template: Option<PathBuf>,
+    /// Where the planned spec goes.
+    #[arg(long, value_name = "OUT.toml", requires = "template")]
+    pub write: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -172,13 +180,40 @@ pub fn run(cli: &Cli) -> anyhow::Result<i32> {
         Command::Split(args) => split::run(&args.file, args.out_dir.as_deref()),
         Command::Report(args) => report::run(&args.files, &outputs(args), &read_options(args)),
         Command::Calibrate(args) => calibrate_run(args),
-        Command::Plan(args) => {
-            let pilot = plan::pilot(&args.pilot)?;
-            let arms = args.arms.map_or(pilot.arms, |n| n as usize);
-            print!("{}", plan::render(&pilot, args.halfwidth, arms));
-            Ok(0)
-        }
+        Command::Plan(args) => plan_run(args),
     }
+}
+
+/// `analyze plan`: the plan in words, and with `--template` the planned spec written.
+fn plan_run(args: &PlanArgs) -> anyhow::Result<i32> {
+    let pilot = plan::pilot(&args.pilot)?;
+    let template = match &args.template {
+        Some(path) => Some(Spec::load(path).map_err(|e| anyhow::anyhow!("{e}"))?.spec),
+        None => None,
+    };
+    let arms = match (args.arms, &template) {
+        (Some(n), _) => n as usize,
+        (None, Some(spec)) => spec.arms.len(),
+        (None, None) => pilot.arms,
+    };
+    print!("{}", plan::render(&pilot, args.halfwidth, arms));
+    if let (Some(template), Some(out)) = (&args.template, &args.write) {
+        let origin = format!(
+            "analyze plan {} --halfwidth {} --arms {arms} --template {}",
+            args.pilot.display(),
+            args.halfwidth,
+            template.display()
+        );
+        let applied = plan::applied(&pilot, args.halfwidth, arms);
+        plan::write(template, out, &applied, &origin)?;
+        println!(
+            "wrote {}: -r {}, [stop] spread = \"pooled\", looks {:?}",
+            out.display(),
+            applied.reps,
+            applied.looks
+        );
+    }
+    Ok(0)
 }
 
 fn outputs(args: &ReportArgs) -> Outputs {

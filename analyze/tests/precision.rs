@@ -232,6 +232,67 @@ fn plan_reads_a_pilot_and_prints_the_cheapest_design() {
 }
 
 #[test]
+fn plan_writes_the_template_with_its_reps_and_pooled_stop() {
+    let path = write(
+        "plan-template",
+        "pilot.csv",
+        &reps_sample(4, 12, 1.0, 2.0).file_text(),
+    );
+    let template = path.with_file_name("template.toml");
+    std::fs::write(
+        &template,
+        "# the goal\nname = \"goal\"\ncommand = [\"engine\", \"bench\", \"-r\", \"1\"]\noutput = \"csv\"\npasses = 6\n\
+         [[arm]]\nname = \"a\"\nrole = \"base\"\n[[arm]]\nname = \"b\"\n[[arm]]\nname = \"c\"\n\
+         [[metric]]\ncolumn = \"decode_tok_s\"\nbetter = \"higher\"\n",
+    )
+    .unwrap();
+    let out = path.with_file_name("goal.toml");
+    let (p, t, o) = (
+        path.to_str().unwrap(),
+        template.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let text = stdout(&analyze(&[
+        "plan",
+        p,
+        "--halfwidth",
+        "0.5",
+        "--template",
+        t,
+        "--write",
+        o,
+    ]));
+    // The template's three arms, not the pilot's two, are planned for.
+    let pilot = analyze::plan::pilot(&path).unwrap();
+    let want = analyze::plan::applied(&pilot, 0.5, 3);
+    assert!(
+        text.contains(&format!("wrote {o}: -r {}", want.reps)),
+        "{text}"
+    );
+    let spec = ladder::spec::Spec::load(&out).unwrap().spec;
+    let r = spec.command.iter().position(|a| a == "-r").unwrap();
+    assert_eq!(spec.command[r + 1], want.reps.to_string());
+    let stop = spec.stop.clone().unwrap();
+    assert_eq!(stop.looks, want.looks);
+    assert_eq!(stop.spread, ladder::spec::StopSpread::Pooled);
+    assert!(text.contains(&format!(
+        "[stop] spread = \"pooled\", halfwidth_pct = 0.5, looks = [{}]",
+        want.looks
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )));
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("# the goal"));
+    // --write alone is refused: it needs the template it writes.
+    let alone = analyze(&["plan", p, "--halfwidth", "0.5", "--write", o]);
+    assert_eq!(alone.status.code(), Some(2));
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
 fn plan_refuses_a_pilot_without_repetitions_with_the_fix() {
     let mut plain = reps_sample(4, 6, 1.0, 2.0);
     plain.reps = None;

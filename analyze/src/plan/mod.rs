@@ -3,9 +3,11 @@
 //! that reach ±H in the least device time, and a first look for `[stop]`.
 
 mod first_look;
+mod planned_spec;
 mod search;
 
 pub use first_look::{first_look, looks, FirstLook};
+pub use planned_spec::{apply, write, Applied};
 pub use search::{CostModel, Design};
 
 use crate::time_use::{self, STARTUP_COLUMN, TIMED_COLUMN};
@@ -185,27 +187,44 @@ pub fn render(pilot: &Pilot, halfwidth_pct: f64, arms: usize) -> String {
     out
 }
 
+/// The first look and the looks of Stein's rule at the plan's repetitions, with each arm's
+/// own spread or (`pooled`) one spread over the arms.
+fn stop_rule(model: &CostModel, best: &Design, h: f64, pooled: bool) -> (FirstLook, Vec<usize>) {
+    let v = model.variance(best.reps);
+    let arms = model.arms;
+    let look = match pooled {
+        false => first_look(v, h, |m0| m0 - 1),
+        true => first_look(v, h, |m0| (m0 - 1) * (arms - 1)),
+    };
+    (look, looks(model.warmup, &look))
+}
+
+/// What `--template … --write …` puts into a spec: the plan's repetitions and its pooled
+/// `[stop]` (fewer expected passes than each arm's own spread, METHOD.md).
+pub fn applied(pilot: &Pilot, halfwidth_pct: f64, arms: usize) -> Applied {
+    let model = pilot.model(arms);
+    let h = (1.0 + halfwidth_pct / 100.0).ln();
+    let best = model.best(h);
+    Applied {
+        reps: best.reps,
+        halfwidth_pct,
+        looks: stop_rule(&model, &best, h, true).1,
+    }
+}
+
 /// The `[stop]` alternative at the plan's repetitions, per spread rule.
 fn stop_lines(model: &CostModel, best: &Design, halfwidth_pct: f64, h: f64, out: &mut String) {
-    let v = model.variance(best.reps);
     let _ = writeln!(
         out,
         "or stop at the precision (Stein's rule at r = {}; expected passes with a look at every pass):",
         best.reps
     );
-    let arms = model.arms;
-    let rules: [(&str, &dyn Fn(usize) -> usize); 2] = [
-        ("", &|m0| m0 - 1),
-        ("spread = \"pooled\", ", &|m0| (m0 - 1) * (arms - 1)),
-    ];
-    for (rule, df) in rules {
-        let look = first_look(v, h, df);
+    for (rule, pooled) in [("", false), ("spread = \"pooled\", ", true)] {
+        let (look, looks) = stop_rule(model, best, h, pooled);
         let expected = model.warmup as f64 + look.expected;
-        let seconds = expected * arms as f64 * (model.start_s + best.reps as f64 * model.rep_s);
-        let list: Vec<String> = looks(model.warmup, &look)
-            .iter()
-            .map(|l| l.to_string())
-            .collect();
+        let seconds =
+            expected * model.arms as f64 * (model.start_s + best.reps as f64 * model.rep_s);
+        let list: Vec<String> = looks.iter().map(|l| l.to_string()).collect();
         let _ = writeln!(
             out,
             "  [stop] {rule}halfwidth_pct = {halfwidth_pct}, looks = [{}]: about {expected:.1} passes, {}; 99 % of ladders by pass {}",
