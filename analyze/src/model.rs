@@ -341,6 +341,33 @@ fn sweep(a: &mut [f64], w: usize, k: usize) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_test_rejects_below_one_percent_not_at_it() {
+        let at = |position: Option<f64>, carry: Option<f64>| OrderEffects {
+            position_p: position,
+            carry_over_p: carry,
+            ..OrderEffects::default()
+        };
+        assert!(!at(Some(ORDER_ALPHA), Some(0.5)).sensitive());
+        assert!(!at(None, Some(ORDER_ALPHA)).sensitive());
+        assert!(at(Some(0.009_9), None).sensitive());
+        assert!(at(Some(0.5), Some(0.009_9)).sensitive());
+    }
+
+    #[test]
+    fn too_few_passes_or_arms_have_no_noise_figure() {
+        for (passes, arms) in [(0, 3), (1, 3), (3, 1), (0, 0)] {
+            let cells = Cells {
+                passes,
+                arms,
+                y: vec![0.01; passes * arms],
+                slot: vec![0; passes * arms],
+                prev: vec![0; passes * arms],
+            };
+            assert!(cells.paired_noise_pct().is_nan(), "{passes} × {arms}");
+        }
+    }
+
     /// A rotate design of `arms` × `passes` with `prev` from the cell before.
     fn rotate(
         arms: usize,
