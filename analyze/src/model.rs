@@ -366,6 +366,17 @@ mod tests {
             };
             assert!(cells.paired_noise_pct().is_nan(), "{passes} × {arms}");
         }
+        // Two passes of two arms are enough: one degree of freedom.
+        let two = Cells {
+            passes: 2,
+            arms: 2,
+            y: vec![0.0, 0.01, 0.02, 0.0],
+            slot: vec![0, 1, 1, 0],
+            prev: vec![2, 0, 1, 2],
+        };
+        // Residuals ±0.0075: RSS 4 · 0.0075² over 1 df, paired noise 100·√2·0.015.
+        let want = 100.0 * (2.0f64).sqrt() * 0.015;
+        assert!((two.paired_noise_pct() - want).abs() < 1e-9, "{}", two.paired_noise_pct());
     }
 
     /// A rotate design of `arms` × `passes` with `prev` from the cell before.
