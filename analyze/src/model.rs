@@ -376,7 +376,11 @@ mod tests {
         };
         // Residuals ±0.0075: RSS 4 · 0.0075² over 1 df, paired noise 100·√2·0.015.
         let want = 100.0 * (2.0f64).sqrt() * 0.015;
-        assert!((two.paired_noise_pct() - want).abs() < 1e-9, "{}", two.paired_noise_pct());
+        assert!(
+            (two.paired_noise_pct() - want).abs() < 1e-9,
+            "{}",
+            two.paired_noise_pct()
+        );
     }
 
     /// A rotate design of `arms` × `passes` with `prev` from the cell before.

@@ -406,7 +406,12 @@ fn run(start: Instant) -> Result<()> {
 /// `engine energy-counter`: a poller on its own thread while this one keeps the device busy.
 fn energy_counter(seconds: f64) -> Result<()> {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let mut meter = NvmlMeter::open(0).map_err(|why| anyhow::anyhow!("{why}"))?;
+    let mut meter = NvmlMeter::open(0).map_err(|why| {
+        anyhow::anyhow!(
+            "{why}: `engine energy-counter` reads an NVIDIA card's energy counter through its \
+             driver's NVML; run it on the machine with the card"
+        )
+    })?;
     let gpu = Gpu::new(0)?;
     let done = AtomicBool::new(false);
     let reading = std::thread::scope(|s| -> Result<_> {

@@ -474,3 +474,27 @@ fn a_slowed_operation_grows_its_row_and_changes_no_token() {
         ],
     );
 }
+
+/// `engine energy-counter` reads the card's counter where there is one, and elsewhere says
+/// why it cannot and what to do, without a panic.
+#[test]
+fn the_energy_counter_reads_the_card_or_says_what_it_needs() {
+    let o = engine(&["energy-counter", "--seconds", "1"], &[]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    if o.status.success() {
+        assert!(
+            out.contains("energy counter:") && out.contains("ms (median)"),
+            "{out}"
+        );
+    } else {
+        assert!(
+            err.contains("NVML") && err.contains("run it on the machine with the card"),
+            "{err}"
+        );
+        assert!(out.is_empty(), "{out}");
+    }
+}
