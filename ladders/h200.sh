@@ -17,7 +17,10 @@
 # .bin/analyze (stripped: `strip -o .bin/analyze target/release/analyze`, for aa and sweep),
 # and the kernel cache .bin/xdg filled by `XDG_CACHE_HOME=.bin/xdg engine kernels` after
 # `source .ci/nvrtc.sh` (carry .nvrtc/nvidia/cu13/include too: the cache is keyed by the
-# header path). Ladder files, their side logs and the probes' logs go to $OUT when it is set
+# header path). The tree, .bin and the headers together come near a device call's 64 MiB:
+# carry the paths a call's steps need (.bin/engine, .bin/runner, .bin/xdg, and .bin/analyze
+# for aa and sweep or .bin/gpu-tests for tests), not all of .bin.
+# Ladder files, their side logs and the probes' logs go to $OUT when it is set
 # (a device call's output folder), else to raw/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
