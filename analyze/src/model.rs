@@ -415,6 +415,39 @@ mod tests {
         cells
     }
 
+    /// The full order model's residual sum of squares, as `order_effects` fits it.
+    fn full_rss(cells: &Cells) -> f64 {
+        let (slots, prevs) = cells.indicators();
+        let raw: Vec<&Vec<f64>> = slots.iter().chain(&prevs).collect();
+        let raw_ss: Vec<f64> = raw.iter().map(|c| c.iter().map(|v| v * v).sum()).collect();
+        let dc: Vec<Vec<f64>> = raw.iter().map(|c| cells.double_centered(c)).collect();
+        let all: Vec<usize> = (0..raw.len()).collect();
+        Normal::new(&dc, &cells.double_centered(&cells.y), &raw_ss)
+            .fit(&all)
+            .rss
+    }
+
+    #[test]
+    fn a_residual_below_its_threshold_is_not_tested_and_one_above_it_is() {
+        let noise = |p: usize, a: usize| (((p * 31 + a * 17) % 11) as f64 - 5.0) * 1e-4;
+        let shape =
+            |scale: f64| rotate(3, 9, move |p, a, _, _| 0.2 * p as f64 + scale * noise(p, a));
+        let unit = full_rss(&shape(1.0)) / 27.0;
+        // Scales at which the residual's sd per cell is half and four times the threshold.
+        for (sd, tested) in [(0.5, false), (4.0, true)] {
+            let scale = sd * NO_RESIDUAL_SD / unit.sqrt();
+            let cells = shape(scale);
+            let got = (full_rss(&cells) / 27.0).sqrt() / NO_RESIDUAL_SD;
+            assert!(
+                (got - sd).abs() < 0.01 * sd,
+                "residual sd {got} thresholds, not {sd}"
+            );
+            let e = cells.order_effects(&names(3), 0);
+            assert_eq!(e.no_residual, !tested, "{sd} × the threshold: {e:?}");
+            assert_eq!(e.position_testable, tested, "{e:?}");
+        }
+    }
+
     #[test]
     fn paired_noise_by_hand() {
         // 4 passes × 2 arms: y = μ[p] + α[a] + e with e = ±0.01 in a checkerboard, whose
