@@ -449,6 +449,23 @@ mod tests {
     }
 
     #[test]
+    fn carry_over_that_only_repeats_the_slots_is_not_estimable() {
+        // Each cell's previous arm made equal to its slot: the previous-arm columns add
+        // nothing beyond the slot columns, so carry-over cannot be told apart from position.
+        let noise = |p: usize, a: usize| (((p * 31 + a * 17) % 11) as f64 - 5.0) * 1e-3;
+        let mut cells = rotate(3, 9, |p, a, s, _| {
+            noise(p, a) + if s == 0 { -0.02 } else { 0.0 }
+        });
+        cells.prev = cells.slot.clone();
+        let e = cells.order_effects(&names(3), 0);
+        assert!(!e.carry_over_estimable, "{e:?}");
+        assert_eq!(e.carry_over_p, None);
+        assert!(e.carry_free.is_empty(), "{e:?}");
+        // Nor position beside it: each test's reduced model fits as well as the full one.
+        assert_eq!(e.position_p, None, "{e:?}");
+    }
+
+    #[test]
     fn paired_noise_by_hand() {
         // 4 passes × 2 arms: y = μ[p] + α[a] + e with e = ±0.01 in a checkerboard, whose
         // pass and arm means are 0: the residuals are exactly e, RSS = 8e-4, σ² = 8e-4 / (3·1).
