@@ -466,6 +466,25 @@ mod tests {
     }
 
     #[test]
+    fn carry_free_estimates_need_the_arms_identified_and_a_residual() {
+        let noise =
+            |p: usize, a: usize, s: usize| (((p * 31 + a * 17 + s * 5) % 11) as f64 - 5.0) * 1e-3;
+        // (arms, passes): rotate designs whose carry-over is estimable, and whether the
+        // arms are identified beside it with a residual left (METHOD.md "Order effects").
+        for (arms, passes, estimates) in [(4, 6, true), (2, 3, false), (5, 4, false), (4, 3, false)]
+        {
+            let cells = rotate(arms, passes, |p, a, s, _| noise(p, a, s));
+            let e = cells.order_effects(&names(arms), 0);
+            assert!(e.carry_over_estimable, "{arms} × {passes}: {e:?}");
+            assert_eq!(
+                !e.carry_free.is_empty(),
+                estimates,
+                "{arms} × {passes}: {e:?}"
+            );
+        }
+    }
+
+    #[test]
     fn paired_noise_by_hand() {
         // 4 passes × 2 arms: y = μ[p] + α[a] + e with e = ±0.01 in a checkerboard, whose
         // pass and arm means are 0: the residuals are exactly e, RSS = 8e-4, σ² = 8e-4 / (3·1).
