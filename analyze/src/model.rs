@@ -485,6 +485,25 @@ mod tests {
     }
 
     #[test]
+    fn rank_is_judged_against_each_raw_column_s_own_scale() {
+        // c2 = c1 + 1e-4·e1 with |c1|² = 1e6: what is left of c2 after c1 (about 1e-8) is a
+        // 1e-14 fraction of its raw sum of squares, below the tolerance: no rank of its own.
+        let n = 6;
+        let c1: Vec<f64> = (0..n).map(|i| if i == 0 { 1e3 } else { 0.0 }).collect();
+        let mut c2 = c1.clone();
+        c2[1] = 1e-4;
+        let y: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let ss = |c: &[f64]| c.iter().map(|v| v * v).sum::<f64>();
+        let normal = Normal::new(&[c1.clone(), c2.clone()], &y, &[ss(&c1), ss(&c2)]);
+        assert_eq!(normal.fit(&[0, 1]).rank, 1);
+        // The same remainder in a column of unit scale is real: rank 2.
+        let u1 = vec![1.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        let u2 = vec![1.0, 1e-4, 0.0, 0.0, 0.0, 0.0];
+        let normal = Normal::new(&[u1.clone(), u2.clone()], &y, &[ss(&u1), ss(&u2)]);
+        assert_eq!(normal.fit(&[0, 1]).rank, 2);
+    }
+
+    #[test]
     fn paired_noise_by_hand() {
         // 4 passes × 2 arms: y = μ[p] + α[a] + e with e = ±0.01 in a checkerboard, whose
         // pass and arm means are 0: the residuals are exactly e, RSS = 8e-4, σ² = 8e-4 / (3·1).
