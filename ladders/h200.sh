@@ -5,7 +5,7 @@
 # STEP:
 #   probe        the energy counter (`engine energy-counter`), where a cell's start-up goes
 #                (one `engine bench` with every stderr line stamped), one `--rows ops` cell
-#   tests        the GPU tests of the known-effect pad and of the breakdown rows
+#   tests        the GPU tests of the known-effect pad, the breakdown rows and the joules
 #   known-effect ladders/known-effect-h200.toml
 #   pilot        ladders/aa-pilot-h200.toml
 #   l2, mtp      ladders/breakdown-{l2,mtp}-h200.toml
@@ -69,6 +69,7 @@ for step in "$@"; do
             .bin/gpu-tests/cuda_kernels --ignored --exact graph::a_captured_pad_waits_the_length_written_after_capture
             .bin/gpu-tests/cuda_backend --ignored --nocapture --exact a_five_percent_pad_slows_the_decode_to_1_over_1_05
             .bin/gpu-tests/cuda_breakdown --ignored --nocapture
+            .bin/gpu-tests/cuda_energy --ignored --nocapture
             ;;
         known-effect) ladder known-effect-h200 ;;
         pilot) ladder aa-pilot-h200 ;;

@@ -2,7 +2,9 @@
 //! it moves and by how much, read under load. A span of T seconds is known to about one
 //! update interval's energy, so `decode_j_per_token` needs spans many intervals long.
 
+use crate::cuda::Gpu;
 use crate::meter::Meter;
+use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -25,6 +27,26 @@ impl CounterReading {
     pub fn span_for_pct(&self, pct: f64) -> Duration {
         Duration::from_secs_f64(self.interval_ms / 1e3 / (pct / 100.0))
     }
+}
+
+/// The counter polled on its own thread for `seconds` while this one keeps `gpu` streaming
+/// memory (the counter moves with the power drawn, and an idle card draws little).
+pub fn measure<M: Meter + Send>(gpu: &Gpu, meter: &mut M, seconds: f64) -> Result<CounterReading> {
+    let done = AtomicBool::new(false);
+    let reading = std::thread::scope(|s| -> Result<_> {
+        let poller = s.spawn(|| poll(meter, &done));
+        let until = Instant::now() + Duration::from_secs_f64(seconds);
+        let load = (|| -> Result<()> {
+            while Instant::now() < until {
+                gpu.measure_read_ceiling_gbs(1 << 30)?;
+            }
+            Ok(())
+        })();
+        done.store(true, Ordering::Relaxed);
+        let reading = poller.join().expect("the poller does not panic");
+        load.map(|()| reading)
+    })?;
+    reading.context("the energy counter moved fewer than three times")
 }
 
 /// Polls `meter` until `done` is set; `None` when the counter cannot be read or moved fewer

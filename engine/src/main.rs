@@ -403,9 +403,8 @@ fn run(start: Instant) -> Result<()> {
     }
 }
 
-/// `engine energy-counter`: a poller on its own thread while this one keeps the device busy.
+/// `engine energy-counter`: the counter read under load, in words.
 fn energy_counter(seconds: f64) -> Result<()> {
-    use std::sync::atomic::{AtomicBool, Ordering};
     let mut meter = NvmlMeter::open(0).map_err(|why| {
         anyhow::anyhow!(
             "{why}: `engine energy-counter` reads an NVIDIA card's energy counter through its \
@@ -413,17 +412,7 @@ fn energy_counter(seconds: f64) -> Result<()> {
         )
     })?;
     let gpu = Gpu::new(0)?;
-    let done = AtomicBool::new(false);
-    let reading = std::thread::scope(|s| -> Result<_> {
-        let poller = s.spawn(|| energy_counter::poll(&mut meter, &done));
-        let until = Instant::now() + Duration::from_secs_f64(seconds);
-        while Instant::now() < until {
-            gpu.measure_read_ceiling_gbs(1 << 30)?;
-        }
-        done.store(true, Ordering::Relaxed);
-        Ok(poller.join().expect("the poller does not panic"))
-    })?;
-    let r = reading.context("the energy counter moved fewer than three times")?;
+    let r = energy_counter::measure(&gpu, &mut meter, seconds)?;
     println!(
         "energy counter: {} updates in {} polls, every {:.1} ms (median), step {:.0} mJ \
          (median), {:.0} W under a streaming read; a span is known to 1 % from {:.1} s, to \
