@@ -205,8 +205,8 @@ fn bad_input_is_named_with_the_allowed_values() {
     );
 }
 
-/// `ENGINE_DECODE_PAD_PCT`: two columns after the run's own, before the L2 audit's, empty
-/// when unset; the pad said once on stderr; the same tokens and rounds as without it.
+/// `ENGINE_DECODE_PAD_PCT`: two columns after the run's own, before the card's and the L2
+/// audit's, empty when unset; the pad said once on stderr; the same tokens and rounds as without it.
 #[test]
 fn the_decode_pad_has_its_columns_and_changes_no_token() {
     let args: Vec<&str> = TINY_WARM
@@ -221,7 +221,10 @@ fn the_decode_pad_has_its_columns_and_changes_no_token() {
         .unwrap_or_default()
         .to_string();
     assert!(
-        header.contains(",roofline_fraction,decode_pad_pct,decode_pad_us,l2_"),
+        header.contains(
+            ",roofline_fraction,decode_pad_pct,decode_pad_us,decode_j_per_token,\
+             prefill_j_per_token,device_mem_peak_mib,l2_"
+        ),
         "{header}"
     );
     let base = row(&base);

@@ -75,7 +75,7 @@ fn joules_per_token_agree_across_decode_lengths_within_the_counters_resolution()
     // that draws more than the streaming read did.
     let step_s = long.decode_us_per_token() / 1e6;
     assert!(j(&long) < 1.5 * counter.power_w * step_s, "{} J", j(&long));
-    let weights_mib = 2 * 35_000_000_000u64 >> 20;
+    let weights_mib = (2 * 35_000_000_000u64) >> 20;
     let held = long
         .device_mem_peak_mib
         .expect("the memory held on the card");
