@@ -106,6 +106,27 @@ pub fn spread_pct(values: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_pulls_only_from_outside_the_interval() {
+        let at = |median: f64| Summary {
+            estimate: 1.0,
+            sem: 0.5,
+            ci_low: 0.0,
+            ci_high: 2.0,
+            median,
+            n: 8,
+        };
+        for (median, pulled) in [
+            (1.0, false),
+            (0.0, false),
+            (2.0, false),
+            (-0.1, true),
+            (2.1, true),
+        ] {
+            assert_eq!(at(median).pulled(), pulled, "median {median} in [0, 2]");
+        }
+    }
     use ladder::stats::t_quantile;
 
     #[test]
