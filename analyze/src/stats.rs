@@ -108,6 +108,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_interval_that_touches_zero_is_not_resolved() {
+        assert_eq!(verdict(0.1, 2.0), "better");
+        assert_eq!(verdict(-2.0, -0.1), "worse");
+        assert_eq!(verdict(0.0, 2.0), "not resolved");
+        assert_eq!(verdict(-2.0, 0.0), "not resolved");
+        assert_eq!(verdict(-1.0, 1.0), "not resolved");
+    }
+
+    #[test]
     fn the_median_pulls_only_from_outside_the_interval() {
         let at = |median: f64| Summary {
             estimate: 1.0,
