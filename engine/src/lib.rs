@@ -8,6 +8,7 @@ pub mod backend;
 pub mod bench;
 pub mod breakdown;
 pub mod chain;
+pub mod cli;
 pub mod config;
 pub mod cpu;
 pub mod cuda;

@@ -1,9 +1,9 @@
 use anyhow::{bail, Context, Result};
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use engine::backend::Backend;
 use engine::bench::{self, BenchPlan, BenchResult};
 use engine::breakdown::{self, Breakdown};
-use engine::config::{ModelConfig, MAX_DRAFT};
+use engine::cli::{self, BenchArgs, Command, ModelArgs};
+use engine::config::ModelConfig;
 use engine::cpu::CpuBackend;
 use engine::cuda::{CudaBackend, Gpu};
 use engine::energy_counter;
@@ -14,7 +14,6 @@ use engine::options::{self, Arm, BackendChoice, GpuOptions, L2Arm, L2Mode, Named
 use engine::rows::{self, Extra};
 use engine::weights::WeightSource;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -22,157 +21,33 @@ use std::time::{Duration, Instant};
 /// 35B-A3B token takes about 300, a speculative round more; 64 MiB of notes on the device.
 const TIMELINE_CAPACITY: usize = 1 << 22;
 
-#[derive(Parser)]
-#[command(
-    name = "engine",
-    version,
-    about = "Decode engine for the hybrid Gated DeltaNet + gated attention + MoE architecture with MTP speculative decoding"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Time prefill and decode; print a CSV header and one row on stdout.
-    Bench(BenchArgs),
-    /// Print the backend, the device and the model's sizes.
-    Info(ModelArgs),
-    /// List the ENGINE_* environment variables, their values and defaults.
-    Options,
-    /// Compile every kernel into the kernel cache without opening a device (NVRTC only), so
-    /// that a GPU machine given the cache skips the compile on its first start.
-    Kernels,
-    /// Read the card's energy counter in a tight loop while the device streams memory: how
-    /// often it moves, by how much, and the span a figure of 1 % needs.
-    EnergyCounter {
-        /// Seconds of load to poll through.
-        #[arg(long, default_value_t = 3.0)]
-        seconds: f64,
-    },
-}
-
-#[derive(Args)]
-struct ModelArgs {
-    /// Model preset: tiny, small, qwen3.6-35b-a3b, dense-27b.
-    #[arg(long, default_value = "small", conflicts_with = "config")]
-    preset: String,
-    /// Model shape from a JSON config file (the fields of a preset; see README).
-    #[arg(long, value_name = "FILE.json")]
-    config: Option<PathBuf>,
-    /// Backend: cpu, cuda, or auto (cuda when available, else cpu). Default: $ENGINE_BACKEND or cpu.
-    #[arg(long, value_enum)]
-    backend: Option<BackendChoice>,
-}
-
-#[derive(Args)]
-struct BenchArgs {
-    #[command(flatten)]
-    model: ModelArgs,
-    /// Prompt tokens and generated tokens per prompt (`-pg` as in llama-bench).
-    #[arg(long = "pg", value_name = "PP,TG", default_value = "128,64", value_parser = parse_pg)]
-    pg: (usize, usize),
-    /// Timed repetitions.
-    #[arg(short = 'r', long = "reps", value_name = "REPS", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
-    reps: u64,
-    /// Untimed repetitions before the timed ones.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    warmup: usize,
-    /// Prompt positions per prefill pass.
-    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=8192))]
-    prefill_chunk: u64,
-    /// Speculative decoding with the MTP draft layer (omit for plain greedy decode).
-    #[arg(long, value_enum)]
-    spec: Option<Spec>,
-    /// Draft tokens per speculative round (1..=5; default 3 with --spec).
-    #[arg(long, value_name = "K", requires = "spec", value_parser = clap::value_parser!(u64).range(1..=MAX_DRAFT as u64))]
-    draft_tokens: Option<u64>,
-    /// Weights from a safetensors checkpoint (HF Qwen3.5 names) instead of synthetic ones.
-    #[arg(long, value_name = "FILE.safetensors")]
-    weights: Option<PathBuf>,
-    /// Seed of the synthetic weights and prompts.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Prompts per rep (each prefilled and decoded in turn).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
-    prompts: u64,
-    /// Worker threads (default: all cores).
-    #[arg(short = 't', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    threads: Option<u64>,
-    /// CUDA: run every decode round's kernels eagerly instead of replaying captured graphs.
-    #[arg(long)]
-    no_cuda_graph: bool,
-    /// The read bandwidth (GB/s) to quote the decode against; CUDA measures it at start
-    /// when omitted (a 4 GiB read), the CPU leaves the roofline columns empty.
-    #[arg(long, value_name = "GB/S", value_parser = parse_ceiling)]
-    read_ceiling_gbs: Option<f64>,
-    /// The rows after the summary row: none, one per operation (CPU) or kernel (CUDA) of the
-    /// decode timed in reps of their own after the timed ones, or one per timed rep.
-    #[arg(long, value_enum, default_value_t = Rows::Summary)]
-    rows: Rows,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Spec {
-    Mtp,
-}
-
-fn parse_ceiling(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("expected a positive number of GB/s, got `{s}`")),
-    }
-}
-
 /// A backend that was opened: the CPU, or the GPU with its start-up time.
 enum Opened {
     Cpu,
     Cuda(Box<CudaBackend>),
 }
 
-fn parse_pg(s: &str) -> Result<(usize, usize), String> {
-    let err = || format!("expected two positive integers PP,TG (e.g. 128,64), got `{s}`");
-    let (a, b) = s.split_once(',').ok_or_else(err)?;
-    let a: usize = a.trim().parse().map_err(|_| err())?;
-    let b: usize = b.trim().parse().map_err(|_| err())?;
-    if a == 0 || b == 0 {
-        return Err(err());
-    }
-    Ok((a, b))
-}
-
-impl ModelArgs {
-    fn config(&self) -> Result<ModelConfig> {
-        match &self.config {
-            Some(path) => ModelConfig::from_json_file(path),
-            None => ModelConfig::preset(&self.preset),
+/// Opens the backend `model` names: `cuda` fails clearly without a device, `auto` falls
+/// back to the CPU.
+fn open_backend(model: &ModelArgs, graphs: bool, l2_arm: L2Arm) -> Result<Opened> {
+    let choice = match model.backend {
+        Some(c) => c,
+        None => options::BACKEND.read(&options::environment)?,
+    };
+    match choice {
+        BackendChoice::Cpu => Ok(Opened::Cpu),
+        BackendChoice::Cuda => {
+            let b = CudaBackend::new(0, graphs, l2_arm)
+                .map_err(|e| anyhow::anyhow!("--backend cuda: {e:#}; use --backend cpu or auto"))?;
+            Ok(Opened::Cuda(Box::new(b)))
         }
-    }
-
-    /// Opens the backend to run on: `cuda` fails clearly without a device, `auto` falls
-    /// back to the CPU.
-    fn backend(&self, graphs: bool, l2_arm: L2Arm) -> Result<Opened> {
-        let choice = match self.backend {
-            Some(c) => c,
-            None => options::BACKEND.read(&options::environment)?,
-        };
-        match choice {
-            BackendChoice::Cpu => Ok(Opened::Cpu),
-            BackendChoice::Cuda => {
-                let b = CudaBackend::new(0, graphs, l2_arm).map_err(|e| {
-                    anyhow::anyhow!("--backend cuda: {e:#}; use --backend cpu or auto")
-                })?;
-                Ok(Opened::Cuda(Box::new(b)))
+        BackendChoice::Auto => match CudaBackend::new(0, graphs, l2_arm) {
+            Ok(b) => Ok(Opened::Cuda(Box::new(b))),
+            Err(e) => {
+                eprintln!("backend auto: using cpu ({e:#})");
+                Ok(Opened::Cpu)
             }
-            BackendChoice::Auto => match CudaBackend::new(0, graphs, l2_arm) {
-                Ok(b) => Ok(Opened::Cuda(Box::new(b))),
-                Err(e) => {
-                    eprintln!("backend auto: using cpu ({e:#})");
-                    Ok(Opened::Cpu)
-                }
-            },
-        }
+        },
     }
 }
 
@@ -181,23 +56,9 @@ fn bench(args: &BenchArgs, start: Instant) -> Result<()> {
     let arm = Arm::from_env()?;
     let l2_arm = L2Arm::from_env()?;
     let gpu_options = GpuOptions::from_env()?;
-    let plan = BenchPlan {
-        n_prompt: args.pg.0,
-        n_gen: args.pg.1,
-        reps: args.reps as usize,
-        warmup: args.warmup,
-        prefill_chunk: args.prefill_chunk as usize,
-        draft_tokens: args
-            .spec
-            .map(|Spec::Mtp| args.draft_tokens.unwrap_or(3) as usize),
-        prompts: args.prompts as usize,
-        seed: args.seed,
-        read_ceiling_gbs: args.read_ceiling_gbs,
-        decode_pad_pct: options::decode_pad_pct(&options::environment)?,
-    };
+    let plan = args.plan(&options::environment)?;
     let slow = options::slow_op(&options::environment)?;
-    plan.check()?;
-    let opened = args.model.backend(!args.no_cuda_graph, l2_arm)?;
+    let opened = open_backend(&args.model, !args.no_cuda_graph, l2_arm)?;
     // Everything runs on a pool worker, so the kernels' parallel splits use the worker's own
     // queue (the global injector allocates every 63 jobs).
     let pool = rayon::ThreadPoolBuilder::new()
@@ -358,36 +219,16 @@ fn source_name(s: &WeightSource) -> String {
     }
 }
 
-/// The arguments with llama-bench's `-pg` spelled as the long flag `--pg` (clap has no
-/// two-letter short flags).
-fn args() -> Vec<std::ffi::OsString> {
-    std::env::args_os()
-        .map(|a| match a.to_str() {
-            Some("-pg") => "--pg".into(),
-            Some(s) if s.starts_with("-pg=") => format!("-{s}").into(),
-            _ => a,
-        })
-        .collect()
-}
-
-/// Both subcommands list the variables they read (all of them: the CPU's arm, the backend,
-/// the GPU's L2 and launches), as `engine options` does.
-fn parse() -> Cli {
-    let help = options::help();
-    let command = Cli::command()
-        .mut_subcommand("bench", |c| c.after_help(help.clone()))
-        .mut_subcommand("info", |c| c.after_help(help.clone()));
-    let matches = command.get_matches_from(args());
-    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
-}
-
 fn run(start: Instant) -> Result<()> {
-    let cli = parse();
+    let cli = cli::parse();
+    if matches!(cli.command, Command::Bench(_) | Command::Info(_)) {
+        options::check_environment()?;
+    }
     match &cli.command {
         Command::Bench(args) => bench(args, start),
         Command::Info(args) => {
             let cfg = args.config()?;
-            let (name, device) = match args.backend(true, L2Arm::default())? {
+            let (name, device) = match open_backend(args, true, L2Arm::default())? {
                 Opened::Cpu => ("cpu", info::cpu_description()),
                 Opened::Cuda(b) => ("cuda", info::gpu_description(&b.gpu.info)),
             };

@@ -646,6 +646,76 @@ pub enum Rows {
 }
 
 // ---------------------------------------------------------------------------------------
+// The environment as a whole.
+
+/// Every variable the engine reads, in `engine options`' order.
+pub const NAMES: [&str; 15] = [
+    PREFETCH.name,
+    POOL_LAYOUT.name,
+    BACKEND.name,
+    L2.name,
+    L2_WINDOW.name,
+    L2_RESERVE,
+    L2_HIT_RATIO,
+    L2_GUARD.name,
+    PDL.name,
+    FOLD_NORM.name,
+    WEIGHT_PREFETCH.name,
+    WEIGHT_PRELOAD.name,
+    ROUTER_IN_OUT.name,
+    DECODE_PAD_PCT,
+    SLOW_OP,
+];
+
+/// Refuses a variable named `ENGINE_*` that the engine does not read: an arm that misspells
+/// one would run as its base, a zero effect that no one asked for.
+pub fn check_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<()> {
+    let Some(unknown) = names
+        .into_iter()
+        .find(|n| n.starts_with("ENGINE_") && !NAMES.contains(n))
+    else {
+        return Ok(());
+    };
+    // Every name shares `ENGINE_`: the likeness is the rest's.
+    let rest = |name: &'a str| &name["ENGINE_".len()..];
+    let hint = NAMES
+        .iter()
+        .map(|known| (strsim::jaro_winkler(rest(unknown), rest(known)), known))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, known)| format!(" (did you mean {known}?)"))
+        .unwrap_or_default();
+    Err(anyhow!(
+        "unknown environment variable {unknown}{hint}: the engine reads no variable of that \
+         name, so it would change nothing; spell one of the {} that `engine options` lists, or \
+         unset it",
+        NAMES.len()
+    ))
+}
+
+/// Checks the environment `names` and `lookup` describe as `engine bench` reads it: every
+/// `ENGINE_*` name known, every value allowed.
+pub fn check(names: &[&str], lookup: Lookup) -> Result<()> {
+    check_names(names.iter().copied())?;
+    Arm::from_lookup(lookup)?;
+    BACKEND.read(lookup)?;
+    L2Arm::from_lookup(lookup)?;
+    GpuOptions::from_lookup(lookup)?;
+    decode_pad_pct(lookup)?;
+    slow_op(lookup)?;
+    Ok(())
+}
+
+/// [`check`] on the process's environment.
+pub fn check_environment() -> Result<()> {
+    let vars: Vec<String> = std::env::vars_os()
+        .filter_map(|(name, _)| name.into_string().ok())
+        .collect();
+    let names: Vec<&str> = vars.iter().map(String::as_str).collect();
+    check(&names, &environment)
+}
+
+// ---------------------------------------------------------------------------------------
 
 /// The help text: every variable, its values and its default (`engine options`, and after
 /// the help of `engine bench` and `engine info`).
@@ -702,6 +772,58 @@ mod tests {
             vars.iter()
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn the_names_are_the_variables_the_help_lists() {
+        let help = help();
+        let mut listed: Vec<&str> = help
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("ENGINE_") && w.len() > "ENGINE_".len())
+            .collect();
+        listed.sort_unstable();
+        listed.dedup();
+        let mut names = NAMES.to_vec();
+        names.sort_unstable();
+        assert_eq!(listed, names);
+    }
+
+    #[test]
+    fn an_unknown_engine_variable_is_refused_with_the_likeliest_name() {
+        assert!(check_names(NAMES).is_ok());
+        assert!(check_names(["HOME", "ENGINEER", "LADDER_ARM"]).is_ok());
+        for (typo, meant) in [
+            ("ENGINE_PD", "ENGINE_PDL"),
+            ("ENGINE_DECODE_PAD", "ENGINE_DECODE_PAD_PCT"),
+            ("ENGINE_L2_WINDOWS", "ENGINE_L2_WINDOW"),
+            ("ENGINE_PREFTCH", "ENGINE_PREFETCH"),
+        ] {
+            let e = check_names(["HOME", typo]).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("variable {typo} (did you mean {meant}?)")),
+                "{e}"
+            );
+        }
+        // No likeness, no guess: the prefix every name shares does not count.
+        let e = check_names(["ENGINE_FOO"]).unwrap_err().to_string();
+        assert!(e.contains("variable ENGINE_FOO:"), "{e}");
+    }
+
+    #[test]
+    fn the_check_reads_every_value() {
+        let names = ["ENGINE_L2_HIT_RATIO", "ENGINE_SLOW_OP"];
+        assert!(check(&names, &table(&[("ENGINE_L2_HIT_RATIO", "0.5")])).is_ok());
+        for (name, bad) in [
+            ("ENGINE_PREFETCH", "sometimes"),
+            ("ENGINE_BACKEND", "tpu"),
+            ("ENGINE_L2_HIT_RATIO", "2"),
+            ("ENGINE_ROUTER_IN_OUT", "maybe"),
+            ("ENGINE_DECODE_PAD_PCT", "-5"),
+            ("ENGINE_SLOW_OP", "matmul"),
+        ] {
+            let e = check(&[name], &table(&[(name, bad)])).unwrap_err();
+            assert!(e.to_string().contains(name), "{name}={bad}: {e}");
         }
     }
 

@@ -4,12 +4,10 @@ use std::process::{Command, Output};
 
 fn engine(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_engine"));
-    c.args(args)
-        .env_remove("ENGINE_PREFETCH")
-        .env_remove("ENGINE_POOL_LAYOUT")
-        .env_remove("ENGINE_BACKEND")
-        .env_remove("ENGINE_DECODE_PAD_PCT")
-        .env_remove("ENGINE_SLOW_OP");
+    c.args(args);
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("ENGINE_")) {
+        c.env_remove(k);
+    }
     for (k, v) in env {
         c.env(k, v);
     }
@@ -277,6 +275,29 @@ fn the_decode_pad_is_refused_before_anything_runs() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!err.contains("building"), "{value} built the model: {err}");
     }
+}
+
+#[test]
+fn a_misspelt_variable_is_refused_with_the_name_it_resembles_before_anything_runs() {
+    for command in [
+        &["bench", "--preset", "tiny", "-pg", "4,4", "-r", "1"][..],
+        &["info"],
+    ] {
+        let o = engine(command, &[("ENGINE_PD", "off")]);
+        assert!(o.stdout.is_empty(), "{command:?} printed a row");
+        fails(
+            command,
+            &[("ENGINE_PD", "off")],
+            &[
+                "unknown environment variable ENGINE_PD",
+                "did you mean ENGINE_PDL?",
+                "engine options",
+            ],
+        );
+    }
+    // Another program's variables pass, and so does every name the engine reads.
+    let o = engine(&["info"], &[("ENGINEER", "x"), ("ENGINE_PDL", "off")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 #[test]

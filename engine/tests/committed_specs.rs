@@ -1,0 +1,91 @@
+//! Every committed spec that runs this build of the engine asks for what the engine accepts:
+//! its argv, its environment and the bench plan they make. A device call is scarce; a typo in
+//! a spec must fail here, not on the card.
+
+use engine::cli::{self, Command};
+use engine::options;
+use ladder::spec::Spec;
+use std::path::{Path, PathBuf};
+
+/// The programs that are this build: `.bin/engine` on the device, `target/release/engine`
+/// here. Build arms (`.bin/before/engine`) run other builds, whose flags may differ.
+const THIS_BUILD: [&str; 2] = [".bin/engine", "target/release/engine"];
+
+fn specs(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            specs(&path, found);
+        } else if path.extension().is_some_and(|e| e == "toml") {
+            found.push(path);
+        }
+    }
+}
+
+/// What is wrong with `arm`'s cell of `spec`, if it runs this build.
+fn refusal(spec: &Spec, arm: &ladder::spec::ArmSpec) -> Option<String> {
+    let argv = spec.argv_of(arm);
+    if !THIS_BUILD.contains(&argv.first()?.as_str()) {
+        return None;
+    }
+    let env: Vec<(&String, &String)> = spec.env.iter().chain(&arm.env).collect();
+    // The arm's own value wins, as the runner sets it after the spec's.
+    let lookup = |name: &str| {
+        env.iter()
+            .rev()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    };
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    let checked = cli::try_parse(argv.iter().map(Into::into))
+        .map_err(|e| e.to_string())
+        .and_then(|cli| match cli.command {
+            Command::Bench(args) => args.plan(&lookup).map(drop).map_err(|e| format!("{e:#}")),
+            _ => Ok(()),
+        })
+        .and_then(|()| options::check(&names, &lookup).map_err(|e| format!("{e:#}")));
+    checked.err()
+}
+
+#[test]
+fn every_committed_spec_that_runs_this_engine_is_accepted_by_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut paths = Vec::new();
+    specs(&root.join("ladders"), &mut paths);
+    let (mut cells, mut refused) = (0, Vec::new());
+    for path in &paths {
+        let spec = Spec::load(path).unwrap_or_else(|e| panic!("{e}")).spec;
+        for arm in &spec.arms {
+            cells += usize::from(THIS_BUILD.contains(&spec.argv_of(arm)[0].as_str()));
+            if let Some(why) = refusal(&spec, arm) {
+                refused.push(format!("{} arm {}: {why}", path.display(), arm.name));
+            }
+        }
+    }
+    assert!(refused.is_empty(), "{}", refused.join("\n"));
+    // The device's specs alone hold more arms than this: the test read them.
+    assert!(cells >= 60, "only {cells} arms run this build");
+}
+
+#[test]
+fn a_misspelt_variable_or_flag_in_a_spec_is_refused() {
+    let spec = |arm: &str| {
+        let text = format!(
+            "name = \"t\"\ncommand = [\".bin/engine\", \"bench\", \"-pg\", \"8,8\"]\n\
+             passes = 4\n[[metric]]\ncolumn = \"decode_tok_s\"\nbetter = \"higher\"\n\
+             [[arm]]\nname = \"base\"\nrole = \"base\"\n[[arm]]\nname = \"b\"\n{arm}\n"
+        );
+        Spec::parse(Path::new("t.toml"), &text).unwrap()
+    };
+    let refused = |arm: &str| {
+        let s = spec(arm);
+        refusal(&s, &s.arms[1])
+    };
+    assert_eq!(refused("env = { ENGINE_PDL = \"off\" }"), None);
+    let typo = refused("env = { ENGINE_PD = \"off\" }").unwrap();
+    assert!(typo.contains("did you mean ENGINE_PDL?"), "{typo}");
+    let flag = refused("args = [\"--rows\", \"kernels\"]").unwrap();
+    assert!(flag.contains("kernels"), "{flag}");
+    let pad = refused("args = [\"--warmup\", \"0\"]\nenv = { ENGINE_DECODE_PAD_PCT = \"5\" }");
+    assert!(pad.unwrap().contains("needs a warm-up"));
+}
