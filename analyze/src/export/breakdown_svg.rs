@@ -3,7 +3,7 @@
 //! and the step's own delta, so that a reader sees where the time moved and whether it adds
 //! up.
 
-use super::svg::{file_part, label_at, plot_err};
+use super::svg::{file_part, plot_err, rows_area, rows_chart, span};
 use crate::analysis::breakdown::{BreakdownArm, Interval};
 use crate::reading::Reading;
 use plotters::prelude::*;
@@ -87,42 +87,16 @@ fn bars(a: &BreakdownArm) -> Vec<Bar> {
 fn bars_svg(path: &Path, title: &str, bars: &[Bar]) -> anyhow::Result<()> {
     let err = plot_err(path);
     let n = bars.len().max(1);
-    let longest = bars
-        .iter()
-        .map(|b| b.label.chars().count())
-        .max()
-        .unwrap_or(8) as u32;
-    let root = SVGBackend::new(path, (460 + 7 * longest, 90 + 26 * n as u32)).into_drawing_area();
-    root.fill(&WHITE).map_err(&err)?;
-    let (lo, hi) = bars
-        .iter()
-        .flat_map(|b| [b.interval.ci_low, b.interval.ci_high, b.interval.estimate])
-        .filter(|v| v.is_finite())
-        .fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let pad = ((hi - lo) * 0.08).max(1e-3);
-    // Bar 0 at the top.
-    let labels: Vec<String> = bars.iter().rev().map(|b| b.label.clone()).collect();
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 16))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(20 + 7 * longest)
-        .build_cartesian_2d((lo - pad)..(hi + pad), -0.5f64..(n as f64 - 0.5))
-        .map_err(&err)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(n + 1)
-        .y_label_formatter(&|y| label_at(&labels, *y))
-        .x_desc("mean delta against the base and its 95 % interval (positive: the arm spends more)")
-        .draw()
-        .map_err(&err)?;
-    chart
-        .draw_series(LineSeries::new(
-            [(0.0, -0.5), (0.0, n as f64 - 0.5)],
-            BLACK.mix(0.5),
-        ))
-        .map_err(&err)?;
+    let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+    let root = rows_area(path, &labels, 460, 26)?;
+    let values = bars.iter().flat_map(|b| {
+        let i = &b.interval;
+        [i.ci_low, i.ci_high, i.estimate]
+    });
+    let (lo, hi) = span(values);
+    let x_desc =
+        "mean delta against the base and its 95 % interval (positive: the arm spends more)";
+    let mut chart = rows_chart(&root, path, title, &labels, lo..hi, x_desc)?;
     for (i, bar) in bars.iter().enumerate() {
         let y = (n - 1 - i) as f64;
         let v = bar.interval.estimate;

@@ -5,6 +5,8 @@
 use crate::analysis::LadderReport;
 use crate::reading::Reading;
 use anyhow::anyhow;
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -174,8 +176,8 @@ pub(super) fn plot_err<E: std::fmt::Debug>(path: &Path) -> impl Fn(E) -> anyhow:
     move |e| anyhow!("cannot draw {}: {e:?}", path.display())
 }
 
-/// The y range covering every value and 0, with a margin.
-fn span(values: impl Iterator<Item = f64>) -> (f64, f64) {
+/// The range covering every value and 0, with a margin.
+pub(super) fn span(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = values
         .filter(|v| v.is_finite())
         .fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
@@ -190,6 +192,59 @@ pub(super) fn label_at(names: &[String], x: f64) -> String {
         return String::new();
     }
     names.get(i as usize).cloned().unwrap_or_default()
+}
+
+/// A chart's drawing area, pixels as wide as `labels` need beside `plot` pixels, and
+/// `row_px` pixels a row, filled white.
+pub(super) fn rows_area<'a>(
+    path: &'a Path,
+    labels: &[String],
+    plot: u32,
+    row_px: u32,
+) -> anyhow::Result<DrawingArea<SVGBackend<'a>, Shift>> {
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(10) as u32;
+    let rows = labels.len().max(1) as u32;
+    let root = SVGBackend::new(path, (plot + 7 * longest, 90 + row_px * rows)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err(path))?;
+    Ok(root)
+}
+
+/// The frame of a chart of one row per label, row 0 at the top, over `x`: its caption, the
+/// labels, the x axis described by `x_desc`, and the zero line.
+pub(super) fn rows_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    path: &Path,
+    title: &str,
+    labels: &[String],
+    x: std::ops::Range<f64>,
+    x_desc: &str,
+) -> anyhow::Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>> {
+    let err = plot_err(path);
+    let n = labels.len().max(1);
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(10) as u32;
+    let bottom_up: Vec<String> = labels.iter().rev().cloned().collect();
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(20 + 7 * longest)
+        .build_cartesian_2d(x, -0.5f64..(n as f64 - 0.5))
+        .map_err(&err)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n + 1)
+        .y_label_formatter(&|y| label_at(&bottom_up, *y))
+        .x_desc(x_desc)
+        .draw()
+        .map_err(&err)?;
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, -0.5), (0.0, n as f64 - 0.5)],
+            BLACK.mix(0.5),
+        ))
+        .map_err(&err)?;
+    Ok(chart)
 }
 
 pub fn deltas_svg(path: &Path, title: &str, columns: &[DeltaColumn]) -> anyhow::Result<()> {
@@ -256,37 +311,11 @@ pub fn deltas_svg(path: &Path, title: &str, columns: &[DeltaColumn]) -> anyhow::
 pub fn forest_svg(path: &Path, title: &str, rows: &[ForestRow]) -> anyhow::Result<()> {
     let n = rows.len().max(1);
     let err = plot_err(path);
-    let longest = rows
-        .iter()
-        .map(|r| r.label.chars().count())
-        .max()
-        .unwrap_or(10) as u32;
-    let root = SVGBackend::new(path, (420 + 7 * longest, 90 + 24 * n as u32)).into_drawing_area();
-    root.fill(&WHITE).map_err(&err)?;
+    let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
+    let root = rows_area(path, &labels, 420, 24)?;
     let (lo, hi) = span(rows.iter().flat_map(|r| [r.ci.0, r.ci.1, r.estimate]));
-    // Row 0 at the top.
-    let names: Vec<String> = rows.iter().rev().map(|r| r.label.clone()).collect();
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 16))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(20 + 7 * longest)
-        .build_cartesian_2d(lo..hi, -0.5f64..(n as f64 - 0.5))
-        .map_err(&err)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(n + 1)
-        .y_label_formatter(&|y| label_at(&names, *y))
-        .x_desc("estimate and 95 % interval, % (positive = better)")
-        .draw()
-        .map_err(&err)?;
-    chart
-        .draw_series(LineSeries::new(
-            [(0.0, -0.5), (0.0, n as f64 - 0.5)],
-            BLACK.mix(0.5),
-        ))
-        .map_err(&err)?;
+    let x_desc = "estimate and 95 % interval, % (positive = better)";
+    let mut chart = rows_chart(&root, path, title, &labels, lo..hi, x_desc)?;
     for (i, row) in rows.iter().enumerate() {
         let y = (n - 1 - i) as f64;
         let line = PathElement::new(vec![(row.ci.0, y), (row.ci.1, y)], DOT.stroke_width(2));
