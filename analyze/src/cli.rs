@@ -196,7 +196,7 @@ fn plan_run(args: &PlanArgs) -> anyhow::Result<i32> {
         (None, Some(spec)) => spec.arms.len(),
         (None, None) => pilot.arms,
     };
-    print!("{}", plan::render(&pilot, args.halfwidth, arms));
+    print!("{}", plan::render(&pilot, args.halfwidth, arms)?);
     if let (Some(template), Some(out)) = (&args.template, &args.write) {
         let origin = format!(
             "analyze plan {} --halfwidth {} --arms {arms} --template {}",
@@ -204,7 +204,7 @@ fn plan_run(args: &PlanArgs) -> anyhow::Result<i32> {
             args.halfwidth,
             template.display()
         );
-        let applied = plan::applied(&pilot, args.halfwidth, arms);
+        let applied = plan::applied(&pilot, args.halfwidth, arms)?;
         plan::write(template, out, &applied, &origin)?;
         println!(
             "wrote {}: -r {}, [stop] spread = \"pooled\", looks {:?}",

@@ -205,7 +205,7 @@ fn plan_reads_a_pilot_and_prints_the_cheapest_design() {
     assert_eq!((pilot.reps, pilot.arms, pilot.warmup), (8, 2, 1));
     assert!((pilot.start_s - 1.75).abs() < 1e-9 && (pilot.rep_s - 0.5).abs() < 1e-9);
     let h = 1.005f64.ln();
-    let best = pilot.model(3).best(h);
+    let best = pilot.model(3).best(h).unwrap();
     let text = stdout(&analyze(&[
         "plan",
         path.to_str().unwrap(),
@@ -264,7 +264,7 @@ fn plan_writes_the_template_with_its_reps_and_pooled_stop() {
     ]));
     // The template's three arms, not the pilot's two, are planned for.
     let pilot = analyze::plan::pilot(&path).unwrap();
-    let want = analyze::plan::applied(&pilot, 0.5, 3);
+    let want = analyze::plan::applied(&pilot, 0.5, 3).unwrap();
     assert!(
         text.contains(&format!("wrote {o}: -r {}", want.reps)),
         "{text}"
@@ -289,6 +289,48 @@ fn plan_writes_the_template_with_its_reps_and_pooled_stop() {
     // --write alone is refused: it needs the template it writes.
     let alone = analyze(&["plan", p, "--halfwidth", "0.5", "--write", o]);
     assert_eq!(alone.status.code(), Some(2));
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn plan_refuses_at_once_a_half_width_no_ladder_within_the_limits_reaches() {
+    // 5 % between cells: ±0.001 % would need about a billion passes.
+    let path = write(
+        "out-of-reach",
+        "pilot.csv",
+        &reps_sample(4, 12, 5.0, 5.0).file_text(),
+    );
+    let template = path.with_file_name("template.toml");
+    std::fs::write(
+        &template,
+        "name = \"goal\"\ncommand = [\"engine\", \"bench\", \"-r\", \"1\"]\noutput = \"csv\"\n\
+         passes = 6\n[[arm]]\nname = \"a\"\nrole = \"base\"\n[[arm]]\nname = \"b\"\n\
+         [[metric]]\ncolumn = \"decode_tok_s\"\nbetter = \"higher\"\n",
+    )
+    .unwrap();
+    let out = path.with_file_name("goal.toml");
+    let o = analyze(&[
+        "plan",
+        path.to_str().unwrap(),
+        "--halfwidth",
+        "0.001",
+        "--template",
+        template.to_str().unwrap(),
+        "--write",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for needle in [
+        "±0.001 % is out of reach of 2 arms",
+        "49999 analysis passes (the 100000 cells",
+        "reach only ±0.0",
+        "ask for a wider half-width",
+        "decode_tok_s on ",
+    ] {
+        assert!(err.contains(needle), "`{needle}` missing: {err}");
+    }
+    assert!(!out.exists(), "no spec is written");
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 

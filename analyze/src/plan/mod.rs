@@ -8,7 +8,7 @@ mod search;
 
 pub use first_look::{first_look, looks, FirstLook};
 pub use planned_spec::{apply, write, Applied};
-pub use search::{CostModel, Design};
+pub use search::{CostModel, Design, MAX_REPS};
 
 use crate::time_use::{self, STARTUP_COLUMN, TIMED_COLUMN};
 use crate::variance::{self, ArmComponents};
@@ -130,11 +130,41 @@ fn duration(seconds: f64) -> String {
     }
 }
 
+/// The cheapest design that reaches ±`halfwidth_pct`, or why none within the limits does.
+fn best(model: &CostModel, pilot: &Pilot, halfwidth_pct: f64) -> anyhow::Result<Design> {
+    let h = (1.0 + halfwidth_pct / 100.0).ln();
+    model.best(h).with_context(|| {
+        format!(
+            "±{halfwidth_pct} % is out of reach of {} arms at this pilot's spread: even {} \
+             analysis passes (the {} cells a ladder may have) of {MAX_REPS} repetitions a cell \
+             reach only ±{:.4} %; ask for a wider half-width, or quiet the cells (the spread \
+             of {}: {})",
+            model.arms,
+            model.max_analysis(),
+            ladder::limits::MAX_CELLS,
+            100.0 * model.narrowest().exp_m1(),
+            pilot.file,
+            spreads(pilot)
+        )
+    })
+}
+
+/// `decode_tok_s a: 0.41 % between cells, 0.12 % within`, one per arm and metric.
+fn spreads(pilot: &Pilot) -> String {
+    let each = pilot.components.iter().map(|c| {
+        format!(
+            "{} {} {:.3} % between cells, {:.3} % within",
+            c.column, c.arm, c.between_sd_pct, c.within_sd_pct
+        )
+    });
+    each.collect::<Vec<_>>().join("; ")
+}
+
 /// The plan in words.
-pub fn render(pilot: &Pilot, halfwidth_pct: f64, arms: usize) -> String {
+pub fn render(pilot: &Pilot, halfwidth_pct: f64, arms: usize) -> anyhow::Result<String> {
     let model = pilot.model(arms);
     let h = (1.0 + halfwidth_pct / 100.0).ln();
-    let best = model.best(h);
+    let best = best(&model, pilot, halfwidth_pct)?;
     let own = model.design(pilot.reps, h);
     let mut out = format!(
         "pilot {}: {} arms, {} passes ({} warm-up), {} repetitions a cell\n\
@@ -184,7 +214,7 @@ pub fn render(pilot: &Pilot, halfwidth_pct: f64, arms: usize) -> String {
         best.reps, best.passes
     );
     stop_lines(&model, &best, halfwidth_pct, h, &mut out);
-    out
+    Ok(out)
 }
 
 /// The first look and the looks of Stein's rule at the plan's repetitions, with each arm's
@@ -201,15 +231,15 @@ fn stop_rule(model: &CostModel, best: &Design, h: f64, pooled: bool) -> (FirstLo
 
 /// What `--template … --write …` puts into a spec: the plan's repetitions and its pooled
 /// `[stop]` (fewer expected passes than each arm's own spread, METHOD.md).
-pub fn applied(pilot: &Pilot, halfwidth_pct: f64, arms: usize) -> Applied {
+pub fn applied(pilot: &Pilot, halfwidth_pct: f64, arms: usize) -> anyhow::Result<Applied> {
     let model = pilot.model(arms);
     let h = (1.0 + halfwidth_pct / 100.0).ln();
-    let best = model.best(h);
-    Applied {
+    let best = best(&model, pilot, halfwidth_pct)?;
+    Ok(Applied {
         reps: best.reps,
         halfwidth_pct,
         looks: stop_rule(&model, &best, h, true).1,
-    }
+    })
 }
 
 /// The `[stop]` alternative at the plan's repetitions, per spread rule.

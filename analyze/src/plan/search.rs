@@ -2,6 +2,7 @@
 //! repetitions costs `c0 + r·T` device seconds, a pass's log ratio has variance
 //! `v(r) = max_k (s_b,k² + s_w,k²/r)`, and the passes that reach the half-width follow.
 
+use ladder::limits::MAX_CELLS;
 use ladder::stats::t975;
 
 /// What the search needs from a pilot ladder.
@@ -31,6 +32,10 @@ pub struct Design {
 /// The fewest analysis passes a fixed ladder may have: one degree of freedom.
 pub const MIN_ANALYSIS: usize = 2;
 
+/// The most repetitions a cell the search considers: beyond them a cell is minutes of one
+/// process, and the between-cell spread alone is left to narrow.
+pub const MAX_REPS: usize = 1000;
+
 impl CostModel {
     /// `v(r)`: the largest variance of a pass's log ratio at `r` repetitions a cell.
     pub fn variance(&self, reps: usize) -> f64 {
@@ -57,18 +62,39 @@ impl CostModel {
         }
     }
 
-    /// The design with the least device seconds (the fewer repetitions on a tie). The search
-    /// stops where even the fewest passes cost more than the best found: that bound grows
-    /// with `r`, so the result is the cost model's exact optimum.
-    pub fn best(&self, h: f64) -> Design {
-        let mut best = self.design(1, h);
-        let mut reps = 2;
-        while self.seconds(reps, self.warmup + MIN_ANALYSIS) <= best.seconds {
-            let design = self.design(reps, h);
-            if design.seconds < best.seconds {
-                best = design;
+    /// The most analysis passes a ladder of these arms may run: the cells a ladder may have
+    /// (`MAX_CELLS`), less the warm-up.
+    pub fn max_analysis(&self) -> usize {
+        (MAX_CELLS / self.arms.max(1)).saturating_sub(self.warmup)
+    }
+
+    /// The narrowest half-width (log units) a ladder within the limits can reach: the most
+    /// passes, at the most repetitions a cell.
+    pub fn narrowest(&self) -> f64 {
+        let m = self.max_analysis().max(MIN_ANALYSIS);
+        t975(m - 1) * (self.variance(MAX_REPS) / m as f64).sqrt()
+    }
+
+    /// The design with the least device seconds (the fewer repetitions on a tie), among
+    /// those within the limits; `None` when none of them reaches `h`. The search stops where
+    /// even the fewest passes cost more than the best found: that bound grows with `r`, so
+    /// the result is the cost model's exact optimum.
+    pub fn best(&self, h: f64) -> Option<Design> {
+        // Out of reach: answered at once, not by pricing every repetition count's design.
+        if self.narrowest() > h {
+            return None;
+        }
+        let mut best: Option<Design> = None;
+        for reps in 1..=MAX_REPS {
+            let floor = self.seconds(reps, self.warmup + MIN_ANALYSIS);
+            if best.is_some_and(|b| floor > b.seconds) {
+                break;
             }
-            reps += 1;
+            let design = self.design(reps, h);
+            let within = design.analysis <= self.max_analysis();
+            if within && best.is_none_or(|b| design.seconds < b.seconds) {
+                best = Some(design);
+            }
         }
         best
     }
@@ -130,7 +156,7 @@ mod tests {
             let mut m = model();
             (m.start_s, m.rep_s) = (start_s, rep_s);
             let h = (1.0 + halfwidth / 100.0f64).ln();
-            let best = m.best(h);
+            let best = m.best(h).unwrap();
             let (reps, analysis, seconds) = brute_force(&m, h);
             assert_eq!(
                 (best.reps, best.analysis, best.seconds),
@@ -139,6 +165,35 @@ mod tests {
             );
             assert_eq!(best.passes, analysis + m.warmup);
         }
+    }
+
+    #[test]
+    fn a_half_width_beyond_the_limits_is_no_design_and_answers_at_once() {
+        let m = model();
+        assert_eq!(m.max_analysis(), 100_000 / 3 - 1);
+        // At 1,000 repetitions a cell the larger variance is arm one's 1.6e-5 + 1.44e-7.
+        let at_most = 1.959_964 * ((1.6e-5 + 1.44e-7) / 33_332f64).sqrt();
+        assert!((m.narrowest() - at_most).abs() < 1e-8, "{}", m.narrowest());
+        // ±0.005 % fits (h above the narrowest, 0.0043 %), within the cell limit.
+        let fits = m.best((1.0 + 0.005f64 / 100.0).ln()).unwrap();
+        assert!(fits.analysis <= m.max_analysis(), "{fits:?}");
+        assert!(
+            fits.reps > 1,
+            "one repetition needs more passes than the limit: {fits:?}"
+        );
+        // Where repetitions are dear, one a cell would be cheapest, with more passes than a
+        // ladder may hold: the cheapest design within the limit is chosen instead.
+        let mut dear = model();
+        (dear.start_s, dear.rep_s) = (0.1, 2.0);
+        let within = dear.best((1.0 + 0.005f64 / 100.0).ln()).unwrap();
+        assert!(within.analysis <= dear.max_analysis(), "{within:?}");
+        assert!(dear.design(1, (1.0 + 0.005f64 / 100.0).ln()).seconds < within.seconds);
+        // ±0.004 % does not fit at all.
+        assert_eq!(m.best((1.0 + 0.004f64 / 100.0).ln()), None);
+        // 7 % a pass, a busy CPU's spread, at ±0.005 %: refused at once, not searched for hours.
+        let mut noisy = model();
+        noisy.spreads = vec![(0.07f64.powi(2), 0.07f64.powi(2))];
+        assert_eq!(noisy.best((1.0 + 0.005f64 / 100.0).ln()), None);
     }
 
     #[test]
