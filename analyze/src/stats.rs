@@ -3,7 +3,7 @@
 //! procedure. The series itself (mean, spread, t interval, p-value, MDE) is
 //! `ladder::stats::LogSeries`, shared with the runner.
 
-use ladder::stats::{mean, pct_of_log, sample_sd, LogSeries, Spread};
+use ladder::stats::{pct_of_log, LogSeries, Spread};
 
 /// The median; the mean of the two middle values when the count is even. Sorts `values`.
 pub fn median(values: &mut [f64]) -> f64 {
@@ -96,11 +96,6 @@ pub fn holm_verdict(estimate: f64, adjusted_p: f64) -> &'static str {
         true if estimate < 0.0 => "worse",
         _ => "not resolved",
     }
-}
-
-/// The base spread: `100 · sd / mean` of the base's values over the analysis passes.
-pub fn spread_pct(values: &[f64]) -> f64 {
-    100.0 * sample_sd(values) / mean(values)
 }
 
 #[cfg(test)]
@@ -213,6 +208,9 @@ mod tests {
         assert_eq!(holm_verdict(0.3, 0.049), "better");
         assert_eq!(holm_verdict(-0.3, 0.01), "worse");
         assert_eq!(holm_verdict(0.3, 0.05), "not resolved");
+        // No direction, no verdict: an estimate of 0 (or NaN) is never better or worse.
+        assert_eq!(holm_verdict(0.0, 0.01), "not resolved");
+        assert_eq!(holm_verdict(f64::NAN, 0.01), "not resolved");
     }
 
     #[test]
