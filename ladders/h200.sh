@@ -23,13 +23,9 @@
 # Ladder files, their side logs and the probes' logs go to $OUT when it is set
 # (a device call's output folder), else to raw/.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source "$(dirname "${BASH_SOURCE[0]}")/device-env.sh"
 tag=$1
 shift
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export XDG_CACHE_HOME="$PWD/.bin/xdg"
-[ -d .nvrtc/nvidia/cu13/include ] && export ABAB_CUDA_INCLUDE="$PWD/.nvrtc/nvidia/cu13/include"
-out=${OUT:-raw}
 cell=(.bin/engine bench --preset qwen3.6-35b-a3b -pg 512,256 -r 2 --warmup 1 --prefill-chunk 8192)
 
 # Every stderr line of a command with the seconds since it started, and its exit.

@@ -9,14 +9,9 @@
 # .nvrtc/nvidia/cu13/include too: the cache is keyed by the header path). Ladder files and
 # their side logs go to $OUT when it is set (a device call's output folder), else to raw/.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source "$(dirname "${BASH_SOURCE[0]}")/device-env.sh"
 tag=$1
 shift
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export XDG_CACHE_HOME="$PWD/.bin/xdg"
-[ -d .nvrtc/nvidia/cu13/include ] && export ABAB_CUDA_INCLUDE="$PWD/.nvrtc/nvidia/cu13/include"
-
-out=${OUT:-raw}
 
 for step in "$@"; do
     echo "== $step ($(date -u +%H:%M:%S))"
