@@ -162,6 +162,37 @@ fn gap() {
     );
 }
 
+/// The detail of every defect of a mutated file.
+fn details(f: impl FnOnce(&mut Vec<String>)) -> Vec<String> {
+    let mut l = lines(&clean());
+    f(&mut l);
+    let text = join(&l);
+    replay(text.as_bytes())
+        .verdict
+        .defects
+        .into_iter()
+        .map(|d| d.detail)
+        .collect()
+}
+
+#[test]
+fn a_gap_names_the_cell_expected_or_that_none_was_left() {
+    // Cell 4 (pass 1 slot 1, line 7) moved to the end: the cell after it is not the one
+    // expected, and when it comes no legal cell is left (and its clock runs backwards).
+    let found = details(|l| {
+        let moved = l.remove(6);
+        l.insert(10, moved);
+    });
+    assert_eq!(
+        found,
+        vec![
+            "expected pass 1 slot 1, found pass 1 slot 2".to_string(),
+            "pass 1 slot 1 comes after the last legal cell".to_string(),
+            "ladder_started is earlier than the previous cell's ladder_ended".to_string(),
+        ]
+    );
+}
+
 #[test]
 fn repeat() {
     assert_eq!(
