@@ -136,6 +136,23 @@ fn a_stop_ladder_recomputes_its_plan_from_its_first_look() {
         .find(|l| (l - 1) as f64 >= need)
         .unwrap_or(8);
     assert_eq!(plan.look, look);
+    // The sample runs all 8 passes: right where the rule runs to the last look, a defect
+    // that names the look where it stops earlier.
+    let verdict = replay(text.as_bytes()).verdict;
+    assert_eq!(plan.look, 8, "a half-width of 0.05 % runs to the last look");
+    assert!(verdict.connected, "{:?}", verdict.defects);
+    s.stop.as_mut().unwrap().halfwidth_pct = 50.0;
+    let wide = s.file_text();
+    let verdict = replay(wide.as_bytes()).verdict;
+    let details: Vec<&str> = verdict.defects.iter().map(|d| d.detail.as_str()).collect();
+    assert_eq!(
+        details,
+        vec![
+            "the done record says 8 passes and 24 cells; the stopping rule gives look 4 (12 \
+             cells) from the first look at pass 4"
+        ]
+    );
+    assert_eq!(verdict.defects[0].kind, DefectKind::CountMismatch);
     // Without [stop] there is no plan.
     let mut fixed = spec.clone();
     fixed.stop = None;
