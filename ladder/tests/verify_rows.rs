@@ -153,6 +153,11 @@ fn a_stop_ladder_recomputes_its_plan_from_its_first_look() {
         ]
     );
     assert_eq!(verdict.defects[0].kind, DefectKind::CountMismatch);
+    // A ladder that ends before its first look has no plan to check its count against.
+    s.passes = 3;
+    let short = s.file_text();
+    let verdict = replay(short.as_bytes()).verdict;
+    assert!(verdict.connected, "{:?}", verdict.defects);
     // Without [stop] there is no plan.
     let mut fixed = spec.clone();
     fixed.stop = None;
