@@ -102,6 +102,26 @@ fn a_row_that_continues_a_refused_cell_is_refused_too() {
     );
 }
 
+/// `text` cut after its first `passes` passes, its done record saying so (`cells` cells,
+/// stopped at the precision).
+fn stopped_at(text: &str, passes: usize, cells: usize) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if let Some(json) = line.strip_prefix("#ladder-done ") {
+            let mut done: serde_json::Value = serde_json::from_str(json).unwrap();
+            done["passes"] = passes.into();
+            done["cells"] = cells.into();
+            done["stopped"] = "precision".into();
+            out += &format!("#ladder-done {done}\n");
+        } else if line.starts_with('#') || line.starts_with("ladder_pass") {
+            out += &format!("{line}\n");
+        } else if line.split(',').next().unwrap().parse::<usize>().unwrap() < passes {
+            out += &format!("{line}\n");
+        }
+    }
+    out
+}
+
 #[test]
 fn a_stop_ladder_recomputes_its_plan_from_its_first_look() {
     let mut s = Sample::new(
@@ -153,6 +173,10 @@ fn a_stop_ladder_recomputes_its_plan_from_its_first_look() {
         ]
     );
     assert_eq!(verdict.defects[0].kind, DefectKind::CountMismatch);
+    // Cut where the rule stops, with the done record the runner writes there: connected.
+    let stopped = stopped_at(&wide, 4, 12);
+    let verdict = replay(stopped.as_bytes()).verdict;
+    assert!(verdict.connected, "{:?}", verdict.defects);
     // A ladder that ends before its first look has no plan to check its count against.
     s.passes = 3;
     let short = s.file_text();
