@@ -282,6 +282,13 @@ fn count_mismatch() {
         mutate(|l| l[11] = l[11].replace("\"cells\":9", "\"cells\":8")),
         vec![(DefectKind::CountMismatch, 12)]
     );
+    // The last cell gone and the done record agreeing: still fewer cells than the order.
+    let cut = |l: &mut Vec<String>| {
+        l.remove(10);
+        l[10] = l[10].replace("\"cells\":9", "\"cells\":8");
+    };
+    assert_eq!(mutate(cut), vec![(DefectKind::CountMismatch, 11)]);
+    assert_eq!(details(cut), vec!["8 cells, the order has 9".to_string()]);
 }
 
 #[test]
