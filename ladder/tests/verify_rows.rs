@@ -177,6 +177,19 @@ fn a_stop_ladder_recomputes_its_plan_from_its_first_look() {
     let stopped = stopped_at(&wide, 4, 12);
     let verdict = replay(stopped.as_bytes()).verdict;
     assert!(verdict.connected, "{:?}", verdict.defects);
+    // The same cells under a done record that names another look: the count agrees, the
+    // look does not.
+    let misnamed = stopped.replace("\"passes\":4", "\"passes\":6");
+    assert_ne!(misnamed, stopped);
+    let verdict = replay(misnamed.as_bytes()).verdict;
+    let details: Vec<&str> = verdict.defects.iter().map(|d| d.detail.as_str()).collect();
+    assert_eq!(
+        details,
+        vec![
+            "the done record says 6 passes and 12 cells; the stopping rule gives look 4 (12 \
+             cells) from the first look at pass 4"
+        ]
+    );
     // A ladder that ends before its first look has no plan to check its count against.
     s.passes = 3;
     let short = s.file_text();
