@@ -32,6 +32,12 @@ fn defects(lines: &[String]) -> Vec<(DefectKind, usize, String)> {
         .collect()
 }
 
+/// The detail of every defect of a file.
+fn details(text: &str) -> Vec<String> {
+    let verdict = replay(text.as_bytes()).verdict;
+    verdict.defects.into_iter().map(|d| d.detail).collect()
+}
+
 /// The 1-based number of the line that starts with `prefix` (`pass,slot,arm,`), row `row`.
 fn line_of(lines: &[String], prefix: &str, row: usize) -> usize {
     let column = lines[1].split(',').position(|c| c == "ladder_row").unwrap();
@@ -122,8 +128,9 @@ fn stopped_at(text: &str, passes: usize, cells: usize) -> String {
     out
 }
 
-#[test]
-fn a_stop_ladder_recomputes_its_plan_from_its_first_look() {
+/// Three arms over 8 passes under `[stop]` at ±`halfwidth_pct`, looks 4, 6 and 8: the
+/// sample runs all 8.
+fn stop_sample(halfwidth_pct: f64) -> Sample {
     let mut s = Sample::new(
         "stop",
         "t1",
@@ -134,11 +141,16 @@ fn a_stop_ladder_recomputes_its_plan_from_its_first_look() {
         ],
     );
     s.stop = Some(StopSpec {
-        halfwidth_pct: 0.05,
+        halfwidth_pct,
         looks: vec![4, 6, 8],
         spread: StopSpread::PerArm,
     });
-    let text = s.file_text();
+    s
+}
+
+#[test]
+fn a_stop_ladder_recomputes_its_plan_from_its_first_look() {
+    let text = stop_sample(0.05).file_text();
     let ladder = replay(text.as_bytes()).ladder.unwrap();
     let spec = Spec::from_json(&ladder.start.spec).unwrap();
     let plan = ladder.stop_plan(&spec).expect("a [stop] ladder has a plan");
@@ -149,29 +161,34 @@ fn a_stop_ladder_recomputes_its_plan_from_its_first_look() {
         .map(|a| stop.passes_needed(&values.log_ratios(a, 0, 1..4)))
         .into_iter()
         .fold(0.0, f64::max);
-    assert!(need > 0.0);
+    assert!(
+        need > 7.0,
+        "±0.05 % needs more than the last look's 7 analysis passes"
+    );
     assert_eq!(plan.need.passes, need);
-    let look = [4, 6, 8]
-        .into_iter()
-        .find(|l| (l - 1) as f64 >= need)
-        .unwrap_or(8);
-    assert_eq!(plan.look, look);
-    // The sample runs all 8 passes: right where the rule runs to the last look, a defect
-    // that names the look where it stops earlier.
+    assert_eq!(plan.look, 8);
+    // Without [stop] there is no plan.
+    let mut fixed = spec.clone();
+    fixed.stop = None;
+    assert!(ladder.stop_plan(&fixed).is_none());
+}
+
+#[test]
+fn a_stop_ladders_done_record_must_name_the_look_the_rule_gives() {
+    // The rule runs ±0.05 % to the last look: the sample's 8 passes are right.
+    let text = stop_sample(0.05).file_text();
     let verdict = replay(text.as_bytes()).verdict;
-    assert_eq!(plan.look, 8, "a half-width of 0.05 % runs to the last look");
     assert!(verdict.connected, "{:?}", verdict.defects);
-    s.stop.as_mut().unwrap().halfwidth_pct = 50.0;
-    let wide = s.file_text();
-    let verdict = replay(wide.as_bytes()).verdict;
-    let details: Vec<&str> = verdict.defects.iter().map(|d| d.detail.as_str()).collect();
+    // At ±50 % it stops at the first: 8 passes are a count mismatch that names look 4.
+    let wide = stop_sample(50.0).file_text();
     assert_eq!(
-        details,
+        details(&wide),
         vec![
             "the done record says 8 passes and 24 cells; the stopping rule gives look 4 (12 \
              cells) from the first look at pass 4"
         ]
     );
+    let verdict = replay(wide.as_bytes()).verdict;
     assert_eq!(verdict.defects[0].kind, DefectKind::CountMismatch);
     // Cut where the rule stops, with the done record the runner writes there: connected.
     let stopped = stopped_at(&wide, 4, 12);
@@ -181,22 +198,20 @@ fn a_stop_ladder_recomputes_its_plan_from_its_first_look() {
     // look does not.
     let misnamed = stopped.replace("\"passes\":4", "\"passes\":6");
     assert_ne!(misnamed, stopped);
-    let verdict = replay(misnamed.as_bytes()).verdict;
-    let details: Vec<&str> = verdict.defects.iter().map(|d| d.detail.as_str()).collect();
     assert_eq!(
-        details,
+        details(&misnamed),
         vec![
             "the done record says 6 passes and 12 cells; the stopping rule gives look 4 (12 \
              cells) from the first look at pass 4"
         ]
     );
-    // A ladder that ends before its first look has no plan to check its count against.
+}
+
+#[test]
+fn a_stop_ladder_that_ends_before_its_first_look_is_judged_by_its_count() {
+    let mut s = stop_sample(50.0);
     s.passes = 3;
-    let short = s.file_text();
-    let verdict = replay(short.as_bytes()).verdict;
+    let text = s.file_text();
+    let verdict = replay(text.as_bytes()).verdict;
     assert!(verdict.connected, "{:?}", verdict.defects);
-    // Without [stop] there is no plan.
-    let mut fixed = spec.clone();
-    fixed.stop = None;
-    assert!(ladder.stop_plan(&fixed).is_none());
 }
