@@ -119,9 +119,10 @@ fn stopped_at(text: &str, passes: usize, cells: usize) -> String {
             done["cells"] = cells.into();
             done["stopped"] = "precision".into();
             out += &format!("#ladder-done {done}\n");
-        } else if line.starts_with('#') || line.starts_with("ladder_pass") {
-            out += &format!("{line}\n");
-        } else if line.split(',').next().unwrap().parse::<usize>().unwrap() < passes {
+        } else if line.starts_with('#')
+            || line.starts_with("ladder_pass")
+            || line.split(',').next().unwrap().parse::<usize>().unwrap() < passes
+        {
             out += &format!("{line}\n");
         }
     }
