@@ -4,7 +4,8 @@
 #   bash ladders/h200.sh TAG STEP...
 # STEP:
 #   probe        the energy counter (`engine energy-counter`), where a cell's start-up goes
-#                (one `engine bench` with every stderr line stamped), one `--rows ops` cell
+#                (one `engine bench` with every stderr line stamped), one `--rows ops` cell,
+#                one cell without a warm-up and with a row per rep
 #   tests        the GPU tests of the known-effect pad, the breakdown rows and the joules
 #   known-effect ladders/known-effect-h200.toml
 #   pilot        ladders/aa-pilot-h200.toml
@@ -26,7 +27,11 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device-env.sh"
 tag=$1
 shift
-cell=(.bin/engine bench --preset qwen3.6-35b-a3b -pg 512,256 -r 2 --warmup 1 --prefill-chunk 8192)
+model=(.bin/engine bench --preset qwen3.6-35b-a3b -pg 512,256 --prefill-chunk 8192)
+cell=("${model[@]}" -r 2 --warmup 1)
+# No warm-up and a row per rep: what the first timed rep pays (the captures, the first
+# touch), and whether the reps after it run as the warmed ones do.
+cold=("${model[@]}" -r 4 --warmup 0 --rows reps)
 
 # Every stderr line of a command with the seconds since it started, and its exit.
 stamped() {
@@ -60,6 +65,7 @@ for step in "$@"; do
             ENGINE_BACKEND=cuda stamped "${cell[@]}"
             ENGINE_BACKEND=cuda stamped "${cell[@]}" --read-ceiling-gbs 4500
             ENGINE_BACKEND=cuda stamped "${cell[@]}" --rows ops
+            ENGINE_BACKEND=cuda stamped "${cold[@]}"
             ;;
         tests)
             .bin/gpu-tests/cuda_kernels --ignored --exact graph::a_captured_pad_waits_the_length_written_after_capture
