@@ -194,6 +194,11 @@ pub(super) fn label_at(names: &[String], x: f64) -> String {
     names.get(i as usize).cloned().unwrap_or_default()
 }
 
+/// The pixels the longest of `labels` takes, 7 a character (10 characters when none).
+fn labels_px(labels: &[String]) -> u32 {
+    7 * labels.iter().map(|l| l.chars().count()).max().unwrap_or(10) as u32
+}
+
 /// A chart's drawing area, pixels as wide as `labels` need beside `plot` pixels, and
 /// `row_px` pixels a row, filled white.
 pub(super) fn rows_area<'a>(
@@ -202,9 +207,9 @@ pub(super) fn rows_area<'a>(
     plot: u32,
     row_px: u32,
 ) -> anyhow::Result<DrawingArea<SVGBackend<'a>, Shift>> {
-    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(10) as u32;
     let rows = labels.len().max(1) as u32;
-    let root = SVGBackend::new(path, (plot + 7 * longest, 90 + row_px * rows)).into_drawing_area();
+    let root =
+        SVGBackend::new(path, (plot + labels_px(labels), 90 + row_px * rows)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err(path))?;
     Ok(root)
 }
@@ -221,13 +226,12 @@ pub(super) fn rows_chart<'a, 'b>(
 ) -> anyhow::Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>> {
     let err = plot_err(path);
     let n = labels.len().max(1);
-    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(10) as u32;
     let bottom_up: Vec<String> = labels.iter().rev().cloned().collect();
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 16))
         .margin(12)
         .x_label_area_size(40)
-        .y_label_area_size(20 + 7 * longest)
+        .y_label_area_size(20 + labels_px(labels))
         .build_cartesian_2d(x, -0.5f64..(n as f64 - 0.5))
         .map_err(&err)?;
     chart
