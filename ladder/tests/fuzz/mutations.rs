@@ -129,9 +129,11 @@ pub fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
         }
         Mutation::HugeNumber(a, n) => {
             let first_line = bytes.iter().position(|&c| c == b'\n').unwrap_or(len);
-            let text = String::from_utf8_lossy(&bytes[..first_line]).into_owned();
-            let numbers: Vec<(usize, usize)> = text
-                .match_indices(|c: char| c.is_ascii_digit())
+            // Byte offsets, not those of a lossy string: a mutated line may not be UTF-8.
+            let numbers: Vec<(usize, usize)> = bytes[..first_line]
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.is_ascii_digit())
                 .map(|(i, _)| i)
                 .fold(Vec::new(), |mut runs: Vec<(usize, usize)>, i| {
                     match runs.last_mut() {
