@@ -530,42 +530,4 @@ mod tests {
     fn names(n: usize) -> Vec<String> {
         (0..n).map(|a| format!("a{a}")).collect()
     }
-
-    #[test]
-    fn williams_separates_carry_over_and_removes_it() {
-        // Williams for 3 arms (6 rows): the cell after arm 2 is 1 % slower; no true effect.
-        let rows = [
-            [0, 1, 2],
-            [1, 2, 0],
-            [2, 0, 1],
-            [2, 1, 0],
-            [0, 2, 1],
-            [1, 0, 2],
-        ];
-        let passes = 12;
-        let mut cells = Cells {
-            passes,
-            arms: 3,
-            y: vec![0.0; 36],
-            slot: vec![0; 36],
-            prev: vec![0; 36],
-        };
-        let mut last = 3;
-        for p in 0..passes {
-            for (s, &a) in rows[p % 6].iter().enumerate() {
-                let noise = (((p * 7 + a * 3 + s) % 5) as f64 - 2.0) * 1e-4;
-                cells.slot[p * 3 + a] = s;
-                cells.prev[p * 3 + a] = last;
-                cells.y[p * 3 + a] = noise + if last == 2 { -0.01 } else { 0.0 };
-                last = a;
-            }
-        }
-        let e = cells.order_effects(&names(3), 0);
-        assert!(e.carry_over_estimable);
-        assert!(e.carry_over_p.unwrap() < 1e-6, "{e:?}");
-        assert_eq!(e.adjusted.len(), 2);
-        for a in &e.adjusted {
-            assert!(a.estimate_pct.abs() < 0.05, "{e:?}");
-        }
-    }
 }

@@ -245,3 +245,18 @@ fn the_carry_over_adjusted_estimate_and_interval_are_the_full_models() {
         );
     }
 }
+
+#[test]
+fn williams_separates_carry_over_and_removes_it() {
+    let e = williams_with_carry_over().order_effects(&names(3), 0);
+    assert!(e.carry_over_estimable);
+    assert!(e.carry_over_p.unwrap() < 1e-6, "{e:?}");
+    assert_eq!(e.adjusted.len(), 2);
+    // The arms' true effects are 0.2 % and 0.4 %. Arm 2 never follows itself, so its naive
+    // estimate carries half of the 1 % carry-over; the adjusted interval must not.
+    for (k, a) in e.adjusted.iter().enumerate() {
+        let truth = 100.0 * (0.002 * (k + 1) as f64).exp_m1();
+        assert!((a.ci_low_pct..=a.ci_high_pct).contains(&truth), "{e:?}");
+        assert!(a.ci_high_pct - a.ci_low_pct < 0.5, "{e:?}");
+    }
+}
