@@ -42,4 +42,7 @@ report l2-sweep-h200 l2-sweep-plain-h200 raw/l2-sweep-plain-h200_h200-133d95a.cs
 report l2-sweep-h200 l2-sweep-mtp-h200 raw/l2-sweep-mtp-h200_h200-133d95a.csv raw/l2-sweep-mtp-h200_h200-133d95a-b.csv
 report l2-off-builds-h200 l2-off-builds-h200 raw/l2-off-builds-h200_h200-33fc9aa.csv
 report breakdown breakdown-cpu raw/breakdown-cpu_2core-1.csv
+report breakdown breakdown-l2-h100 raw/breakdown-l2-h200_h100-e7d54dc.csv
+report breakdown breakdown-mtp-h100 raw/breakdown-mtp-h200_h100-e7d54dc.csv
+report known-effect known-effect-h100 raw/known-effect-h200_h100-e7d54dc.csv
 python3 reports/l2-sweep-h200/plot.py

@@ -1,13 +1,17 @@
 //! The GPU's op rows (`engine bench --rows ops`): the in-graph timeline's kernels, timed in
 //! reps of their own on a second model after the timed one, sum to the decode step they were
 //! timed in, and that step lies within the timeline's stated cost (engine/README.md, 5 %) of
-//! the timed reps' step. Needs a CUDA device (`.ci/gpu-tests`).
+//! the timed reps' step. The cost is a fixed time per noted launch, so a share of the step
+//! holds only for the shape it is stated for: the 35B-A3B decode (on a 4-layer model of a
+//! 60 µs step the same notes cost 16 %). Needs a CUDA device with room for the 35B-A3B
+//! weights (`.ci/gpu-tests`).
 
 mod common;
 
-use common::{gpu_cfg as cfg, one_at_a_time};
+use common::one_at_a_time;
 use engine::bench::{self, BenchPlan};
 use engine::breakdown;
+use engine::config::ModelConfig;
 use engine::cuda::{CudaBackend, Gpu};
 use engine::model::Model;
 use engine::options::Arm;
@@ -20,6 +24,7 @@ const STATED_COST: f64 = 0.05;
 #[ignore = "needs a CUDA device"]
 fn the_timelines_rows_sum_to_the_step_within_the_stated_cost() {
     let _device = one_at_a_time();
+    let cfg = || ModelConfig::preset("qwen3.6-35b-a3b").unwrap();
     let src = WeightSource::Synthetic { seed: 4 };
     let plan = BenchPlan {
         n_prompt: 32,
