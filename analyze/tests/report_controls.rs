@@ -17,6 +17,7 @@ fn two_metrics(sample: &mut Sample) {
         column: "prefill_tok_s".into(),
         better: Better::Higher,
         level: 1000.0,
+        noise_limit_pct: None,
     });
 }
 
@@ -148,6 +149,7 @@ fn a_control_that_cannot_be_read_disqualifies_the_ladder() {
         column: "x".into(),
         better: Better::Higher,
         row: 0,
+        noise_limit_pct: None,
     };
     let design = Design::new(&arms, std::slice::from_ref(&metric), None, None);
     // Five passes; the controls' cells are missing in all but one analysis pass.

@@ -145,6 +145,50 @@ fn drift_alone_never_disqualifies_and_no_limit_means_no_gate() {
     assert!(report.metrics[0].within_noise_limit && report.qualified);
 }
 
+/// Speed exact to the last digit beside joules that wander ±2 % from cell to cell.
+fn speed_and_joules() -> Hand {
+    let mut hand = Hand::new(
+        &[("off", Role::Base), ("on", Role::Arm)],
+        &[("tok_s", Better::Higher), ("joules", Better::Lower)],
+        6,
+    );
+    hand.sample.noise_limit_pct = Some(0.5);
+    hand
+}
+
+fn speed_and_joules_value(column: &str, p: usize, a: usize) -> String {
+    let wander = [1.0, 1.02, 0.98, 1.01, 0.99, 1.03][(p + 2 * a) % 6];
+    match column {
+        "tok_s" => format!("{}", 100.0 * if a == 1 { 1.01 } else { 1.0 }),
+        _ => format!("{}", 50.0 * wander),
+    }
+}
+
+#[test]
+fn a_metrics_own_noise_limit_replaces_the_specs_for_that_metric_only() {
+    let mut hand = speed_and_joules();
+    let report = one("one_limit", hand.text(speed_and_joules_value));
+    let joules = &report.metrics[1];
+    assert!(joules.paired_noise_pct > 1.0, "{}", joules.paired_noise_pct);
+    assert_eq!(report.disqualified_by, vec!["noise-limit"]);
+    // The joules' own limit, above their noise: qualified, the speed still under the spec's.
+    hand.sample.metrics[1].noise_limit_pct = Some(5.0);
+    let report = one("own_limit", hand.text(speed_and_joules_value));
+    let (speed, joules) = (&report.metrics[0], &report.metrics[1]);
+    assert_eq!(
+        (speed.noise_limit_pct, joules.noise_limit_pct),
+        (Some(0.5), Some(5.0))
+    );
+    assert!(report.qualified, "{:?}", report.disqualified_by);
+    // An own limit on the speed does not loosen the joules: they fall back to the spec's.
+    hand.sample.metrics[1].noise_limit_pct = None;
+    hand.sample.metrics[0].noise_limit_pct = Some(5.0);
+    let report = one("other_limit", hand.text(speed_and_joules_value));
+    assert_eq!(report.metrics[1].noise_limit_pct, Some(0.5));
+    assert!(!report.metrics[1].within_noise_limit);
+    assert_eq!(report.disqualified_by, vec!["noise-limit"]);
+}
+
 #[test]
 fn controls_are_read_at_level_one_minus_005_over_k() {
     // Two controls: k = 2, level 0.975, t(0.9875, 3) over 4 analysis passes.

@@ -82,6 +82,8 @@ pub struct SampleMetric {
     pub column: String,
     pub better: Better,
     pub level: f64,
+    /// The metric's own pre-registered noise limit; `None` leaves it to the spec's.
+    pub noise_limit_pct: Option<f64>,
 }
 
 /// A ladder to generate. Every field is public; [`Sample::new`] fills the defaults.
@@ -148,6 +150,7 @@ impl Sample {
                 column: "decode_tok_s".into(),
                 better: Better::Higher,
                 level: 100.0,
+                noise_limit_pct: None,
             }],
             noise_limit_pct: Some(0.2),
             equivalence_margin_pct: None,
@@ -183,7 +186,13 @@ impl Sample {
         let metrics: Vec<_> = self
             .metrics
             .iter()
-            .map(|m| json!({"column": m.column, "better": m.better}))
+            .map(|m| {
+                let mut metric = json!({"column": m.column, "better": m.better});
+                if let Some(limit) = m.noise_limit_pct {
+                    metric["noise_limit_pct"] = json!(limit);
+                }
+                metric
+            })
             .collect();
         let mut spec = json!({
             "name": self.ladder,

@@ -326,6 +326,7 @@ fn a_clean_ladder_reads_its_metric_by_pass_and_arm() {
         column: "tok_s".into(),
         better: ladder::spec::Better::Higher,
         row: 0,
+        noise_limit_pct: None,
     };
     // The first two passes, every arm in the start record's order.
     let values = ladder.metric_values(&metric, 2);

@@ -51,6 +51,7 @@ fn a_runner_pad_is_recovered_by_the_ladders_interval() {
         column: "ladder_wall_s".into(),
         better: Better::Lower,
         row: 0,
+        noise_limit_pct: None,
     };
     let values = ladder.metric_values(&metric, 7);
     // Lower is better: the estimate of the padded arm is ln(base / arm).

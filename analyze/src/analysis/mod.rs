@@ -509,6 +509,7 @@ pub fn read_metric(
     let cells = model_cells(grid, metric.better, passes.clone());
     let paired_noise_pct = cells.as_ref().map_or(f64::NAN, Cells::paired_noise_pct);
     let drift_step_pct = cells.as_ref().map_or(f64::NAN, Cells::largest_step_pct);
+    let noise_limit_pct = metric.noise_limit_pct.or(design.noise_limit_pct);
     let order_effects = cells
         .map(|c| c.order_effects(names, base))
         .unwrap_or_default();
@@ -518,10 +519,9 @@ pub fn read_metric(
         paired_noise_pct,
         drift_pct: f64::NAN,
         drift_step_pct,
-        noise_limit_pct: design.noise_limit_pct,
+        noise_limit_pct,
         // Noise that cannot be computed (under two complete passes) exceeds nothing.
-        within_noise_limit: design
-            .noise_limit_pct
+        within_noise_limit: noise_limit_pct
             .is_none_or(|limit| paired_noise_pct.is_nan() || paired_noise_pct <= limit),
         equivalence_margin_pct: design.equivalence_margin_pct,
         arms: readings,

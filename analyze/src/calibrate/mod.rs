@@ -146,22 +146,27 @@ impl Plan {
 
     /// A spec's own design; `metrics` replaces its metrics with that many simulated ones.
     fn of_spec(spec: &Spec, metrics: Option<usize>, effects: Effects) -> anyhow::Result<Plan> {
-        let simulated = match metrics {
-            Some(m) => (1..=m).map(|k| format!("simulated-{k}")).collect(),
+        let simulated = |column| MetricSpec {
+            column,
+            better: Better::Higher,
+            row: 0,
+            noise_limit_pct: None,
+        };
+        let metrics = match metrics {
+            Some(m) => (1..=m)
+                .map(|k| simulated(format!("simulated-{k}")))
+                .collect(),
+            // The spec's own metrics keep their noise limits.
             None => spec
                 .effective_metrics()
                 .into_iter()
-                .map(|m| m.column)
-                .collect::<Vec<_>>(),
+                .map(|m| MetricSpec {
+                    better: Better::Higher,
+                    row: 0,
+                    ..m
+                })
+                .collect(),
         };
-        let metrics = simulated
-            .into_iter()
-            .map(|column| MetricSpec {
-                column,
-                better: Better::Higher,
-                row: 0,
-            })
-            .collect();
         let shape = Shape {
             scheme: spec.order,
             passes: spec.passes(),

@@ -30,6 +30,7 @@ impl Hand {
                 column: c.to_string(),
                 better: *b,
                 level: 1.0,
+                noise_limit_pct: None,
             })
             .collect();
         Hand {

@@ -46,7 +46,7 @@ const ARM_KEYS: &[&str] = &[
     "expected_pct",
     "pad_pct",
 ];
-const METRIC_KEYS: &[&str] = &["column", "better", "row"];
+const METRIC_KEYS: &[&str] = &["column", "better", "row", "noise_limit_pct"];
 const SPLIT_KEYS: &[&str] = &["rounds", "time", "energy"];
 const IDENTITY_KEYS: &[&str] = &["column"];
 const BREAKDOWN_KEYS: &[&str] = &["key", "value", "total", "launches"];
@@ -513,7 +513,7 @@ fn check_breakdown(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     Ok(())
 }
 
-/// Every `[[metric]]` names a column.
+/// Every `[[metric]]` names a column, and its own noise limit, if any, is a positive number.
 fn check_metric_columns(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     if spec.metrics.iter().any(|m| m.column.trim().is_empty()) {
         return Err(at.error(
@@ -522,6 +522,20 @@ fn check_metric_columns(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
             "a [[metric]] has an empty column",
             "name the column the program prints, e.g. column = \"decode_tok_s\", or ladder_wall_s for the wall time",
         ));
+    }
+    for m in &spec.metrics {
+        if let Some(limit) = m.noise_limit_pct.filter(|l| !(l.is_finite() && *l > 0.0)) {
+            return Err(SpecError {
+                file: at.path.into(),
+                line: at.line_in_metric(&m.column, "noise_limit_pct"),
+                message: format!(
+                    "the [[metric]] {:?} has noise_limit_pct = {limit}, not a positive number",
+                    m.column
+                ),
+                fix: "set it to a positive number of percent, or remove it to use the spec's"
+                    .into(),
+            });
+        }
     }
     Ok(())
 }

@@ -38,13 +38,25 @@ impl<'a> Locator<'a> {
 
     /// The line of `key` inside the `[[arm]]` named `arm` (the first after its name).
     pub(super) fn line_in_arm(&self, arm: &str, key: &str) -> Option<usize> {
-        let named = self.lines_of("name", Some(arm)).first().copied()?;
+        self.line_in_item("arm", "name", arm, key)
+    }
+
+    /// The line of `key` inside the `[[metric]]` of `column`.
+    pub(super) fn line_in_metric(&self, column: &str, key: &str) -> Option<usize> {
+        self.line_in_item("metric", "column", column, key)
+    }
+
+    /// The line of `key` inside the `[[table]]` item whose `id_key` is `id`, else the line of
+    /// that `id_key`.
+    fn line_in_item(&self, table: &str, id_key: &str, id: &str, key: &str) -> Option<usize> {
+        let header = format!("[[{table}]]");
+        let named = self.lines_of(id_key, Some(id)).first().copied()?;
         let table_start = self
             .source
             .lines()
             .take(named)
             .enumerate()
-            .filter(|(_, l)| l.trim_start().starts_with("[[arm]]"))
+            .filter(|(_, l)| l.trim_start().starts_with(&header))
             .map(|(i, _)| i + 1)
             .last()
             .unwrap_or(named);

@@ -164,6 +164,9 @@ pub struct MetricSpec {
     /// Which `ladder_row` to read when the engine prints several rows.
     #[serde(default)]
     pub row: usize,
+    /// This metric's own noise limit, in place of the spec's (METHOD.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_limit_pct: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -300,6 +303,7 @@ impl Spec {
                 column: WALL_COLUMN.into(),
                 better: Better::Lower,
                 row: 0,
+                noise_limit_pct: None,
             }];
         }
         self.metrics.clone()

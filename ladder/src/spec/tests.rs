@@ -303,3 +303,20 @@ fn stop_spread_is_per_arm_or_pooled() {
         "{e}"
     );
 }
+
+#[test]
+fn a_metrics_own_noise_limit_parses_and_must_be_positive() {
+    let own = GOOD.replace(
+        "better = \"higher\"\n",
+        "better = \"higher\"\nnoise_limit_pct = 5.0\n",
+    );
+    assert_eq!(parse(&own).unwrap().metrics[0].noise_limit_pct, Some(5.0));
+    assert_eq!(parse(GOOD).unwrap().metrics[0].noise_limit_pct, None);
+    let e = error_of(&own.replace("noise_limit_pct = 5.0", "noise_limit_pct = -1.0"));
+    assert!(
+        e.message.contains("\"tok_s\"") && e.message.contains("-1"),
+        "{e}"
+    );
+    // The metric's line, not the spec's own noise_limit_pct on line 5.
+    assert_eq!(e.line, Some(22), "{e}");
+}
