@@ -19,3 +19,19 @@ extern "C" __global__ void decode_pad(const u64* pad_ns) {
     while (globaltimer_ns() - start < pad) {
     }
 }
+
+// Grid (1), block (1): the clock's first `n + 1` distinct readings, so that the host can read
+// its step. The pad's spin ends on a step, so a pad is only known to within one.
+extern "C" __global__ void globaltimer_ticks(u64* ticks, int n) {
+    pdl_begin();
+    u64 last = globaltimer_ns();
+    ticks[0] = last;
+    for (int i = 1; i <= n; ++i) {
+        u64 now = globaltimer_ns();
+        while (now == last) {
+            now = globaltimer_ns();
+        }
+        ticks[i] = now;
+        last = now;
+    }
+}

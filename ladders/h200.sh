@@ -3,7 +3,8 @@
 # call beside others:
 #   bash ladders/h200.sh TAG STEP...
 # STEP:
-#   probe        the energy counter (`engine energy-counter`), where a cell's start-up goes
+#   probe        the energy counter (`engine energy-counter`), the step of the clock the decode
+#                pad spins on (`engine info`), where a cell's start-up goes
 #                (one `engine bench` with every stderr line stamped), one `--rows ops` cell,
 #                one cell without a warm-up and with a row per rep
 #   tests        the GPU tests of the known-effect pad, the breakdown rows and the joules
@@ -62,6 +63,7 @@ for step in "$@"; do
     case $step in
         probe)
             .bin/engine energy-counter --seconds 3
+            ENGINE_BACKEND=cuda .bin/engine info --preset qwen3.6-35b-a3b | grep -E '^(gpu|globaltimer)'
             ENGINE_BACKEND=cuda stamped "${cell[@]}"
             ENGINE_BACKEND=cuda stamped "${cell[@]}" --read-ceiling-gbs 4500
             ENGINE_BACKEND=cuda stamped "${cell[@]}" --rows ops

@@ -230,7 +230,18 @@ fn run(start: Instant) -> Result<()> {
             let cfg = args.config()?;
             let (name, device) = match open_backend(args, true, L2Arm::default())? {
                 Opened::Cpu => ("cpu", info::cpu_description()),
-                Opened::Cuda(b) => ("cuda", info::gpu_description(&b.gpu.info)),
+                Opened::Cuda(b) => {
+                    let mut device = info::gpu_description(&b.gpu.info);
+                    let step = b.gpu.globaltimer_step()?;
+                    device.push((
+                        "globaltimer step".into(),
+                        format!(
+                            "{:.3} µs (a decode pad ends on a step)",
+                            step.as_secs_f64() * 1e6
+                        ),
+                    ));
+                    ("cuda", device)
+                }
             };
             print!("{}", info::report(&cfg, name, &device));
             Ok(())
