@@ -11,6 +11,7 @@
 #   known-effect ladders/known-effect-h200.toml
 #   pilot        ladders/aa-pilot-h200.toml
 #   l2, mtp      ladders/breakdown-{l2,mtp}-h200.toml
+#   energy       ladders/energy-l2-h200.toml (decodes long enough for the energy counter)
 #   aa, sweep    ladders/precision-{aa,sweep}-h200.template.toml, with `-r` and `[stop]` set by
 #                `analyze plan` from the pilot's file (aa-pilot-h200_TAG.csv in $OUT, from
 #                `pilot` earlier in the same call, else in raw/); the planned spec is
@@ -78,6 +79,7 @@ for step in "$@"; do
         known-effect) ladder known-effect-h200 ;;
         pilot) ladder aa-pilot-h200 ;;
         l2 | mtp) ladder "breakdown-$step-h200" ;;
+        energy) ladder energy-l2-h200 ;;
         aa) planned aa 0.005 ;;
         sweep) planned sweep 0.03 ;;
         *) echo "unknown step $step" >&2; exit 2 ;;
