@@ -12,6 +12,8 @@
 #   pilot        ladders/aa-pilot-h200.toml
 #   l2, mtp      ladders/breakdown-{l2,mtp}-h200.toml
 #   energy       ladders/energy-l2-h200.toml (decodes long enough for the energy counter)
+#   warmup       ladders/warmup-decode-h200.toml (a short warm-up against the reference build
+#                3095158; carry .bin/3095158/engine too)
 #   aa, sweep    ladders/precision-{aa,sweep}-h200.template.toml, with `-r` and `[stop]` set by
 #                `analyze plan` from the pilot's file (aa-pilot-h200_TAG.csv in $OUT, from
 #                `pilot` earlier in the same call, else in raw/); the planned spec is
@@ -80,6 +82,7 @@ for step in "$@"; do
         pilot) ladder aa-pilot-h200 ;;
         l2 | mtp) ladder "breakdown-$step-h200" ;;
         energy) ladder energy-l2-h200 ;;
+        warmup) ladder warmup-decode-h200 ;;
         aa) planned aa 0.005 ;;
         sweep) planned sweep 0.03 ;;
         *) echo "unknown step $step" >&2; exit 2 ;;

@@ -44,6 +44,7 @@ fn main() -> anyhow::Result<()> {
             n_gen,
             reps: 3,
             warmup: 1,
+            warmup_decode: None,
             prefill_chunk: 64,
             draft_tokens: k,
             prompts: 1,

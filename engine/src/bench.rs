@@ -19,6 +19,10 @@ pub struct BenchPlan {
     pub n_gen: usize,
     pub reps: usize,
     pub warmup: usize,
+    /// Tokens each warm-up rep decodes per prompt (`--warmup-decode`); `None`: `n_gen`, as a
+    /// timed rep. The warm-up's job is the first touch and the graph captures, which a few
+    /// rounds do; the rest of its decode is time a ladder pays for nothing.
+    pub warmup_decode: Option<usize>,
     pub prefill_chunk: usize,
     /// Draft tokens per round, `None` for plain decode.
     pub draft_tokens: Option<usize>,
@@ -35,6 +39,13 @@ pub struct BenchPlan {
 impl BenchPlan {
     /// Refuses a plan that cannot run as asked, before anything is built or run.
     pub fn check(&self) -> Result<()> {
+        if let Some(n) = self.warmup_decode.filter(|&n| n == 0 || n > self.n_gen) {
+            bail!(
+                "--warmup-decode {n}: a warm-up rep decodes 1 to {} tokens (the timed reps' \
+                 count, from -pg); pass a number in that range, or leave it out to decode all",
+                self.n_gen
+            );
+        }
         if let (Some(pct), 0) = (self.decode_pad_pct, self.warmup) {
             bail!(
                 "ENGINE_DECODE_PAD_PCT={pct} needs a warm-up repetition to time the decode rounds \
@@ -42,6 +53,14 @@ impl BenchPlan {
             );
         }
         Ok(())
+    }
+
+    /// The plan of a warm-up rep: the timed reps' with its own decode length.
+    fn warmup_rep(&self) -> BenchPlan {
+        BenchPlan {
+            n_gen: self.warmup_decode.unwrap_or(self.n_gen),
+            ..self.clone()
+        }
     }
 }
 
@@ -351,10 +370,15 @@ pub fn run_from<B: Backend>(
     }
     let mut last_warmup = None;
     let warmup = warmup_reps(plan);
+    let warmup_plan = plan.warmup_rep();
     let warmup_started = Instant::now();
     for w in 0..warmup {
         eprintln!("warmup {}/{warmup}", w + 1);
-        last_warmup = Some(rep(m, plan, &prompts, &mut outs, meter)?);
+        // The rep that times the pad decodes as a timed rep does: a round's time grows with
+        // its position, so a pad timed on a shorter decode would be too short.
+        let times_the_pad = plan.decode_pad_pct.is_some() && w + 1 == warmup;
+        let this = if times_the_pad { plan } else { &warmup_plan };
+        last_warmup = Some(rep(m, this, &prompts, &mut outs, meter)?);
     }
     let decode_pad = match (plan.decode_pad_pct, &last_warmup) {
         (Some(pct), Some(warmup)) => Some(pad_timed_rounds(m, pct, warmup)?),

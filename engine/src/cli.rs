@@ -66,6 +66,9 @@ pub struct BenchArgs {
     /// Untimed repetitions before the timed ones.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub warmup: usize,
+    /// Tokens each warm-up repetition decodes per prompt (default: as many as a timed one).
+    #[arg(long, value_name = "N")]
+    pub warmup_decode: Option<usize>,
     /// Prompt positions per prefill pass.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=8192))]
     pub prefill_chunk: u64,
@@ -140,6 +143,7 @@ impl BenchArgs {
             n_gen: self.pg.1,
             reps: self.reps as usize,
             warmup: self.warmup,
+            warmup_decode: self.warmup_decode,
             prefill_chunk: self.prefill_chunk as usize,
             draft_tokens: self
                 .spec

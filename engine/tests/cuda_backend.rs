@@ -744,6 +744,7 @@ fn a_five_percent_pad_slows_the_decode_to_1_over_1_05() {
             reps: 3,
             // The second warm-up rep, which the pad is timed on, captures no graph.
             warmup: 2,
+            warmup_decode: None,
             prefill_chunk: 16,
             draft_tokens: draft,
             prompts: 1,

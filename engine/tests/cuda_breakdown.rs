@@ -31,6 +31,7 @@ fn the_timelines_rows_sum_to_the_step_within_the_stated_cost() {
         n_gen: 128,
         reps: 3,
         warmup: 1,
+        warmup_decode: None,
         prefill_chunk: 16,
         draft_tokens: None,
         prompts: 2,

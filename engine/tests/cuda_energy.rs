@@ -27,6 +27,7 @@ fn run(n_gen: usize, meter: &mut NvmlMeter) -> BenchResult {
         n_gen,
         reps: 2,
         warmup: 1,
+        warmup_decode: None,
         prefill_chunk: 8192,
         draft_tokens: None,
         prompts: 1,

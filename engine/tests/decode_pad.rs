@@ -14,6 +14,7 @@ fn plan(draft_tokens: Option<usize>, decode_pad_pct: Option<f64>) -> BenchPlan {
         n_gen: 24,
         reps: 2,
         warmup: 1,
+        warmup_decode: None,
         prefill_chunk: 8,
         draft_tokens,
         prompts: 2,
@@ -134,6 +135,7 @@ fn one_warmup_rep_gets_a_warm_rep_to_time_the_pad_on() {
     assert_eq!((one.warmup, bench::warmup_reps(&one)), (1, 2));
     let two = BenchPlan {
         warmup: 2,
+        warmup_decode: None,
         ..one.clone()
     };
     assert_eq!(bench::warmup_reps(&two), 2);
@@ -144,6 +146,7 @@ fn one_warmup_rep_gets_a_warm_rep_to_time_the_pad_on() {
 fn the_pad_needs_a_warmup_rep() {
     let plan = BenchPlan {
         warmup: 0,
+        warmup_decode: None,
         ..plan(None, Some(5.0))
     };
     let err = plan.check().unwrap_err().to_string();

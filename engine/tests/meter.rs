@@ -34,6 +34,7 @@ fn plan() -> BenchPlan {
         n_gen: 96,
         reps: 3,
         warmup: 1,
+        warmup_decode: None,
         prefill_chunk: 32,
         draft_tokens: None,
         prompts: 2,

@@ -1,0 +1,63 @@
+//! `--warmup-decode N`: each warm-up rep decodes N tokens a prompt instead of the timed reps'
+//! count, changing no output; a rep that times the decode pad still decodes them all.
+
+mod common;
+
+use common::tiny_model;
+use engine::bench::{self, BenchPlan, BenchResult};
+use engine::options::Arm;
+
+fn plan(warmup_decode: Option<usize>, decode_pad_pct: Option<f64>) -> BenchPlan {
+    BenchPlan {
+        n_prompt: 12,
+        n_gen: 24,
+        reps: 2,
+        warmup: 1,
+        warmup_decode,
+        prefill_chunk: 8,
+        draft_tokens: None,
+        prompts: 2,
+        seed: 4,
+        read_ceiling_gbs: None,
+        decode_pad_pct,
+    }
+}
+
+/// One bench run on a fresh model: its result and the decode rounds the model ran in all.
+fn run(plan: &BenchPlan) -> (BenchResult, u64) {
+    let mut m = tiny_model(plan.seed, Arm::default(), plan.prefill_chunk);
+    let r = bench::run(&mut m, plan).unwrap();
+    (r, m.rounds_run())
+}
+
+#[test]
+fn a_short_warmup_decodes_its_own_count_and_changes_no_token() {
+    let (full, full_rounds) = run(&plan(None, None));
+    let (short, short_rounds) = run(&plan(Some(3), None));
+    assert_eq!(short.output_digest, full.output_digest);
+    // Plain decode: a round a token. Two prompts, one warm-up rep, two timed reps.
+    assert_eq!(full_rounds, 2 * 24 + 2 * 2 * 24);
+    assert_eq!(short_rounds, 2 * 3 + 2 * 2 * 24);
+}
+
+#[test]
+fn the_rep_that_times_the_pad_decodes_the_full_count() {
+    // With a pad and --warmup 1 the bench runs two warm-up reps: the first short, the second,
+    // which times the pad, as long as a timed rep.
+    let (padded, rounds) = run(&plan(Some(3), Some(5.0)));
+    let pad = padded.decode_pad.expect("a pad");
+    assert_eq!(pad.warmup_rounds, 2 * 24);
+    assert_eq!(rounds, 2 * 3 + 2 * 24 + 2 * 2 * 24);
+}
+
+#[test]
+fn a_warmup_decode_outside_one_to_the_timed_count_is_refused() {
+    for n in [0, 25] {
+        let e = plan(Some(n), None).check().unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("--warmup-decode {n}")) && e.contains("1 to 24"),
+            "{e}"
+        );
+    }
+    assert!(plan(Some(24), None).check().is_ok());
+}
