@@ -40,11 +40,40 @@ fn refusal(spec: &Spec, arm: &ladder::spec::ArmSpec) -> Option<String> {
     let checked = cli::try_parse(argv.iter().map(Into::into))
         .map_err(|e| e.to_string())
         .and_then(|cli| match cli.command {
-            Command::Bench(args) => args.plan(&lookup).map(drop).map_err(|e| format!("{e:#}")),
+            Command::Bench(args) => args
+                .plan(&lookup)
+                .map_err(|e| format!("{e:#}"))
+                .and_then(|plan| split_rounds(spec, &plan)),
             _ => Ok(()),
         })
         .and_then(|()| options::check(&names, &lookup).map_err(|e| format!("{e:#}")));
     checked.err()
+}
+
+/// The `[split]` round count names the column that counts this arm's rounds: `spec_rounds`
+/// under speculation, where a round yields several tokens, and `n_gen` in plain decode, where
+/// `spec_rounds` is 0 and the runner would refuse the first cell.
+fn split_rounds(spec: &Spec, plan: &engine::bench::BenchPlan) -> Result<(), String> {
+    let Some(split) = &spec.split else {
+        return Ok(());
+    };
+    let counts = if plan.draft_tokens.is_some() {
+        "spec_rounds"
+    } else {
+        "n_gen"
+    };
+    if split.rounds == counts {
+        return Ok(());
+    }
+    Err(format!(
+        "[split] rounds = {:?} does not count this arm's rounds ({}): name {counts:?}",
+        split.rounds,
+        if plan.draft_tokens.is_some() {
+            "speculative decode"
+        } else {
+            "plain decode"
+        }
+    ))
 }
 
 #[test]
@@ -88,4 +117,28 @@ fn a_misspelt_variable_or_flag_in_a_spec_is_refused() {
     assert!(flag.contains("kernels"), "{flag}");
     let pad = refused("args = [\"--warmup\", \"0\"]\nenv = { ENGINE_DECODE_PAD_PCT = \"5\" }");
     assert!(pad.unwrap().contains("needs a warm-up"));
+}
+
+#[test]
+fn a_split_that_cannot_count_an_arms_rounds_is_refused() {
+    let refused = |rounds: &str, args: &str| {
+        let text = format!(
+            "name = \"t\"\ncommand = [\".bin/engine\", \"bench\", \"-pg\", \"8,8\"]\n\
+             passes = 4\n[[metric]]\ncolumn = \"decode_tok_s\"\nbetter = \"higher\"\n\
+             [split]\nrounds = \"{rounds}\"\ntime = \"decode_seconds_mean\"\n\
+             [[arm]]\nname = \"base\"\nrole = \"base\"\n{args}\n[[arm]]\nname = \"b\"\n{args}\n"
+        );
+        let s = Spec::parse(Path::new("t.toml"), &text).unwrap();
+        refusal(&s, &s.arms[0])
+    };
+    let mtp = "args = [\"--spec\", \"mtp\"]";
+    assert_eq!(refused("n_gen", ""), None);
+    assert_eq!(refused("spec_rounds", mtp), None);
+    let plain = refused("spec_rounds", "").unwrap();
+    assert!(
+        plain.contains("plain decode") && plain.contains("\"n_gen\""),
+        "{plain}"
+    );
+    let spec = refused("n_gen", mtp).unwrap();
+    assert!(spec.contains("\"spec_rounds\""), "{spec}");
 }
