@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::tiny_model;
-use engine::bench::{self, BenchPlan, BenchResult};
+use common::{tiny_bench as run, tiny_model};
+use engine::bench::{self, BenchPlan};
 use engine::options::Arm;
 
 fn plan(draft_tokens: Option<usize>, decode_pad_pct: Option<f64>) -> BenchPlan {
@@ -22,13 +22,6 @@ fn plan(draft_tokens: Option<usize>, decode_pad_pct: Option<f64>) -> BenchPlan {
         read_ceiling_gbs: None,
         decode_pad_pct,
     }
-}
-
-/// One bench run on a fresh model: its result and the decode rounds the model ran in all.
-fn run(plan: &BenchPlan) -> (BenchResult, u64) {
-    let mut m = tiny_model(plan.seed, Arm::default(), plan.prefill_chunk);
-    let r = bench::run(&mut m, plan).unwrap();
-    (r, m.rounds_run())
 }
 
 /// The decode rounds of one rep, from a run's total over its warm-up and timed reps.

@@ -3,9 +3,8 @@
 
 mod common;
 
-use common::tiny_model;
-use engine::bench::{self, BenchPlan, BenchResult};
-use engine::options::Arm;
+use common::tiny_bench as run;
+use engine::bench::BenchPlan;
 
 fn plan(warmup_decode: Option<usize>, decode_pad_pct: Option<f64>) -> BenchPlan {
     BenchPlan {
@@ -21,13 +20,6 @@ fn plan(warmup_decode: Option<usize>, decode_pad_pct: Option<f64>) -> BenchPlan 
         read_ceiling_gbs: None,
         decode_pad_pct,
     }
-}
-
-/// One bench run on a fresh model: its result and the decode rounds the model ran in all.
-fn run(plan: &BenchPlan) -> (BenchResult, u64) {
-    let mut m = tiny_model(plan.seed, Arm::default(), plan.prefill_chunk);
-    let r = bench::run(&mut m, plan).unwrap();
-    (r, m.rounds_run())
 }
 
 #[test]

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use engine::backend::Backend;
+use engine::bench::{BenchPlan, BenchResult};
 use engine::config::{Ffn, ModelConfig};
 use engine::cpu::{CpuBackend, CpuMat};
 use engine::cuda::Gpu;
@@ -37,6 +38,14 @@ pub fn tiny_model(seed: u64, arm: Arm, chunk: usize) -> Model<CpuBackend> {
         chunk,
     )
     .unwrap()
+}
+
+/// One `engine bench` run on a fresh tiny CPU model: its result and the decode rounds the
+/// model ran in all (warm-up and timed reps).
+pub fn tiny_bench(plan: &BenchPlan) -> (BenchResult, u64) {
+    let mut m = tiny_model(plan.seed, Arm::default(), plan.prefill_chunk);
+    let r = engine::bench::run(&mut m, plan).unwrap();
+    (r, m.rounds_run())
 }
 
 pub fn prompt(seed: u64, len: usize) -> Vec<u32> {
