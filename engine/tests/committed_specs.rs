@@ -57,22 +57,16 @@ fn split_rounds(spec: &Spec, plan: &engine::bench::BenchPlan) -> Result<(), Stri
     let Some(split) = &spec.split else {
         return Ok(());
     };
-    let counts = if plan.draft_tokens.is_some() {
-        "spec_rounds"
-    } else {
-        "n_gen"
+    let (counts, decode) = match plan.draft_tokens {
+        Some(_) => ("spec_rounds", "speculative decode"),
+        None => ("n_gen", "plain decode"),
     };
     if split.rounds == counts {
         return Ok(());
     }
     Err(format!(
-        "[split] rounds = {:?} does not count this arm's rounds ({}): name {counts:?}",
-        split.rounds,
-        if plan.draft_tokens.is_some() {
-            "speculative decode"
-        } else {
-            "plain decode"
-        }
+        "[split] rounds = {:?} does not count this arm's rounds ({decode}): name {counts:?}",
+        split.rounds
     ))
 }
 
