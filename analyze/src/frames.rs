@@ -55,6 +55,8 @@ pub struct LadderInfo {
     pub start: StartRecord,
     pub spec: Spec,
     pub end: Option<EndRecord>,
+    /// The passes run (`ladder::Ladder::passes_run`).
+    pub passes_run: usize,
     pub metrics: Vec<MetricSpec>,
     /// Whether statistics are computed: the file is connected, or defects are allowed.
     pub analyzed: bool,
@@ -78,12 +80,7 @@ impl LadderInfo {
     }
 
     pub fn analysis_passes(&self) -> std::ops::Range<usize> {
-        analysis_passes(&self.start, self.end.as_ref())
-    }
-
-    /// The passes run: the done record's `passes` (`ladder/2`), else the order's.
-    pub fn passes_run(&self) -> usize {
-        passes_run(&self.start, self.end.as_ref())
+        self.start.warmup_passes.min(self.passes_run)..self.passes_run
     }
 
     /// The looks of a `[stop]` ladder, as the start record (or else the spec) gives them.
@@ -210,7 +207,7 @@ fn read_ladder(
     let (mut identity, mut time_use, mut variance) = (None, None, Ok(None));
     if analyzed {
         fill(shown, &ladder, &spec, &metrics, &series, with_defects, part)?;
-        let passes = analysis_passes(&ladder.start, ladder.end.as_ref());
+        let passes = ladder.analysis_passes();
         identity = identity::read(shown, &spec, &ladder, passes.clone())?;
         time_use = Some(time_use::time_use(&ladder));
         variance = variance::components(&ladder, &metrics, passes);
@@ -219,12 +216,14 @@ fn read_ladder(
     let breakdown = analyzed
         .then(|| BreakdownCells::read(&spec, &ladder))
         .flatten();
+    let passes_run = ladder.passes_run();
     let Ladder { mut start, end, .. } = ladder;
     start.spec = serde_json::Value::Null;
     Ok(LadderInfo {
         start,
         spec,
         end,
+        passes_run,
         metrics,
         analyzed,
         series,
@@ -234,19 +233,6 @@ fn read_ladder(
         time_use,
         variance,
     })
-}
-
-/// The passes run: the done record's `passes` (`ladder/2`, a stopped ladder's look), else
-/// the order's `passes`.
-pub fn passes_run(start: &StartRecord, end: Option<&EndRecord>) -> usize {
-    end.and_then(|e| e.passes)
-        .map_or(start.order.passes, |p| p.min(start.order.passes))
-}
-
-/// The analysis passes of a ladder: those after the warm-up, up to the passes run.
-pub fn analysis_passes(start: &StartRecord, end: Option<&EndRecord>) -> std::ops::Range<usize> {
-    let passes = passes_run(start, end);
-    start.warmup_passes.min(passes)..passes
 }
 
 /// Appends the file's numeric cells, one series after the other, in file order.
@@ -260,7 +246,7 @@ fn fill(
     part: &mut Part,
 ) -> anyhow::Result<()> {
     let base = ladder.start.base_index();
-    let analysis = analysis_passes(&ladder.start, ladder.end.as_ref());
+    let analysis = ladder.analysis_passes();
     let rows = ladder.rows.len() * series.len();
     part.series.reserve(rows);
     part.pass.reserve(rows);

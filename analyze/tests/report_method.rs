@@ -368,6 +368,40 @@ fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
 }
 
 #[test]
+fn an_interrupted_ladder_reads_only_the_passes_it_ran() {
+    // Planned for up to 10 passes (1 warm-up), killed after its 5th pass: no done record.
+    // Read with --allow-defects, it has 4 analysis passes, not the 9 the order planned, and
+    // says it was interrupted, not where it stopped.
+    let mut hand = Hand::new(
+        &[("off", Role::Base), ("on", Role::Arm)],
+        &[("x", Better::Higher)],
+        10,
+    );
+    hand.sample.noise_limit_pct = None;
+    hand.sample.stop = Some(StopSpec {
+        halfwidth_pct: 0.5,
+        looks: vec![8, 10],
+        spread: Default::default(),
+    });
+    let r = [1.0, 1.01, 1.02, 1.03, 1.00];
+    let text = hand.text_until(5, |_, p, a| {
+        format!("{}", 100.0 * if a == 1 { r[p] } else { 1.0 })
+    });
+    let interrupted: String = text
+        .lines()
+        .filter(|l| !l.starts_with("#ladder-done"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let reading = common::read_with("interrupted", &[interrupted], true);
+    let report = &reading.reports[0];
+    assert_eq!(report.analysis_passes, 4);
+    assert_eq!(report.metrics[0].arms[0].figures.n, 4);
+    let stop = report.stopped.as_ref().unwrap();
+    assert_eq!(stop.look, 5);
+    assert!(stop.reason.starts_with("interrupted"), "{}", stop.reason);
+}
+
+#[test]
 fn a_pooled_stop_reads_every_arm_with_one_first_look_spread() {
     // Three arms, looks at 4, 7 and 10 passes (1 warm-up), `spread = "pooled"`, stopped at
     // look 7. Every interval uses s0 from the additive model over the first look's 3 analysis

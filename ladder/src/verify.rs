@@ -111,6 +111,23 @@ impl Ladder {
         self.columns.iter().position(|c| c == name)
     }
 
+    /// The passes run: the done record's `passes` (`ladder/2`, a stopped ladder's look), else
+    /// the order's; a file without its done record (an interrupted run) ran only up to the
+    /// pass of its last cell.
+    pub fn passes_run(&self) -> usize {
+        let planned = self.start.order.passes;
+        match &self.end {
+            Some(end) => end.passes.map_or(planned, |p| p.min(planned)),
+            None => self.rows.iter().map(|r| r.pass + 1).max().unwrap_or(0).min(planned),
+        }
+    }
+
+    /// The analysis passes: those after the warm-up, up to the passes run.
+    pub fn analysis_passes(&self) -> std::ops::Range<usize> {
+        let passes = self.passes_run();
+        self.start.warmup_passes.min(passes)..passes
+    }
+
     /// Recomputes a `[stop]` ladder's plan from its own file; `None` without `[stop]`.
     pub fn stop_plan(&self, spec: &Spec) -> Option<StopPlan> {
         stop_plan(&self.start, &self.columns, &self.rows, spec)

@@ -149,6 +149,17 @@ pub struct StopPoint {
     pub spread: StopSpread,
 }
 
+impl StopPoint {
+    /// Why the ladder ended, in words.
+    pub fn reason_words(&self) -> &str {
+        match self.reason.as_str() {
+            "precision" => "precision reached",
+            "max-passes" => "the last look, precision not reached",
+            other => other,
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct MetricReport {
     pub column: String,
@@ -405,9 +416,12 @@ fn stop_point(info: &LadderInfo) -> Option<StopPoint> {
     let end = info.end.as_ref();
     let reason = end
         .and_then(|e| e.stopped.clone())
-        .unwrap_or_else(|| "unknown".into());
+        .unwrap_or_else(|| match end {
+            Some(_) => "unknown".into(),
+            None => "interrupted: no done record".into(),
+        });
     Some(StopPoint {
-        look: info.passes_run(),
+        look: info.passes_run,
         reason,
         first_look: looks.first().copied().unwrap_or(0),
         halfwidth_pct: info

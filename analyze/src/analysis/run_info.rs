@@ -82,7 +82,7 @@ pub fn run_info(info: &LadderInfo) -> RunInfo {
         started: start.started.clone(),
         ended,
         duration_s,
-        passes: info.passes_run(),
+        passes: info.passes_run,
         warmup_passes: start.warmup_passes,
         arms: start
             .arms

@@ -94,12 +94,7 @@ fn heading(r: &LadderReport) -> String {
     if r.statistics {
         let _ = write!(line, " ({} analysis passes", r.analysis_passes);
         if let Some(s) = &r.stopped {
-            let why = match s.reason.as_str() {
-                "precision" => "precision reached",
-                "max-passes" => "the last look, precision not reached",
-                other => other,
-            };
-            let _ = write!(line, "; stopped at pass {}: {why}", s.look);
+            let _ = write!(line, "; stopped at pass {}: {}", s.look, s.reason_words());
         }
         line.push(')');
         if r.order_sensitive {

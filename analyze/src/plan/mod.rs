@@ -44,7 +44,7 @@ pub struct Pilot {
 pub fn pilot(path: &Path) -> anyhow::Result<Pilot> {
     let (shown, ladder) = connected(path)?;
     let spec = Spec::from_json(&ladder.start.spec).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
-    let passes = crate::frames::analysis_passes(&ladder.start, ladder.end.as_ref());
+    let passes = ladder.analysis_passes();
     let cells = timed_cells(&shown, &ladder)?;
     let components = variance::components(&ladder, &spec.effective_metrics(), passes.clone())
         .map_err(|e| anyhow::anyhow!("{shown}: {e}; {RERUN}"))?

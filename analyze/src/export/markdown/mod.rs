@@ -180,11 +180,7 @@ fn stop_words(r: &LadderReport) -> String {
         Some(s) => format!(
             "stopped at look {} ({}): the first look (pass {}) set the passes needed for a ±{} % half-width",
             s.look,
-            match s.reason.as_str() {
-                "precision" => "precision reached",
-                "max-passes" => "the last look, precision not reached",
-                other => other,
-            },
+            s.reason_words(),
             s.first_look,
             num(s.halfwidth_pct)
         ),
