@@ -16,8 +16,9 @@
 #                3095158; carry .bin/3095158/engine too)
 #   aa, sweep    ladders/precision-{aa,sweep}-h200.template.toml, with `-r` and `[stop]` set by
 #                `analyze plan` from the pilot's file (aa-pilot-h200_TAG.csv in $OUT, from
-#                `pilot` earlier in the same call, else in raw/); the planned spec is
-#                written beside the ladder
+#                `pilot` earlier in the same call, else in raw/), within PLAN_WITHIN_S
+#                seconds of cells (default 480); the planned spec is written beside the
+#                ladder
 # Built here and carried in .bin/ (docs/GPU.md): .bin/engine, .bin/runner, .bin/gpu-tests/,
 # .bin/analyze (stripped: `strip -o .bin/analyze target/release/analyze`, for aa and sweep),
 # and the kernel cache .bin/xdg filled by `XDG_CACHE_HOME=.bin/xdg engine kernels` after
@@ -52,11 +53,16 @@ ladder() {
     .bin/runner run "ladders/$1.toml" --tag "$tag" --out "$out"
 }
 
-# The goal ladder $1 (aa or sweep) at half-width $2 %, planned from the pilot, then run.
+# A planned ladder's cells must end inside the device call (600 s at most, start-up and the
+# other steps of the call besides): a plan that needs more is refused by `analyze plan`.
+within=${PLAN_WITHIN_S:-480}
+
+# The goal ladder $1 (aa or sweep) at half-width $2 %, planned from the pilot within
+# $within s of cells, then run.
 planned() {
     local spec="$out/precision-$1-h200.toml" pilot="$out/aa-pilot-h200_$tag.csv"
     [ -f "$pilot" ] || pilot="raw/aa-pilot-h200_$tag.csv"
-    .bin/analyze plan "$pilot" --halfwidth "$2" \
+    .bin/analyze plan "$pilot" --halfwidth "$2" --within "$within" \
         --template "ladders/precision-$1-h200.template.toml" --write "$spec"
     .bin/runner run "$spec" --tag "$tag" --out "$out"
 }

@@ -52,6 +52,11 @@ pub struct PlanArgs {
     /// Where the planned spec goes.
     #[arg(long, value_name = "OUT.toml", requires = "template")]
     pub write: Option<PathBuf>,
+    /// The device seconds of cells the ladder may take (a device call's limit): a plan
+    /// that needs more is refused with the narrowest half-width that fits, and a written
+    /// `[stop]` keeps only the looks that fit.
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub within: Option<f64>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -164,13 +169,19 @@ fn parse_pair(text: &str) -> Result<(String, String), String> {
     }
 }
 
+fn positive(text: &str) -> Option<f64> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+}
+
 fn positive_pct(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!(
-            "{text:?} is not a positive percent; write e.g. 0.5"
-        )),
-    }
+    positive(text).ok_or_else(|| format!("{text:?} is not a positive percent; write e.g. 0.5"))
+}
+
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    positive(text)
+        .ok_or_else(|| format!("{text:?} is not a positive number of seconds; write e.g. 540"))
 }
 
 /// Runs the command; the exit code on success.
@@ -196,15 +207,23 @@ fn plan_run(args: &PlanArgs) -> anyhow::Result<i32> {
         (None, Some(spec)) => spec.arms.len(),
         (None, None) => pilot.arms,
     };
-    print!("{}", plan::render(&pilot, args.halfwidth, arms)?);
+    let goal = plan::Goal {
+        halfwidth_pct: args.halfwidth,
+        arms,
+        within_s: args.within,
+    };
+    print!("{}", plan::render(&pilot, &goal)?);
     if let (Some(template), Some(out)) = (&args.template, &args.write) {
+        let within = args
+            .within
+            .map_or(String::new(), |s| format!(" --within {s}"));
         let origin = format!(
-            "analyze plan {} --halfwidth {} --arms {arms} --template {}",
+            "analyze plan {} --halfwidth {} --arms {arms}{within} --template {}",
             args.pilot.display(),
             args.halfwidth,
             template.display()
         );
-        let applied = plan::applied(&pilot, args.halfwidth, arms)?;
+        let applied = plan::applied(&pilot, &goal)?;
         plan::write(template, out, &applied, &origin)?;
         println!(
             "wrote {}: -r {}, [stop] spread = \"pooled\", looks {:?}",

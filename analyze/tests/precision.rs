@@ -264,7 +264,12 @@ fn plan_writes_the_template_with_its_reps_and_pooled_stop() {
     ]));
     // The template's three arms, not the pilot's two, are planned for.
     let pilot = analyze::plan::pilot(&path).unwrap();
-    let want = analyze::plan::applied(&pilot, 0.5, 3).unwrap();
+    let goal = analyze::plan::Goal {
+        halfwidth_pct: 0.5,
+        arms: 3,
+        within_s: None,
+    };
+    let want = analyze::plan::applied(&pilot, &goal).unwrap();
     assert!(
         text.contains(&format!("wrote {o}: -r {}", want.reps)),
         "{text}"
@@ -289,6 +294,86 @@ fn plan_writes_the_template_with_its_reps_and_pooled_stop() {
     // --write alone is refused: it needs the template it writes.
     let alone = analyze(&["plan", p, "--halfwidth", "0.5", "--write", o]);
     assert_eq!(alone.status.code(), Some(2));
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
+    let path = write(
+        "plan-within",
+        "pilot.csv",
+        &reps_sample(4, 12, 1.0, 2.0).file_text(),
+    );
+    let pilot = analyze::plan::pilot(&path).unwrap();
+    let model = pilot.model(2);
+    let best = model.best(1.005f64.ln()).unwrap();
+    let p = path.to_str().unwrap();
+    // Less time than the cheapest design: refused, naming the narrowest half-width that fits.
+    let short = format!("{}", (best.seconds * 0.5).floor());
+    let o = analyze(&["plan", p, "--halfwidth", "0.5", "--within", &short]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let (h, d) = model.narrowest_within(short.parse().unwrap()).unwrap();
+    for needle in [
+        "more than the".to_string(),
+        "given by --within".to_string(),
+        format!(
+            "the narrowest is ±{:.4} % (r = {}, {} passes",
+            100.0 * h.exp_m1(),
+            d.reps,
+            d.passes
+        ),
+    ] {
+        assert!(err.contains(&needle), "`{needle}` missing: {err}");
+    }
+    // Time for the design but not for the last look: the written [stop] ends within it.
+    let template = path.with_file_name("template.toml");
+    std::fs::write(
+        &template,
+        "name = \"goal\"\ncommand = [\"engine\", \"bench\", \"-r\", \"1\"]\noutput = \"csv\"\n\
+         passes = 6\n[[arm]]\nname = \"a\"\nrole = \"base\"\n[[arm]]\nname = \"b\"\n\
+         [[metric]]\ncolumn = \"decode_tok_s\"\nbetter = \"higher\"\n",
+    )
+    .unwrap();
+    let out = path.with_file_name("goal.toml");
+    let free = analyze::plan::Goal {
+        halfwidth_pct: 0.5,
+        arms: 2,
+        within_s: None,
+    };
+    let uncut = analyze::plan::applied(&pilot, &free).unwrap();
+    let last = *uncut.looks.last().unwrap();
+    let within = best.seconds.max(model.seconds(best.reps, last) - 1.0);
+    assert!(
+        model.seconds(best.reps, last) > within,
+        "the last look must not fit"
+    );
+    let w = format!("{within}");
+    let o = analyze(&[
+        "plan",
+        p,
+        "--halfwidth",
+        "0.5",
+        "--within",
+        &w,
+        "--template",
+        template.to_str().unwrap(),
+        "--write",
+        out.to_str().unwrap(),
+    ]);
+    let text = stdout(&o);
+    assert!(text.contains("under --within"), "{text}");
+    let stop = ladder::spec::Spec::load(&out).unwrap().spec.stop.unwrap();
+    assert!(
+        !stop.looks.is_empty() && *stop.looks.last().unwrap() < last,
+        "{:?}",
+        stop.looks
+    );
+    assert!(stop
+        .looks
+        .iter()
+        .all(|&l| model.seconds(best.reps, l) <= within));
+    assert_eq!(stop.looks[..], uncut.looks[..stop.looks.len()]);
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 

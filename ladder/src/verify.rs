@@ -118,7 +118,13 @@ impl Ladder {
         let planned = self.start.order.passes;
         match &self.end {
             Some(end) => end.passes.map_or(planned, |p| p.min(planned)),
-            None => self.rows.iter().map(|r| r.pass + 1).max().unwrap_or(0).min(planned),
+            None => self
+                .rows
+                .iter()
+                .map(|r| r.pass + 1)
+                .max()
+                .unwrap_or(0)
+                .min(planned),
         }
     }
 

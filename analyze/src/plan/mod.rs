@@ -130,10 +130,25 @@ fn duration(seconds: f64) -> String {
     }
 }
 
-/// The cheapest design that reaches ±`halfwidth_pct`, or why none within the limits does.
-fn best(model: &CostModel, pilot: &Pilot, halfwidth_pct: f64) -> anyhow::Result<Design> {
-    let h = (1.0 + halfwidth_pct / 100.0).ln();
-    model.best(h).with_context(|| {
+/// What a plan is asked for: the half-width, the arms, and at most how many device seconds
+/// the ladder may take (`--within`, a device call's limit).
+#[derive(Clone, Copy, Debug)]
+pub struct Goal {
+    pub halfwidth_pct: f64,
+    pub arms: usize,
+    pub within_s: Option<f64>,
+}
+
+impl Goal {
+    fn h(&self) -> f64 {
+        (1.0 + self.halfwidth_pct / 100.0).ln()
+    }
+}
+
+/// The cheapest design that reaches the goal's half-width within its time, or why none does.
+fn best(model: &CostModel, pilot: &Pilot, goal: &Goal) -> anyhow::Result<Design> {
+    let halfwidth_pct = goal.halfwidth_pct;
+    let best = model.best(goal.h()).with_context(|| {
         format!(
             "±{halfwidth_pct} % is out of reach of {} arms at this pilot's spread: even {} \
              analysis passes (the {} cells a ladder may have) of {MAX_REPS} repetitions a cell \
@@ -146,7 +161,29 @@ fn best(model: &CostModel, pilot: &Pilot, halfwidth_pct: f64) -> anyhow::Result<
             pilot.file,
             spreads(pilot)
         )
-    })
+    })?;
+    match goal.within_s {
+        Some(within) if best.seconds > within => bail!(
+            "±{halfwidth_pct} % takes {} of cells at the least (r = {}, {} passes × {} arms), \
+             more than the {} given by --within; {}",
+            duration(best.seconds),
+            best.reps,
+            best.passes,
+            model.arms,
+            duration(within),
+            match model.narrowest_within(within) {
+                Some((h, d)) => format!(
+                    "within it the narrowest is ±{:.4} % (r = {}, {} passes, {}): ask for that, or give more time",
+                    100.0 * h.exp_m1(),
+                    d.reps,
+                    d.passes,
+                    duration(d.seconds)
+                ),
+                None => "not even the fewest passes fit in it: give more time".into(),
+            }
+        ),
+        _ => Ok(best),
+    }
 }
 
 /// `decode_tok_s a: 0.41 % between cells, 0.12 % within`, one per arm and metric.
@@ -161,10 +198,11 @@ fn spreads(pilot: &Pilot) -> String {
 }
 
 /// The plan in words.
-pub fn render(pilot: &Pilot, halfwidth_pct: f64, arms: usize) -> anyhow::Result<String> {
+pub fn render(pilot: &Pilot, goal: &Goal) -> anyhow::Result<String> {
+    let (halfwidth_pct, arms) = (goal.halfwidth_pct, goal.arms);
     let model = pilot.model(arms);
-    let h = (1.0 + halfwidth_pct / 100.0).ln();
-    let best = best(&model, pilot, halfwidth_pct)?;
+    let h = goal.h();
+    let best = best(&model, pilot, goal)?;
     let own = model.design(pilot.reps, h);
     let mut out = format!(
         "pilot {}: {} arms, {} passes ({} warm-up), {} repetitions a cell\n\
@@ -213,44 +251,70 @@ pub fn render(pilot: &Pilot, halfwidth_pct: f64, arms: usize) -> anyhow::Result<
         "in the spec: \"-r\", \"{}\" in the engine's argv and passes = {}",
         best.reps, best.passes
     );
-    stop_lines(&model, &best, halfwidth_pct, h, &mut out);
+    stop_lines(&model, &best, goal, &mut out)?;
     Ok(out)
 }
 
 /// The first look and the looks of Stein's rule at the plan's repetitions, with each arm's
-/// own spread or (`pooled`) one spread over the arms.
-fn stop_rule(model: &CostModel, best: &Design, h: f64, pooled: bool) -> (FirstLook, Vec<usize>) {
+/// own spread or (`pooled`) one spread over the arms. Under `--within` the looks that would
+/// cost more are dropped: the pass a ladder stops at is still chosen from the first look's
+/// spread alone, as Stein's rule needs, and one not precise by the last look kept stops
+/// there with a wider interval.
+fn stop_rule(
+    model: &CostModel,
+    best: &Design,
+    goal: &Goal,
+    pooled: bool,
+) -> anyhow::Result<(FirstLook, Vec<usize>)> {
     let v = model.variance(best.reps);
-    let arms = model.arms;
+    let (arms, h) = (model.arms, goal.h());
     let look = match pooled {
         false => first_look(v, h, |m0| m0 - 1),
         true => first_look(v, h, |m0| (m0 - 1) * (arms - 1)),
     };
-    (look, looks(model.warmup, &look))
+    let mut looks = looks(model.warmup, &look);
+    if let Some(within) = goal.within_s {
+        looks.retain(|&passes| model.seconds(best.reps, passes) <= within);
+        if looks.is_empty() {
+            let first = model.warmup + look.analysis;
+            bail!(
+                "the [stop] rule's first look (pass {first}) alone takes {}, more than the {} \
+                 given by --within: give more time, or run the fixed design above without --template",
+                duration(model.seconds(best.reps, first)),
+                duration(within)
+            );
+        }
+    }
+    Ok((look, looks))
 }
 
 /// What `--template … --write …` puts into a spec: the plan's repetitions and its pooled
 /// `[stop]` (fewer expected passes than each arm's own spread, METHOD.md).
-pub fn applied(pilot: &Pilot, halfwidth_pct: f64, arms: usize) -> anyhow::Result<Applied> {
-    let model = pilot.model(arms);
-    let h = (1.0 + halfwidth_pct / 100.0).ln();
-    let best = best(&model, pilot, halfwidth_pct)?;
+pub fn applied(pilot: &Pilot, goal: &Goal) -> anyhow::Result<Applied> {
+    let model = pilot.model(goal.arms);
+    let best = best(&model, pilot, goal)?;
     Ok(Applied {
         reps: best.reps,
-        halfwidth_pct,
-        looks: stop_rule(&model, &best, h, true).1,
+        halfwidth_pct: goal.halfwidth_pct,
+        looks: stop_rule(&model, &best, goal, true)?.1,
     })
 }
 
 /// The `[stop]` alternative at the plan's repetitions, per spread rule.
-fn stop_lines(model: &CostModel, best: &Design, halfwidth_pct: f64, h: f64, out: &mut String) {
+fn stop_lines(
+    model: &CostModel,
+    best: &Design,
+    goal: &Goal,
+    out: &mut String,
+) -> anyhow::Result<()> {
+    let halfwidth_pct = goal.halfwidth_pct;
     let _ = writeln!(
         out,
         "or stop at the precision (Stein's rule at r = {}; expected passes with a look at every pass):",
         best.reps
     );
     for (rule, pooled) in [("", false), ("spread = \"pooled\", ", true)] {
-        let (look, looks) = stop_rule(model, best, h, pooled);
+        let (look, looks) = stop_rule(model, best, goal, pooled)?;
         let expected = model.warmup as f64 + look.expected;
         let seconds =
             expected * model.arms as f64 * (model.start_s + best.reps as f64 * model.rep_s);
@@ -262,5 +326,14 @@ fn stop_lines(model: &CostModel, best: &Design, halfwidth_pct: f64, h: f64, out:
             duration(seconds),
             model.warmup + look.p99
         );
+        let last = looks.last().copied().unwrap_or(0);
+        if last < model.warmup + look.p99 {
+            let _ = writeln!(
+                out,
+                "    the looks end at pass {last} ({}) under --within: a ladder not precise by then stops there, its interval wider",
+                duration(model.seconds(best.reps, last))
+            );
+        }
     }
+    Ok(())
 }

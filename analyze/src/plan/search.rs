@@ -75,6 +75,32 @@ impl CostModel {
         t975(m - 1) * (self.variance(MAX_REPS) / m as f64).sqrt()
     }
 
+    /// The narrowest half-width (log units) a fixed design reaches within `seconds` of cells,
+    /// with that design; `None` where not even the fewest passes fit. A design's cost grows
+    /// with its repetitions, so the search ends at the first that cannot fit them.
+    pub fn narrowest_within(&self, seconds: f64) -> Option<(f64, Design)> {
+        let mut best: Option<(f64, Design)> = None;
+        for reps in 1..=MAX_REPS {
+            let fit = (seconds / self.seconds(reps, 1)).floor() as usize;
+            let passes = fit.min(self.warmup + self.max_analysis());
+            if passes < self.warmup + MIN_ANALYSIS {
+                break;
+            }
+            let analysis = passes - self.warmup;
+            let h = t975(analysis - 1) * (self.variance(reps) / analysis as f64).sqrt();
+            if best.is_none_or(|(b, _)| h < b) {
+                let design = Design {
+                    reps,
+                    analysis,
+                    passes,
+                    seconds: self.seconds(reps, passes),
+                };
+                best = Some((h, design));
+            }
+        }
+        best
+    }
+
     /// The design with the least device seconds (the fewer repetitions on a tie), among
     /// those within the limits; `None` when none of them reaches `h`. The search stops where
     /// even the fewest passes cost more than the best found: that bound grows with `r`, so
@@ -194,6 +220,31 @@ mod tests {
         let mut noisy = model();
         noisy.spreads = vec![(0.07f64.powi(2), 0.07f64.powi(2))];
         assert_eq!(noisy.best((1.0 + 0.005f64 / 100.0).ln()), None);
+    }
+
+    #[test]
+    fn the_narrowest_within_a_time_is_what_enumeration_finds() {
+        let m = model();
+        for seconds in [60.0, 240.0, 1000.0] {
+            let (h, design) = m.narrowest_within(seconds).unwrap();
+            let mut want = (f64::INFINITY, 0, 0);
+            for reps in 1..=400 {
+                for passes in m.warmup + MIN_ANALYSIS..=5000 {
+                    if m.seconds(reps, passes) > seconds {
+                        break;
+                    }
+                    let a = passes - m.warmup;
+                    let width = t975(a - 1) * (m.variance(reps) / a as f64).sqrt();
+                    if width < want.0 {
+                        want = (width, reps, passes);
+                    }
+                }
+            }
+            assert_eq!((h, design.reps, design.passes), want, "{seconds} s");
+            assert!(design.seconds <= seconds);
+        }
+        // Less than the fewest passes of one repetition: nothing fits.
+        assert_eq!(m.narrowest_within(m.seconds(1, 3) - 0.01), None);
     }
 
     #[test]
