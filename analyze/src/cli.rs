@@ -211,6 +211,7 @@ fn plan_run(args: &PlanArgs) -> anyhow::Result<i32> {
         halfwidth_pct: args.halfwidth,
         arms,
         within_s: args.within,
+        stop: args.template.is_some(),
     };
     print!("{}", plan::render(&pilot, &goal)?);
     if let (Some(template), Some(out)) = (&args.template, &args.write) {

@@ -268,6 +268,7 @@ fn plan_writes_the_template_with_its_reps_and_pooled_stop() {
         halfwidth_pct: 0.5,
         arms: 3,
         within_s: None,
+        stop: true,
     };
     let want = analyze::plan::applied(&pilot, &goal).unwrap();
     assert!(
@@ -340,6 +341,7 @@ fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
         halfwidth_pct: 0.5,
         arms: 2,
         within_s: None,
+        stop: true,
     };
     let uncut = analyze::plan::applied(&pilot, &free).unwrap();
     let last = *uncut.looks.last().unwrap();
@@ -374,6 +376,35 @@ fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
         .iter()
         .all(|&l| model.seconds(best.reps, l) <= within));
     assert_eq!(stop.looks[..], uncut.looks[..stop.looks.len()]);
+    // Time for the first look alone, less than the fixed design needs: refused as a fixed
+    // design, written as a [stop] that ends at its first look.
+    let first = model.seconds(best.reps, uncut.looks[0]);
+    assert!(
+        first < best.seconds,
+        "the pilot must make the first look the cheaper"
+    );
+    let w = format!("{first}");
+    let fixed = analyze(&["plan", p, "--halfwidth", "0.5", "--within", &w]);
+    assert_eq!(fixed.status.code(), Some(2));
+    let o = analyze(&[
+        "plan",
+        p,
+        "--halfwidth",
+        "0.5",
+        "--within",
+        &w,
+        "--template",
+        template.to_str().unwrap(),
+        "--write",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        stdout(&o).contains("the [stop] below ends within it"),
+        "{}",
+        stdout(&o)
+    );
+    let stop = ladder::spec::Spec::load(&out).unwrap().spec.stop.unwrap();
+    assert_eq!(stop.looks, vec![uncut.looks[0]]);
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 

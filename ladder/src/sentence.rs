@@ -14,6 +14,16 @@ pub fn decimals(halfwidth: f64) -> usize {
     (1.0 - halfwidth.log10().floor()).clamp(1.0, 4.0) as usize
 }
 
+/// The decimals of an interval's figures: as its half-width needs, or, for an interval of
+/// no width (a quantity that never varies), as the estimate's distance from no change
+/// (`size`) needs, so that a real difference never reads as none.
+fn interval_decimals(halfwidth: f64, size: f64) -> usize {
+    match halfwidth > 0.0 {
+        true => decimals(halfwidth),
+        false => decimals(size.abs()),
+    }
+}
+
 /// Whether a column holds a time, so that its ratio reads `ran … faster`.
 pub fn is_time(column: &str) -> bool {
     ["_s", "_seconds", "seconds_mean", "_ms", "_us", "_ns"]
@@ -35,14 +45,14 @@ pub fn ratio(column: &str, against: &str, estimate: f64, lo: f64, hi: f64) -> St
         (1.0 / r, 1.0 / rhi, 1.0 / rlo, word)
     };
     // As many decimals as the interval shown needs, at least two.
-    let d = decimals((high - low) / 2.0).max(2);
+    let d = interval_decimals((high - low) / 2.0, factor - 1.0).max(2);
     let verb = if time { "ran " } else { "" };
     format!("{verb}{factor:.d$}× {word} than {against} [{low:.d$}, {high:.d$}]")
 }
 
 /// A higher-is-better estimate as a percent with its interval.
 pub fn percent(estimate: f64, lo: f64, hi: f64) -> String {
-    let d = decimals((hi - lo) / 2.0);
+    let d = interval_decimals((hi - lo) / 2.0, estimate);
     format!("{estimate:+.d$} % [{lo:+.d$}, {hi:+.d$}]")
 }
 
@@ -93,5 +103,17 @@ mod tests {
         );
         assert!(estimate(Better::Lower, "run_s", "a", 10.0, 5.0, 15.0)
             .starts_with("ran 1.100× faster than a [1.050, 1.150]"));
+    }
+
+    #[test]
+    fn an_interval_of_no_width_still_shows_its_difference() {
+        // 0.0084 % more memory in every pass: not `1.00× higher [1.00, 1.00]`.
+        let e = -0.008_409;
+        assert_eq!(
+            ratio("device_mem_peak_mib", "plain", e, e, e),
+            "1.0001× higher than plain [1.0001, 1.0001]"
+        );
+        assert_eq!(percent(0.25, 0.25, 0.25), "+0.25 % [+0.25, +0.25]");
+        assert_eq!(percent(0.0, 0.0, 0.0), "+0.0 % [+0.0, +0.0]");
     }
 }

@@ -216,9 +216,10 @@ fn device_lines(r: &LadderReport) -> String {
             t.add_row(vec![
                 plain(&a.column),
                 plain(&a.arm),
-                format!("{:.2} %", a.between_sd_pct),
-                format!("{:.2} %", a.within_sd_pct),
-                format!("{:.2} %", a.pass_sd_pct),
+                // Three decimals, as `analyze plan` prints them: a card's spread is hundredths.
+                format!("{:.3} %", a.between_sd_pct),
+                format!("{:.3} %", a.within_sd_pct),
+                format!("{:.3} %", a.pass_sd_pct),
                 format!("{:.0} %", 100.0 * a.between_share),
             ]);
         }

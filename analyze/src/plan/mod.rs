@@ -137,6 +137,9 @@ pub struct Goal {
     pub halfwidth_pct: f64,
     pub arms: usize,
     pub within_s: Option<f64>,
+    /// The plan is written as a `[stop]` spec (`--template`): `--within` bounds its looks, and
+    /// a fixed design that does not fit is only reported.
+    pub stop: bool,
 }
 
 impl Goal {
@@ -145,7 +148,7 @@ impl Goal {
     }
 }
 
-/// The cheapest design that reaches the goal's half-width within its time, or why none does.
+/// The cheapest design that reaches the goal's half-width, or why none within the limits does.
 fn best(model: &CostModel, pilot: &Pilot, goal: &Goal) -> anyhow::Result<Design> {
     let halfwidth_pct = goal.halfwidth_pct;
     let best = model.best(goal.h()).with_context(|| {
@@ -162,28 +165,33 @@ fn best(model: &CostModel, pilot: &Pilot, goal: &Goal) -> anyhow::Result<Design>
             spreads(pilot)
         )
     })?;
-    match goal.within_s {
-        Some(within) if best.seconds > within => bail!(
-            "±{halfwidth_pct} % takes {} of cells at the least (r = {}, {} passes × {} arms), \
-             more than the {} given by --within; {}",
-            duration(best.seconds),
-            best.reps,
-            best.passes,
-            model.arms,
-            duration(within),
-            match model.narrowest_within(within) {
-                Some((h, d)) => format!(
-                    "within it the narrowest is ±{:.4} % (r = {}, {} passes, {}): ask for that, or give more time",
-                    100.0 * h.exp_m1(),
-                    d.reps,
-                    d.passes,
-                    duration(d.seconds)
-                ),
-                None => "not even the fewest passes fit in it: give more time".into(),
-            }
+    Ok(best)
+}
+
+/// Why the fixed design `best` does not fit `--within`, with the narrowest half-width that
+/// does; `None` when it fits or no time is given.
+fn over_time(model: &CostModel, best: &Design, goal: &Goal) -> Option<String> {
+    let within = goal.within_s.filter(|&w| best.seconds > w)?;
+    let narrowest = match model.narrowest_within(within) {
+        Some((h, d)) => format!(
+            "within it the narrowest is ±{:.4} % (r = {}, {} passes, {})",
+            100.0 * h.exp_m1(),
+            d.reps,
+            d.passes,
+            duration(d.seconds)
         ),
-        _ => Ok(best),
-    }
+        None => "not even the fewest passes fit in it".into(),
+    };
+    Some(format!(
+        "±{} % takes {} of cells at the least as a fixed design (r = {}, {} passes × {} arms), \
+         more than the {} given by --within; {narrowest}",
+        goal.halfwidth_pct,
+        duration(best.seconds),
+        best.reps,
+        best.passes,
+        model.arms,
+        duration(within),
+    ))
 }
 
 /// `decode_tok_s a: 0.41 % between cells, 0.12 % within`, one per arm and metric.
@@ -203,6 +211,10 @@ pub fn render(pilot: &Pilot, goal: &Goal) -> anyhow::Result<String> {
     let model = pilot.model(arms);
     let h = goal.h();
     let best = best(&model, pilot, goal)?;
+    let over = over_time(&model, &best, goal);
+    if let (Some(why), false) = (&over, goal.stop) {
+        bail!("{why}: ask for that, or give more time");
+    }
     let own = model.design(pilot.reps, h);
     let mut out = format!(
         "pilot {}: {} arms, {} passes ({} warm-up), {} repetitions a cell\n\
@@ -251,6 +263,9 @@ pub fn render(pilot: &Pilot, goal: &Goal) -> anyhow::Result<String> {
         "in the spec: \"-r\", \"{}\" in the engine's argv and passes = {}",
         best.reps, best.passes
     );
+    if let Some(why) = over {
+        let _ = writeln!(out, "{why}; the [stop] below ends within it");
+    }
     stop_lines(&model, &best, goal, &mut out)?;
     Ok(out)
 }
