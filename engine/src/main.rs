@@ -280,17 +280,22 @@ fn energy_counter(seconds: f64) -> Result<()> {
     Ok(())
 }
 
-/// Compiles (or finds cached) the PTX of every kernel file, the cache named on stdout.
+/// Compiles (or finds cached) the PTX of every kernel file, plain and with the timeline that
+/// `--rows ops` loads (else a device's first such cell compiles for about a minute), the
+/// cache named on stdout.
 fn fill_kernel_cache() -> Result<()> {
     use engine::cuda::nvrtc::{default_cache_dir, Compiler, KERNEL_FILES};
     let dir =
         default_cache_dir().context("no kernel cache: neither XDG_CACHE_HOME nor HOME is set")?;
-    let compiler = Compiler::new(Some(dir.clone()))?;
-    for file in KERNEL_FILES {
-        compiler.ptx(file)?;
+    let plain = Compiler::new(Some(dir.clone()))?;
+    let timeline = Compiler::new(Some(dir.clone()))?.with_timeline();
+    for compiler in [&plain, &timeline] {
+        for file in KERNEL_FILES {
+            compiler.ptx(file)?;
+        }
     }
     println!(
-        "{} kernel files compiled for sm_90 into {}",
+        "{} kernel files compiled for sm_90, plain and with the timeline, into {}",
         KERNEL_FILES.len(),
         dir.display()
     );
