@@ -109,6 +109,45 @@ fn a_step_that_moved_beside_its_keys_does_not_add_up_and_a_reflexive_one_does() 
 }
 
 #[test]
+fn an_arm_of_no_effect_checks_the_keys_and_names_what_moved_in_it() {
+    // As sampled, `again` is the base again: its keys' control holds; a plain arm has none.
+    let report = common::one("control", sample().file_text());
+    let again = arm(&report, "again").control.as_ref().expect("a reflexive arm's check");
+    assert!(again.holds && again.resolved.is_empty(), "{again:?}");
+    assert_eq!(again.largest_pct, 0.0);
+    assert!(arm(&report, "slow").control.is_none());
+    // `again` spending 3 % more in `ffn_add`, which no control may: the check fails, naming it.
+    let mut moved = sample();
+    let b = moved.breakdown.as_mut().unwrap();
+    b.changes.push(("again".into(), "ffn_add".into(), 3.0));
+    let text = moved.file_text();
+    let report = common::one("control-fails", text.clone());
+    let again = arm(&report, "again").control.as_ref().unwrap();
+    assert!(!again.holds, "{again:?}");
+    assert_eq!(again.resolved, vec!["ffn_add".to_string()]);
+    let ffn = key(arm(&report, "again"), "ffn_add");
+    assert_eq!(again.largest_pct, ffn.delta_pct.abs());
+    assert!(ffn.ci_low_pct < 3.0 && 3.0 < ffn.ci_high_pct, "{ffn:?}");
+    let path = std::env::temp_dir().join(format!("control_{}.csv", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    for args in [vec!["--summary"], vec![]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_analyze"))
+            .arg("report")
+            .args(&args)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let shown = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            shown.contains("the keys' control") || shown.contains("The keys' control"),
+            "{shown}"
+        );
+        assert!(shown.contains("fails") && shown.contains("ffn"), "{shown}");
+    }
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
 fn a_key_of_one_side_counts_zero_on_the_other() {
     let report = common::one("only", sample().file_text());
     let pad = arm(&report, "pad");

@@ -3,6 +3,7 @@
 //! (the method-2 log mean), Holm over the keys, the keys below 1 % of the step folded into one
 //! rest line, and the closure: the keys' summed delta against the step's own.
 
+use super::Design;
 use crate::breakdown_cells::BreakdownCells;
 use crate::stats::{holm, median};
 use ladder::stats::{t975, LogSeries, Spread};
@@ -33,6 +34,52 @@ pub struct BreakdownArm {
     /// The folded keys together; `None` when none is folded.
     pub rest: Option<KeyLine>,
     pub closure: Closure,
+    /// The check of an arm of no true effect (`null`, `reflexive`); `None` for other arms.
+    pub control: Option<KeyControl>,
+}
+
+/// The controls' keys (METHOD.md "Breakdown"): an arm of no true effect holds when none of
+/// its keys resolves after Holm.
+#[derive(Debug, Serialize)]
+pub struct KeyControl {
+    pub holds: bool,
+    /// The keys resolved after Holm, the largest contribution first.
+    pub resolved: Vec<String>,
+    /// The largest `|delta %|` among them: a key's change of this or less is not to be read
+    /// as a mechanism in this ladder. 0 when the check holds.
+    pub largest_pct: f64,
+}
+
+impl KeyControl {
+    /// The check in words, each key as `quote` shows it.
+    pub fn reading(&self, quote: impl Fn(&str) -> String) -> String {
+        match self.holds {
+            true => "holds: no key resolved after Holm".into(),
+            false => format!(
+                "fails: {} resolved after Holm in an arm of no true effect; in this ladder a \
+                 key's change of {:.2} % or less is not to be read as a mechanism",
+                self.resolved.iter().map(|k| quote(k)).collect::<Vec<_>>().join(", "),
+                self.largest_pct
+            ),
+        }
+    }
+
+    fn of(keys: &[KeyLine]) -> KeyControl {
+        let resolved: Vec<&KeyLine> = keys
+            .iter()
+            .filter(|l| matches!(l.holm_verdict, "more" | "less"))
+            .collect();
+        let largest_pct = resolved
+            .iter()
+            .map(|l| l.delta_pct.abs())
+            .filter(|c| c.is_finite())
+            .fold(0.0, f64::max);
+        KeyControl {
+            holds: resolved.is_empty(),
+            resolved: resolved.iter().map(|l| l.key.clone()).collect(),
+            largest_pct,
+        }
+    }
 }
 
 /// One key (or the rest) of one arm against the base.
@@ -97,18 +144,23 @@ fn interval(values: &[f64], spread: Spread) -> Interval {
     }
 }
 
-/// The breakdown of every arm against the base over `passes`.
+/// The breakdown of every arm of `design` against its base over `passes`.
 pub fn read(
     cells: &BreakdownCells,
-    names: &[String],
-    base: usize,
+    design: &Design,
     passes: Range<usize>,
     spread: Spread,
 ) -> BreakdownReport {
+    let base = design.base;
     let step = base_step(cells, base, passes.clone());
     let arms = (0..cells.arms)
         .filter(|&a| a != base)
-        .map(|a| arm(cells, names, (a, base), passes.clone(), spread, step))
+        .map(|a| {
+            let mut line = arm(cells, &design.names, (a, base), passes.clone(), spread, step);
+            let inert = design.roles.get(a).is_some_and(|r| r.is_inert_control());
+            line.control = inert.then(|| KeyControl::of(&line.keys));
+            line
+        })
         .collect();
     let spec = &cells.spec;
     BreakdownReport {
@@ -201,6 +253,7 @@ fn arm(
         keys,
         rest,
         closure,
+        control: None,
     }
 }
 

@@ -347,7 +347,7 @@ pub fn read(
     report.breakdown = info
         .breakdown
         .as_ref()
-        .map(|cells| breakdown::read(cells, &design.names, design.base, passes.clone(), spread));
+        .map(|cells| breakdown::read(cells, &design, passes.clone(), spread));
     if let Some(time) = &info.time_use {
         report.device_seconds = Some(time.device_seconds);
         report.time_use = time.arms.clone();

@@ -79,6 +79,9 @@ pub struct BreakdownTally {
     /// Arms whose closure was read, and those said not to add up.
     pub closures: usize,
     pub not_adding_up: usize,
+    /// Arms of no true effect whose keys' control was read, and those in which it failed.
+    pub controls: usize,
+    pub controls_failed: usize,
 }
 
 /// Reads `cells` as the report does and counts against the truth in `effects`.
@@ -90,7 +93,7 @@ pub fn tally(
     spread: Spread,
 ) -> BreakdownTally {
     let names = &plan.design.names;
-    let report: BreakdownReport = breakdown::read(cells, names, plan.design.base, passes, spread);
+    let report: BreakdownReport = breakdown::read(cells, &plan.design, passes, spread);
     let mut t = BreakdownTally::default();
     for arm in &report.arms {
         let a = names.iter().position(|n| *n == arm.arm).unwrap_or(0);
@@ -108,6 +111,10 @@ pub fn tally(
                 t.covered += usize::from(l.ci_low_pct <= truth && truth <= l.ci_high_pct);
                 t.resolved += usize::from(l.holm_verdict == "more");
             }
+        }
+        if let Some(control) = &arm.control {
+            t.controls += 1;
+            t.controls_failed += usize::from(!control.holds);
         }
         if let Some(adds_up) = arm.closure.adds_up {
             t.closures += 1;

@@ -163,6 +163,8 @@ pub struct BreakdownRates {
     pub resolved: Option<Count>,
     /// Closures said not to add up (every simulated breakdown adds up).
     pub not_adding_up: Count,
+    /// Keys' controls (arms of no true effect) that failed; `None` without such an arm.
+    pub controls_failed: Option<Count>,
 }
 
 fn breakdown_rates(tallies: &[Tally]) -> Option<BreakdownRates> {
@@ -177,6 +179,8 @@ fn breakdown_rates(tallies: &[Tally]) -> Option<BreakdownRates> {
         covered: (slowed > 0).then(|| Count::of(sum(|t| t.covered), slowed)),
         resolved: (slowed > 0).then(|| Count::of(sum(|t| t.resolved), slowed)),
         not_adding_up: Count::of(sum(|t| t.not_adding_up), sum(|t| t.closures)),
+        controls_failed: (sum(|t| t.controls) > 0)
+            .then(|| Count::of(sum(|t| t.controls_failed), sum(|t| t.controls))),
     })
 }
 

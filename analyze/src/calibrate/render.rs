@@ -108,17 +108,18 @@ Breakdown (METHOD.md \"Breakdown\"; simulated keys with shares ",
     let shares: Vec<String> = SHARES.iter().map(|s| format!("{s}")).collect();
     out.push_str(&shares.join(", "));
     out.push_str(", key 0 of each `arm` arm slowed by the true effect):\n\n");
-    out.push_str("| spec | model | arms with a key wrongly resolved after Holm [95 % CI] | slowed key's interval held the truth [95 % CI] | slowed key resolved | closure said not to add up [95 % CI] |\n|---|---|---|---|---|---|\n");
+    out.push_str("| spec | model | arms with a key wrongly resolved after Holm [95 % CI] | slowed key's interval held the truth [95 % CI] | slowed key resolved | closure said not to add up [95 % CI] | keys' control failed [95 % CI] |\n|---|---|---|---|---|---|---|\n");
     for (r, b) in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             r.spec,
             r.model.name(),
             count(&b.false_families),
             b.covered.as_ref().map_or("n/a".into(), count),
             b.resolved.as_ref().map_or("n/a".into(), count),
             count(&b.not_adding_up),
+            b.controls_failed.as_ref().map_or("n/a".into(), count),
         );
     }
 }

@@ -279,6 +279,14 @@ fn breakdown_lines(r: &LadderReport) -> Option<String> {
             plain(&a.arm),
             ci(c.keys_sum.estimate, c.keys_sum.ci_low, c.keys_sum.ci_high)
         );
+        if let Some(control) = &a.control {
+            let reading = control.reading(plain);
+            let shown = match control.holds {
+                true => styled(GOOD, &reading),
+                false => styled(BAD, &reading),
+            };
+            let _ = writeln!(closures, "  {}: the keys' control {shown}", plain(&a.arm));
+        }
     }
     Some(format!(
         "Where the time moves ({} by {}, the {BREAKDOWN_KEYS} largest changes an arm):\n{}{closures}",

@@ -132,6 +132,9 @@ fn arm_section(b: &BreakdownReport, a: &BreakdownArm, svg: Option<&String>, out:
         "\nClosure: {}.",
         closure_words(&a.closure, b.total.as_deref())
     );
+    if let Some(control) = &a.control {
+        let _ = writeln!(out, "\nThe keys' control: {}.", control.reading(name));
+    }
     if let Some(svg) = svg.filter(|s| !s.is_empty()) {
         let _ = writeln!(out, "\n![where the time moves: {}]({svg})", name(&a.arm));
     }
