@@ -112,7 +112,10 @@ fn a_step_that_moved_beside_its_keys_does_not_add_up_and_a_reflexive_one_does() 
 fn an_arm_of_no_effect_checks_the_keys_and_names_what_moved_in_it() {
     // As sampled, `again` is the base again: its keys' control holds; a plain arm has none.
     let report = common::one("control", sample().file_text());
-    let again = arm(&report, "again").control.as_ref().expect("a reflexive arm's check");
+    let again = arm(&report, "again")
+        .control
+        .as_ref()
+        .expect("a reflexive arm's check");
     assert!(again.holds && again.resolved.is_empty(), "{again:?}");
     assert_eq!(again.largest_pct, 0.0);
     assert!(arm(&report, "slow").control.is_none());

@@ -58,7 +58,11 @@ impl KeyControl {
             false => format!(
                 "fails: {} resolved after Holm in an arm of no true effect; in this ladder a \
                  key's change of {:.2} % or less is not to be read as a mechanism",
-                self.resolved.iter().map(|k| quote(k)).collect::<Vec<_>>().join(", "),
+                self.resolved
+                    .iter()
+                    .map(|k| quote(k))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 self.largest_pct
             ),
         }
@@ -156,7 +160,14 @@ pub fn read(
     let arms = (0..cells.arms)
         .filter(|&a| a != base)
         .map(|a| {
-            let mut line = arm(cells, &design.names, (a, base), passes.clone(), spread, step);
+            let mut line = arm(
+                cells,
+                &design.names,
+                (a, base),
+                passes.clone(),
+                spread,
+                step,
+            );
             let inert = design.roles.get(a).is_some_and(|r| r.is_inert_control());
             line.control = inert.then(|| KeyControl::of(&line.keys));
             line
