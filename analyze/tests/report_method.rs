@@ -338,6 +338,7 @@ fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
         halfwidth_pct: 0.5,
         looks: vec![4, 7, 10],
         spread: Default::default(),
+        metrics: Vec::new(),
     });
     let r: [f64; 10] = [1.0, 1.01, 1.02, 1.03, 1.00, 1.04, 1.02, 9.0, 9.0, 9.0];
     let text = hand.text_until(7, |_, p, a| {
@@ -382,6 +383,7 @@ fn an_interrupted_ladder_reads_only_the_passes_it_ran() {
         halfwidth_pct: 0.5,
         looks: vec![8, 10],
         spread: Default::default(),
+        metrics: Vec::new(),
     });
     let r = [1.0, 1.01, 1.02, 1.03, 1.00];
     let text = hand.text_until(5, |_, p, a| {
@@ -416,6 +418,7 @@ fn a_pooled_stop_reads_every_arm_with_one_first_look_spread() {
         halfwidth_pct: 0.5,
         looks: vec![4, 7, 10],
         spread: ladder::spec::StopSpread::Pooled,
+        metrics: Vec::new(),
     });
     let on: [f64; 7] = [1.0, 1.01, 1.02, 1.03, 1.00, 1.04, 1.02];
     let null: [f64; 7] = [1.0, 1.005, 0.99, 1.0, 1.01, 0.995, 1.0];

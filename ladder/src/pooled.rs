@@ -128,6 +128,7 @@ mod tests {
             halfwidth_pct: 1.0,
             looks: vec![4, 8],
             spread: StopSpread::PerArm,
+            metrics: Vec::new(),
         };
         let v = values(&[&[1.0, 1.0], &[1.0, 1.01], &[1.0, 1.03], &[1.0, 1.0]]);
         assert_eq!(stop.interval_spread(1, &v), Spread::FirstLook(3));
@@ -143,6 +144,7 @@ mod tests {
             halfwidth_pct: 1.0,
             looks: vec![4, 8],
             spread: StopSpread::PerArm,
+            metrics: Vec::new(),
         };
         assert_eq!(stop.interval_df(1, 3), 2);
         stop.spread = StopSpread::Pooled;

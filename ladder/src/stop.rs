@@ -59,6 +59,12 @@ impl StopSpec {
     pub fn first_look(&self) -> usize {
         self.looks.first().copied().unwrap_or(0)
     }
+
+    /// Whether `column`'s need sets the stopping look: every metric's, unless `metrics`
+    /// names some.
+    pub fn sets_stop(&self, column: &str) -> bool {
+        self.metrics.is_empty() || self.metrics.iter().any(|m| m == column)
+    }
 }
 
 /// One metric's values at the first look: `values[pass][arm]`, `None` where a cell printed
@@ -181,7 +187,7 @@ impl StopSpec {
     ) -> StopPlan {
         let passes = warmup..self.first_look();
         let mut largest: Option<Need> = None;
-        for metric in metrics {
+        for metric in metrics.iter().filter(|m| self.sets_stop(&m.metric)) {
             let pooled = (self.spread == StopSpread::Pooled)
                 .then(|| crate::pooled::pooled_spread(&metric.values, passes.clone()));
             for arm in (0..arms.len()).filter(|&a| a != base) {
@@ -229,6 +235,7 @@ mod tests {
             halfwidth_pct,
             looks: looks.to_vec(),
             spread: Default::default(),
+            metrics: Vec::new(),
         }
     }
 
@@ -341,7 +348,7 @@ mod tests {
             ],
         );
         let s = stop(0.5, &[4, 8, 40]);
-        let plan = s.plan(1, 0, &arms, &[quiet, noisy]);
+        let plan = s.plan(1, 0, &arms, &[quiet.clone(), noisy.clone()]);
         let l = [1.03f64.ln(), 0.97f64.ln(), 0.0];
         assert!((plan.need.passes - s.passes_needed(&l)).abs() < 1e-9);
         assert_eq!(
@@ -366,6 +373,36 @@ mod tests {
             )),
             "{words}"
         );
+    }
+
+    /// `[stop] metrics` names the metrics whose need sets the look: the noisy one's is left
+    /// out, and the quiet one's stops the ladder at its first look.
+    #[test]
+    fn only_the_named_metrics_set_the_stopping_look() {
+        let arms = ["base".to_string(), "a".into(), "b".into()];
+        let rows = |a: [f64; 3], b: [f64; 3], c: [f64; 3]| [[9.0, 1.0, 1.0], a, b, c];
+        let quiet = values(
+            "quiet",
+            &rows(
+                [100.0, 101.0, 100.0],
+                [100.0, 101.0, 100.1],
+                [100.0, 101.0, 99.9],
+            ),
+        );
+        let noisy = values(
+            "noisy",
+            &rows(
+                [100.0, 100.0, 103.0],
+                [100.0, 100.0, 97.0],
+                [100.0, 100.0, 100.0],
+            ),
+        );
+        let mut s = stop(0.5, &[4, 8, 40]);
+        s.metrics = vec!["quiet".into()];
+        assert!(s.sets_stop("quiet") && !s.sets_stop("noisy"));
+        let plan = s.plan(1, 0, &arms, &[quiet, noisy]);
+        assert_eq!(plan.need.metric, "quiet");
+        assert_eq!((plan.look, plan.stopped), (4, Stopped::Precision));
     }
 
     /// The need of a fixed ladder, worked out by hand: the base moves from pass to pass, so

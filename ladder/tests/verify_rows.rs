@@ -145,6 +145,7 @@ fn stop_sample(halfwidth_pct: f64) -> Sample {
         halfwidth_pct,
         looks: vec![4, 6, 8],
         spread: StopSpread::PerArm,
+        metrics: Vec::new(),
     });
     s
 }

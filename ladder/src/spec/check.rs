@@ -50,7 +50,7 @@ const METRIC_KEYS: &[&str] = &["column", "better", "row", "noise_limit_pct"];
 const SPLIT_KEYS: &[&str] = &["rounds", "time", "energy"];
 const IDENTITY_KEYS: &[&str] = &["column"];
 const BREAKDOWN_KEYS: &[&str] = &["key", "value", "total", "launches"];
-const STOP_KEYS: &[&str] = &["halfwidth_pct", "looks", "spread"];
+const STOP_KEYS: &[&str] = &["halfwidth_pct", "looks", "spread", "metrics"];
 const SCAN_KEYS: &[&str] = &["env", "parameter", "values", "args"];
 /// Every key is one the spec knows, at the top and in each table.
 pub(super) fn keys(at: &Locator, table: &toml::Table) -> Result<(), SpecError> {
@@ -450,6 +450,15 @@ fn check_stop(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
             "looks",
             message,
             format!("start the looks at {} or later", floor + 1),
+        ));
+    }
+    let metrics = spec.effective_metrics();
+    let columns: Vec<&str> = metrics.iter().map(|m| m.column.as_str()).collect();
+    if let Some(unknown) = stop.metrics.iter().find(|m| !columns.contains(&m.as_str())) {
+        return Err(error(
+            "metrics",
+            format!("[stop] metrics names {unknown:?}, which is not a [[metric]] column"),
+            format!("name metrics of this spec: one or more of {columns:?}"),
         ));
     }
     let last = *stop.looks.last().expect("checked non-empty");

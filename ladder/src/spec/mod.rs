@@ -116,6 +116,9 @@ pub struct StopSpec {
     /// Whose first-look spread `s0` is: each arm's own, or one pooled over the arms.
     #[serde(default)]
     pub spread: StopSpread,
+    /// The metrics whose need sets the stopping look; empty: every metric.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<String>,
 }
 
 /// `[stop] spread`: METHOD.md "Precision stopping" and "The pooled first-look spread".

@@ -190,6 +190,22 @@ fn stop_passes_if_given_is_the_last_look() {
 }
 
 #[test]
+fn stop_metrics_must_be_metrics_of_the_spec() {
+    let base = GOOD.replace("passes = 4\n", "");
+    let e = error_of(&format!("{base}{STOP}metrics = [\"tok\"]\n"));
+    assert!(
+        e.message
+            .contains("[stop] metrics names \"tok\", which is not a [[metric]] column"),
+        "{e}"
+    );
+    assert!(e.fix.contains("[\"tok_s\"]"), "{e}");
+    assert_eq!(e.line, Some(25));
+    let spec = parse(&format!("{base}{STOP}metrics = [\"tok_s\"]\n")).unwrap();
+    let stop = spec.stop.unwrap();
+    assert!(stop.sets_stop("tok_s") && !stop.sets_stop("other"));
+}
+
+#[test]
 fn stop_needs_a_positive_halfwidth() {
     let e = error_of(&format!(
         "{}{}",
