@@ -405,6 +405,29 @@ fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
     );
     let stop = ladder::spec::Spec::load(&out).unwrap().spec.stop.unwrap();
     assert_eq!(stop.looks, vec![uncut.looks[0]]);
+    // Less than the first look: refused with what fits, and nothing written.
+    std::fs::remove_file(&out).unwrap();
+    let w = format!("{}", first - 0.5);
+    let o = analyze(&[
+        "plan",
+        p,
+        "--halfwidth",
+        "0.5",
+        "--within",
+        &w,
+        "--template",
+        template.to_str().unwrap(),
+        "--write",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let pass = format!("first look (pass {})", uncut.looks[0]);
+    assert!(
+        err.contains(&pass) && err.contains("the narrowest is ±"),
+        "{err}"
+    );
+    assert!(!out.exists());
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 

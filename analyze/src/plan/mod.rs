@@ -168,11 +168,9 @@ fn best(model: &CostModel, pilot: &Pilot, goal: &Goal) -> anyhow::Result<Design>
     Ok(best)
 }
 
-/// Why the fixed design `best` does not fit `--within`, with the narrowest half-width that
-/// does; `None` when it fits or no time is given.
-fn over_time(model: &CostModel, best: &Design, goal: &Goal) -> Option<String> {
-    let within = goal.within_s.filter(|&w| best.seconds > w)?;
-    let narrowest = match model.narrowest_within(within) {
+/// The narrowest half-width a fixed design reaches within `within` seconds, in words.
+fn narrowest_words(model: &CostModel, within: f64) -> String {
+    match model.narrowest_within(within) {
         Some((h, d)) => format!(
             "within it the narrowest is ±{:.4} % (r = {}, {} passes, {})",
             100.0 * h.exp_m1(),
@@ -181,7 +179,14 @@ fn over_time(model: &CostModel, best: &Design, goal: &Goal) -> Option<String> {
             duration(d.seconds)
         ),
         None => "not even the fewest passes fit in it".into(),
-    };
+    }
+}
+
+/// Why the fixed design `best` does not fit `--within`, with the narrowest half-width that
+/// does; `None` when it fits or no time is given.
+fn over_time(model: &CostModel, best: &Design, goal: &Goal) -> Option<String> {
+    let within = goal.within_s.filter(|&w| best.seconds > w)?;
+    let narrowest = narrowest_words(model, within);
     Some(format!(
         "±{} % takes {} of cells at the least as a fixed design (r = {}, {} passes × {} arms), \
          more than the {} given by --within; {narrowest}",
@@ -294,9 +299,10 @@ fn stop_rule(
             let first = model.warmup + look.analysis;
             bail!(
                 "the [stop] rule's first look (pass {first}) alone takes {}, more than the {} \
-                 given by --within: give more time, or run the fixed design above without --template",
+                 given by --within; {}: ask for that, or give more time",
                 duration(model.seconds(best.reps, first)),
-                duration(within)
+                duration(within),
+                narrowest_words(model, within)
             );
         }
     }
