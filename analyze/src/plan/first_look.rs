@@ -139,6 +139,48 @@ mod tests {
         assert!(pooled.expected < chosen.expected, "{pooled:?} {chosen:?}");
     }
 
+    /// Stein's rule played out with its own draws: `k + 1` normal log ratios of variance `v`
+    /// give `s0`, the rule runs `max(m0, (t(0.975, k)·s0/h)²)` analysis passes; their mean is
+    /// the chosen first look's expectation, which the closed form must agree with.
+    #[test]
+    fn the_chosen_first_look_expects_the_passes_the_rule_runs() {
+        let (v, h) = (1e-4, 1.005f64.ln());
+        let look = first_look(v, h, |m0| m0 - 1);
+        let (m0, k) = (look.analysis, look.analysis - 1);
+        let mut state = 11u64;
+        let mut uniform = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let n = 100_000;
+        let mut total = 0.0;
+        for _ in 0..n {
+            let draws: Vec<f64> = (0..m0)
+                .map(|_| {
+                    let (a, b) = (uniform(), uniform());
+                    v.sqrt() * (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+                })
+                .collect();
+            let mean = draws.iter().sum::<f64>() / m0 as f64;
+            let s0 = (draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / k as f64).sqrt();
+            total += (t975(k) * s0 / h).powi(2).max(m0 as f64);
+        }
+        let simulated = total / n as f64;
+        assert!(
+            (simulated - look.expected).abs() < 0.01 * look.expected,
+            "{look:?} against {simulated}"
+        );
+    }
+
+    #[test]
+    fn with_no_spread_the_first_look_is_the_least_allowed() {
+        // E(m0) = m0: the least first look a spec allows, not one below it.
+        let look = first_look(0.0, 0.005, |m0| m0 - 1);
+        assert_eq!((look.analysis, look.expected), (MIN_FIRST_LOOK, 3.0));
+    }
+
     #[test]
     fn the_looks_run_from_the_first_to_the_99th_percentile() {
         let look = |analysis, p99| FirstLook {
