@@ -337,6 +337,21 @@ fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
     )
     .unwrap();
     let out = path.with_file_name("goal.toml");
+    let (t, o) = (template.to_str().unwrap(), out.to_str().unwrap());
+    let planned = |within: &str| {
+        analyze(&[
+            "plan",
+            p,
+            "--halfwidth",
+            "0.5",
+            "--within",
+            within,
+            "--template",
+            t,
+            "--write",
+            o,
+        ])
+    };
     let free = analyze::plan::Goal {
         halfwidth_pct: 0.5,
         arms: 2,
@@ -351,18 +366,7 @@ fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
         "the last look must not fit"
     );
     let w = format!("{within}");
-    let o = analyze(&[
-        "plan",
-        p,
-        "--halfwidth",
-        "0.5",
-        "--within",
-        &w,
-        "--template",
-        template.to_str().unwrap(),
-        "--write",
-        out.to_str().unwrap(),
-    ]);
+    let o = planned(&w);
     let text = stdout(&o);
     assert!(text.contains("under --within"), "{text}");
     let stop = ladder::spec::Spec::load(&out).unwrap().spec.stop.unwrap();
@@ -386,18 +390,7 @@ fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
     let w = format!("{first}");
     let fixed = analyze(&["plan", p, "--halfwidth", "0.5", "--within", &w]);
     assert_eq!(fixed.status.code(), Some(2));
-    let o = analyze(&[
-        "plan",
-        p,
-        "--halfwidth",
-        "0.5",
-        "--within",
-        &w,
-        "--template",
-        template.to_str().unwrap(),
-        "--write",
-        out.to_str().unwrap(),
-    ]);
+    let o = planned(&w);
     assert!(
         stdout(&o).contains("the [stop] below ends within it"),
         "{}",
@@ -408,18 +401,7 @@ fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
     // Less than the first look: refused with what fits, and nothing written.
     std::fs::remove_file(&out).unwrap();
     let w = format!("{}", first - 0.5);
-    let o = analyze(&[
-        "plan",
-        p,
-        "--halfwidth",
-        "0.5",
-        "--within",
-        &w,
-        "--template",
-        template.to_str().unwrap(),
-        "--write",
-        out.to_str().unwrap(),
-    ]);
+    let o = planned(&w);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     let pass = format!("first look (pass {})", uncut.looks[0]);

@@ -324,10 +324,8 @@ fn round_split_is_the_geometric_mean_of_each_factor() {
     );
 }
 
-#[test]
-fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
-    // Looks at 4, 7 and 10 passes (1 warm-up); the ladder stopped at look 7. The interval
-    // uses s0 of the first look's 3 analysis passes, t(0.975, 2), and √6.
+/// Two arms and one metric over at most 10 passes (1 warm-up), stopping at ±0.5 % at `looks`.
+fn stop_hand(looks: Vec<usize>) -> Hand {
     let mut hand = Hand::new(
         &[("off", Role::Base), ("on", Role::Arm)],
         &[("x", Better::Higher)],
@@ -336,10 +334,18 @@ fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
     hand.sample.noise_limit_pct = None;
     hand.sample.stop = Some(StopSpec {
         halfwidth_pct: 0.5,
-        looks: vec![4, 7, 10],
+        looks,
         spread: Default::default(),
         metrics: Vec::new(),
     });
+    hand
+}
+
+#[test]
+fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
+    // Looks at 4, 7 and 10 passes (1 warm-up); the ladder stopped at look 7. The interval
+    // uses s0 of the first look's 3 analysis passes, t(0.975, 2), and √6.
+    let hand = stop_hand(vec![4, 7, 10]);
     let r: [f64; 10] = [1.0, 1.01, 1.02, 1.03, 1.00, 1.04, 1.02, 9.0, 9.0, 9.0];
     let text = hand.text_until(7, |_, p, a| {
         format!("{}", 100.0 * if a == 1 { r[p] } else { 1.0 })
@@ -373,18 +379,7 @@ fn an_interrupted_ladder_reads_only_the_passes_it_ran() {
     // Planned for up to 10 passes (1 warm-up), killed after its 5th pass: no done record.
     // Read with --allow-defects, it has 4 analysis passes, not the 9 the order planned, and
     // says it was interrupted, not where it stopped.
-    let mut hand = Hand::new(
-        &[("off", Role::Base), ("on", Role::Arm)],
-        &[("x", Better::Higher)],
-        10,
-    );
-    hand.sample.noise_limit_pct = None;
-    hand.sample.stop = Some(StopSpec {
-        halfwidth_pct: 0.5,
-        looks: vec![8, 10],
-        spread: Default::default(),
-        metrics: Vec::new(),
-    });
+    let hand = stop_hand(vec![8, 10]);
     let r = [1.0, 1.01, 1.02, 1.03, 1.00];
     let text = hand.text_until(5, |_, p, a| {
         format!("{}", 100.0 * if a == 1 { r[p] } else { 1.0 })

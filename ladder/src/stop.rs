@@ -325,10 +325,10 @@ mod tests {
         assert_eq!(plan.need.arm, "a");
     }
 
-    #[test]
-    fn the_plan_takes_the_largest_need_over_metrics_and_arms() {
+    /// Three arms; pass 0 is warm-up, so a first look at 4 gives 3 analysis passes. `quiet`
+    /// moves each arm by 0.1 % at most, `noisy` moves arm b by 3 %.
+    fn quiet_and_noisy() -> ([String; 3], MetricValues, MetricValues) {
         let arms = ["base".to_string(), "a".into(), "b".into()];
-        // Pass 0 is warm-up; the first look (4) gives 3 analysis passes.
         let quiet = values(
             "quiet",
             &[
@@ -347,8 +347,14 @@ mod tests {
                 [100.0, 100.0, 100.0],
             ],
         );
+        (arms, quiet, noisy)
+    }
+
+    #[test]
+    fn the_plan_takes_the_largest_need_over_metrics_and_arms() {
+        let (arms, quiet, noisy) = quiet_and_noisy();
         let s = stop(0.5, &[4, 8, 40]);
-        let plan = s.plan(1, 0, &arms, &[quiet.clone(), noisy.clone()]);
+        let plan = s.plan(1, 0, &arms, &[quiet, noisy]);
         let l = [1.03f64.ln(), 0.97f64.ln(), 0.0];
         assert!((plan.need.passes - s.passes_needed(&l)).abs() < 1e-9);
         assert_eq!(
@@ -379,24 +385,7 @@ mod tests {
     /// out, and the quiet one's stops the ladder at its first look.
     #[test]
     fn only_the_named_metrics_set_the_stopping_look() {
-        let arms = ["base".to_string(), "a".into(), "b".into()];
-        let rows = |a: [f64; 3], b: [f64; 3], c: [f64; 3]| [[9.0, 1.0, 1.0], a, b, c];
-        let quiet = values(
-            "quiet",
-            &rows(
-                [100.0, 101.0, 100.0],
-                [100.0, 101.0, 100.1],
-                [100.0, 101.0, 99.9],
-            ),
-        );
-        let noisy = values(
-            "noisy",
-            &rows(
-                [100.0, 100.0, 103.0],
-                [100.0, 100.0, 97.0],
-                [100.0, 100.0, 100.0],
-            ),
-        );
+        let (arms, quiet, noisy) = quiet_and_noisy();
         let mut s = stop(0.5, &[4, 8, 40]);
         s.metrics = vec!["quiet".into()];
         assert!(s.sets_stop("quiet") && !s.sets_stop("noisy"));
