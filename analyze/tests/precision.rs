@@ -298,6 +298,19 @@ fn plan_writes_the_template_with_its_reps_and_pooled_stop() {
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
+/// A goal template of two arms beside the pilot at `pilot`, whose `-r` a plan sets.
+fn two_arm_template(pilot: &std::path::Path) -> PathBuf {
+    let template = pilot.with_file_name("template.toml");
+    std::fs::write(
+        &template,
+        "name = \"goal\"\ncommand = [\"engine\", \"bench\", \"-r\", \"1\"]\noutput = \"csv\"\n\
+         passes = 6\n[[arm]]\nname = \"a\"\nrole = \"base\"\n[[arm]]\nname = \"b\"\n\
+         [[metric]]\ncolumn = \"decode_tok_s\"\nbetter = \"higher\"\n",
+    )
+    .unwrap();
+    template
+}
+
 #[test]
 fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
     let path = write(
@@ -328,14 +341,7 @@ fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
         assert!(err.contains(&needle), "`{needle}` missing: {err}");
     }
     // Time for the design but not for the last look: the written [stop] ends within it.
-    let template = path.with_file_name("template.toml");
-    std::fs::write(
-        &template,
-        "name = \"goal\"\ncommand = [\"engine\", \"bench\", \"-r\", \"1\"]\noutput = \"csv\"\n\
-         passes = 6\n[[arm]]\nname = \"a\"\nrole = \"base\"\n[[arm]]\nname = \"b\"\n\
-         [[metric]]\ncolumn = \"decode_tok_s\"\nbetter = \"higher\"\n",
-    )
-    .unwrap();
+    let template = two_arm_template(&path);
     let out = path.with_file_name("goal.toml");
     let (t, o) = (template.to_str().unwrap(), out.to_str().unwrap());
     let planned = |within: &str| {
@@ -421,14 +427,7 @@ fn plan_refuses_at_once_a_half_width_no_ladder_within_the_limits_reaches() {
         "pilot.csv",
         &reps_sample(4, 12, 5.0, 5.0).file_text(),
     );
-    let template = path.with_file_name("template.toml");
-    std::fs::write(
-        &template,
-        "name = \"goal\"\ncommand = [\"engine\", \"bench\", \"-r\", \"1\"]\noutput = \"csv\"\n\
-         passes = 6\n[[arm]]\nname = \"a\"\nrole = \"base\"\n[[arm]]\nname = \"b\"\n\
-         [[metric]]\ncolumn = \"decode_tok_s\"\nbetter = \"higher\"\n",
-    )
-    .unwrap();
+    let template = two_arm_template(&path);
     let out = path.with_file_name("goal.toml");
     let o = analyze(&[
         "plan",
