@@ -48,8 +48,12 @@ pub fn describe(spec: &Spec, order: &Order) -> String {
         order.passes - spec.warmup_passes
     ));
     if let Some(stop) = &spec.stop {
+        let set_by = match stop.metrics.is_empty() {
+            true => "every metric".to_string(),
+            false => stop.metrics.join(", "),
+        };
         text.push_str(&format!(
-            "[stop]: after the first look ({} passes) the ladder runs to the first look whose analysis passes reach a {} % half-width, at most {} passes\n",
+            "[stop]: after the first look ({} passes) the ladder runs to the first look whose analysis passes reach a {} % half-width for {set_by}, at most {} passes\n",
             stop.first_look(),
             stop.halfwidth_pct,
             order.passes
@@ -213,5 +217,26 @@ mod tests {
         assert!((mde - 3.352_6 * 0.01 / 7f64.sqrt()).abs() < 1e-5, "{mde}");
         // More degrees of freedom at the same passes (a pooled first-look spread): smaller.
         assert!(mde_log(0.01, 7, 18) < mde - 0.001);
+    }
+
+    #[test]
+    fn the_plan_names_the_metrics_that_set_the_stop() {
+        let text = |stop: &str| {
+            let source = format!(
+                "name = \"s\"\ncommand = [\"engine\"]\n\
+                 [[arm]]\nname = \"a\"\nrole = \"base\"\n[[arm]]\nname = \"b\"\n\
+                 [[metric]]\ncolumn = \"tok_s\"\nbetter = \"higher\"\n\
+                 [[metric]]\ncolumn = \"j\"\nbetter = \"lower\"\n\
+                 [stop]\nhalfwidth_pct = 0.5\nlooks = [5, 8]\n{stop}"
+            );
+            let spec = Spec::parse(Path::new("s.toml"), &source).unwrap();
+            describe(&spec, &crate::ladder_run::order_of(&spec))
+        };
+        assert!(text("").contains("0.5 % half-width for every metric, at most 8 passes"));
+        let named = text("metrics = [\"tok_s\"]\n");
+        assert!(
+            named.contains("0.5 % half-width for tok_s, at most"),
+            "{named}"
+        );
     }
 }
