@@ -83,6 +83,14 @@ impl LadderInfo {
         self.start.warmup_passes.min(self.passes_run)..self.passes_run
     }
 
+    /// A `[stop]` ladder cut off before its first look: Stein's rule never ran, so it is read
+    /// as a fixed ladder of the passes it ran (METHOD.md "Precision stopping").
+    pub fn cut_before_first_look(&self) -> bool {
+        self.stop_looks()
+            .and_then(|looks| looks.first().copied())
+            .is_some_and(|first| self.passes_run < first)
+    }
+
     /// The looks of a `[stop]` ladder, as the start record (or else the spec) gives them.
     pub fn stop_looks(&self) -> Option<Vec<usize>> {
         self.start

@@ -380,7 +380,7 @@ fn an_interrupted_ladder_reads_only_the_passes_it_ran() {
     // Read with --allow-defects, it has 4 analysis passes, not the 9 the order planned, and
     // says it was interrupted, not where it stopped.
     let hand = stop_hand(vec![8, 10]);
-    let r = [1.0, 1.01, 1.02, 1.03, 1.00];
+    let r: [f64; 5] = [1.0, 1.01, 1.02, 1.03, 1.00];
     let text = hand.text_until(5, |_, p, a| {
         format!("{}", 100.0 * if a == 1 { r[p] } else { 1.0 })
     });
@@ -396,6 +396,20 @@ fn an_interrupted_ladder_reads_only_the_passes_it_ran() {
     let stop = report.stopped.as_ref().unwrap();
     assert_eq!(stop.look, 5);
     assert!(stop.reason.starts_with("interrupted"), "{}", stop.reason);
+    // Cut off before its first look (8): a fixed ladder's interval, from its 4 passes' sd.
+    assert!(stop.fixed);
+    let l: Vec<f64> = r[1..5].iter().map(|x| x.ln()).collect();
+    let mean = l.iter().sum::<f64>() / 4.0;
+    let half = ladder::stats::t975(3) * sd(&l) / 2.0;
+    let f = &report.metrics[0].arms[0].figures;
+    assert!(
+        (f.ci_low_pct - 100.0 * (mean - half).exp_m1()).abs() < 1e-9,
+        "{f:?}"
+    );
+    assert!(
+        (f.ci_high_pct - 100.0 * (mean + half).exp_m1()).abs() < 1e-9,
+        "{f:?}"
+    );
 }
 
 #[test]

@@ -147,11 +147,16 @@ pub struct StopPoint {
     pub halfwidth_pct: f64,
     /// Whose spread: each arm's own, or pooled over the arms.
     pub spread: StopSpread,
+    /// Cut off before its first look: read as a fixed ladder of the passes it ran.
+    pub fixed: bool,
 }
 
 impl StopPoint {
     /// Why the ladder ended, in words.
     pub fn reason_words(&self) -> &str {
+        if self.fixed {
+            return "cut off before its first look, read as a fixed ladder";
+        }
         match self.reason.as_str() {
             "precision" => "precision reached",
             "max-passes" => "the last look, precision not reached",
@@ -379,10 +384,11 @@ pub fn design(info: &LadderInfo, margin_pct: Option<f64>) -> Design {
     design
 }
 
-/// Under `[stop]` every interval uses the first look's spread.
+/// Under `[stop]` every interval uses the first look's spread, unless the ladder was cut off
+/// before it.
 pub fn spread_rule(info: &LadderInfo) -> Spread {
     match info.stop_looks() {
-        Some(looks) if !looks.is_empty() => {
+        Some(looks) if !looks.is_empty() && !info.cut_before_first_look() => {
             Spread::FirstLook(looks[0].saturating_sub(info.start.warmup_passes))
         }
         _ => Spread::Own,
@@ -393,7 +399,7 @@ pub fn spread_rule(info: &LadderInfo) -> Spread {
 /// "pooled"` the first look's pooled `s0` of this metric's grid.
 pub fn metric_spread(info: &LadderInfo, spread: Spread, grid: &Grid) -> Spread {
     match &info.spec.stop {
-        Some(stop) if stop.spread == StopSpread::Pooled => {
+        Some(stop) if stop.spread == StopSpread::Pooled && !info.cut_before_first_look() => {
             stop.interval_spread(info.start.warmup_passes, &grid_values(grid))
         }
         _ => spread,
@@ -423,6 +429,7 @@ fn stop_point(info: &LadderInfo) -> Option<StopPoint> {
     Some(StopPoint {
         look: info.passes_run,
         reason,
+        fixed: info.cut_before_first_look(),
         first_look: looks.first().copied().unwrap_or(0),
         halfwidth_pct: info
             .spec

@@ -177,6 +177,10 @@ fn mark(r: &LadderReport, out: &mut String) {
 /// Where a `[stop]` ladder stopped, in words; empty without `[stop]`.
 fn stop_words(r: &LadderReport) -> String {
     match &r.stopped {
+        Some(s) if s.fixed => format!(
+            "cut off at pass {}, before its first look (pass {}): Stein's rule never ran, so it is read as a fixed ladder of the passes it ran",
+            s.look, s.first_look
+        ),
         Some(s) => format!(
             "stopped at look {} ({}): the first look (pass {}) set the passes needed for a ±{} % half-width",
             s.look,

@@ -28,9 +28,10 @@ pub(super) fn ladder_section(doc: &Doc, i: usize, r: &LadderReport, out: &mut St
         }
     }
     if let Some(stop) = &r.stopped {
-        let spread = match stop.spread {
-            ladder::spec::StopSpread::PerArm => "the first look's spread `s0` with `t(0.975, m0−1)`",
-            ladder::spec::StopSpread::Pooled => "the first look's spread `s0` pooled over the arms (additive model) with `t(0.975, (m0−1)(n−1))`",
+        let spread = match (stop.fixed, stop.spread) {
+            (true, _) => "the spread of the passes it ran, as a fixed ladder's",
+            (false, ladder::spec::StopSpread::PerArm) => "the first look's spread `s0` with `t(0.975, m0−1)`",
+            (false, ladder::spec::StopSpread::Pooled) => "the first look's spread `s0` pooled over the arms (additive model) with `t(0.975, (m0−1)(n−1))`",
         };
         let _ = writeln!(
             out,
