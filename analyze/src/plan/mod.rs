@@ -151,7 +151,7 @@ impl Goal {
 /// The cheapest design that reaches the goal's half-width, or why none within the limits does.
 fn best(model: &CostModel, pilot: &Pilot, goal: &Goal) -> anyhow::Result<Design> {
     let halfwidth_pct = goal.halfwidth_pct;
-    let best = model.best(goal.h()).with_context(|| {
+    model.best(goal.h()).with_context(|| {
         format!(
             "±{halfwidth_pct} % is out of reach of {} arms at this pilot's spread: even {} \
              analysis passes (the {} cells a ladder may have) of {MAX_REPS} repetitions a cell \
@@ -164,8 +164,7 @@ fn best(model: &CostModel, pilot: &Pilot, goal: &Goal) -> anyhow::Result<Design>
             pilot.file,
             spreads(pilot)
         )
-    })?;
-    Ok(best)
+    })
 }
 
 /// The narrowest half-width a fixed design reaches within `within` seconds, in words.
