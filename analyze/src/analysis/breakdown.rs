@@ -160,7 +160,7 @@ pub fn read(
     let arms = (0..cells.arms)
         .filter(|&a| a != base)
         .map(|a| {
-            let mut line = arm(
+            let mut against = arm(
                 cells,
                 &design.names,
                 (a, base),
@@ -169,8 +169,8 @@ pub fn read(
                 step,
             );
             let inert = design.roles.get(a).is_some_and(|r| r.is_inert_control());
-            line.control = inert.then(|| KeyControl::of(&line.keys));
-            line
+            against.control = inert.then(|| KeyControl::of(&against.keys));
+            against
         })
         .collect();
     let spec = &cells.spec;
