@@ -171,6 +171,12 @@ mod tests {
     }
 
     #[test]
+    fn a_ladder_costs_its_cells_start_up_and_repetitions() {
+        // 10 passes × 3 arms × (4 s + 2 × 0.5 s).
+        assert_eq!(model().seconds(2, 10), 150.0);
+    }
+
+    #[test]
     fn the_search_finds_what_enumeration_finds() {
         for (start_s, rep_s, halfwidth) in [
             (4.0, 0.5, 0.5),
