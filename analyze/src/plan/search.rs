@@ -249,8 +249,28 @@ mod tests {
             assert_eq!((h, design.reps, design.passes), want, "{seconds} s");
             assert!(design.seconds <= seconds);
         }
-        // Less than the fewest passes of one repetition: nothing fits.
+        // Less than the fewest passes of one repetition: nothing fits; exactly them: they do.
         assert_eq!(m.narrowest_within(m.seconds(1, 3) - 0.01), None);
+        let fewest = m.narrowest_within(m.seconds(1, 3)).unwrap().1;
+        assert_eq!((fewest.reps, fewest.passes), (1, 3));
+        // More time than a ladder may use: the cell limit caps the passes.
+        let capped = m.narrowest_within(1e12).unwrap().1;
+        assert_eq!(capped.passes, m.warmup + m.max_analysis());
+        // No spread within a cell: every repetition count reaches the same width at the cap,
+        // and the fewest repetitions are kept, as `best` keeps them on a tie.
+        let mut between = model();
+        between.spreads = vec![(1e-4, 0.0)];
+        assert_eq!(between.narrowest_within(1e12).unwrap().1.reps, 1);
+    }
+
+    #[test]
+    fn the_narrowest_reads_t_at_the_passes_a_ladder_may_hold() {
+        // 50,000 arms leave one analysis pass under the cell limit: the floor of two passes,
+        // and t(0.975, 1).
+        let mut wide = model();
+        wide.arms = 50_000;
+        let v = wide.variance(MAX_REPS);
+        assert_eq!(wide.narrowest(), t975(1) * (v / 2.0).sqrt());
     }
 
     #[test]
