@@ -264,6 +264,15 @@ mod tests {
     }
 
     #[test]
+    fn on_a_tie_the_fewer_repetitions_win() {
+        // Repetitions that cost nothing and buy nothing: every r is the same design.
+        let mut free = model();
+        (free.rep_s, free.spreads) = (0.0, vec![(1e-4, 0.0)]);
+        let best = free.best(1.005f64.ln()).unwrap();
+        assert_eq!(best.reps, 1, "{best:?}");
+    }
+
+    #[test]
     fn the_narrowest_reads_t_at_the_passes_a_ladder_may_hold() {
         // 50,000 arms leave one analysis pass under the cell limit: the floor of two passes,
         // and t(0.975, 1).
