@@ -80,7 +80,7 @@ impl LadderInfo {
     }
 
     pub fn analysis_passes(&self) -> std::ops::Range<usize> {
-        self.start.warmup_passes.min(self.passes_run)..self.passes_run
+        ladder::verify::analysis_passes(self.start.warmup_passes, self.passes_run)
     }
 
     /// A `[stop]` ladder cut off before its first look: Stein's rule never ran, so it is read

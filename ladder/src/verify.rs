@@ -130,8 +130,7 @@ impl Ladder {
 
     /// The analysis passes: those after the warm-up, up to the passes run.
     pub fn analysis_passes(&self) -> std::ops::Range<usize> {
-        let passes = self.passes_run();
-        self.start.warmup_passes.min(passes)..passes
+        analysis_passes(self.start.warmup_passes, self.passes_run())
     }
 
     /// Recomputes a `[stop]` ladder's plan from its own file; `None` without `[stop]`.
@@ -149,6 +148,11 @@ impl Ladder {
             passes,
         )
     }
+}
+
+/// The analysis passes of a ladder that ran `passes` with `warmup` of them warm-up.
+pub fn analysis_passes(warmup: usize, passes: usize) -> std::ops::Range<usize> {
+    warmup.min(passes)..passes
 }
 
 /// `metric`'s values in the passes before `passes`, `values[pass][arm]`, read from the rows
