@@ -15,10 +15,10 @@
 #   warmup       ladders/warmup-decode-h200.toml (a short warm-up against the reference build
 #                3095158; carry .bin/3095158/engine too)
 #   aa, sweep    ladders/precision-{aa,sweep}-h200.template.toml, with `-r` and `[stop]` set by
-#                `analyze plan` from the pilot's file (aa-pilot-h200_TAG.csv in $OUT, from
-#                `pilot` earlier in the same call, else in raw/), within PLAN_WITHIN_S
-#                seconds of cells (default 480); the planned spec is written beside the
-#                ladder
+#                `analyze plan` from the pilot's file (PILOT when set, else
+#                aa-pilot-h200_TAG.csv in $OUT, from `pilot` earlier in the same call, else in
+#                raw/), within PLAN_WITHIN_S seconds of cells (default 480); the planned spec
+#                is written beside the ladder
 # Built here and carried in .bin/ (docs/GPU.md): .bin/engine, .bin/runner, .bin/gpu-tests/,
 # .bin/analyze (stripped: `strip -o .bin/analyze target/release/analyze`, for aa and sweep),
 # and the kernel cache .bin/xdg filled by `XDG_CACHE_HOME=.bin/xdg engine kernels` after
@@ -60,7 +60,7 @@ within=${PLAN_WITHIN_S:-480}
 # The goal ladder $1 (aa or sweep) at half-width $2 %, planned from the pilot within
 # $within s of cells, then run.
 planned() {
-    local spec="$out/precision-$1-h200.toml" pilot="$out/aa-pilot-h200_$tag.csv"
+    local spec="$out/precision-$1-h200.toml" pilot=${PILOT:-$out/aa-pilot-h200_$tag.csv}
     [ -f "$pilot" ] || pilot="raw/aa-pilot-h200_$tag.csv"
     # A plan that cannot fit is said and skipped, so that the call's other steps still run.
     if ! .bin/analyze plan "$pilot" --halfwidth "$2" --within "$within" \
