@@ -14,6 +14,8 @@
 #   energy       ladders/energy-l2-h200.toml (decodes long enough for the energy counter)
 #   warmup       ladders/warmup-decode-h200.toml (a short warm-up against the reference build
 #                3095158; carry .bin/3095158/engine too)
+#   decode-vs-3095158  ladders/decode-vs-3095158-h200.toml (the goals' cell against 3095158,
+#                the decode only; carry .bin/3095158/engine too)
 #   aa, sweep    ladders/precision-{aa,sweep}-h200.template.toml, with `-r` and `[stop]` set by
 #                `analyze plan` from the pilot's file (PILOT when set, else
 #                aa-pilot-h200_TAG.csv in $OUT, from `pilot` earlier in the same call, else in
@@ -94,6 +96,7 @@ for step in "$@"; do
         l2 | mtp) ladder "breakdown-$step-h200" ;;
         energy) ladder energy-l2-h200 ;;
         warmup) ladder warmup-decode-h200 ;;
+        decode-vs-3095158) ladder decode-vs-3095158-h200 ;;
         aa) planned aa "${AA_PCT:-0.005}" ;;
         sweep) planned sweep "${SWEEP_PCT:-0.03}" ;;
         *) echo "unknown step $step" >&2; exit 2 ;;
