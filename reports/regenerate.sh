@@ -51,4 +51,7 @@ report precision aa-pilot-h100 raw/aa-pilot-h200_h100-b8415b8.csv
 # Cut off by the device call's limit at its 119th cell (no done record): read with the defect
 # marked on every table.
 report precision precision-aa-h100-interrupted raw/precision-aa-h200_h100-b8415b8.csv --allow-defects
+report precision precision-aa-h100 raw/precision-aa-h200_h100-010b86f.csv raw/precision-aa-h200_h100-010b86f-b.csv
+report precision precision-sweep-h100 raw/precision-sweep-h200_h100-010b86f.csv raw/precision-sweep-h200_h100-010b86f-b.csv
+report precision warmup-decode-h100 raw/warmup-decode-h200_h100-010b86f.csv
 python3 reports/l2-sweep-h200/plot.py
