@@ -16,12 +16,14 @@
 #                3095158; carry .bin/3095158/engine too)
 #   decode-vs-3095158  ladders/decode-vs-3095158-h200.toml (the goals' cell against 3095158,
 #                the decode only; carry .bin/3095158/engine too)
+#   sweep-pilot  ladders/sweep-pilot-h200.toml (the sweep's base cell, with the pad's spin node)
 #   aa, sweep    ladders/precision-{aa,sweep}-h200.template.toml, with `-r` and `[stop]` set by
-#                `analyze plan` from the pilot's file (PILOT when set, else
-#                aa-pilot-h200_TAG.csv in $OUT, from `pilot` earlier in the same call, else in
-#                raw/), within PLAN_WITHIN_S seconds of cells (default 480); the planned spec
-#                is written beside the ladder; AA_PCT and SWEEP_PCT change their goals'
-#                half-widths (0.005 and 0.03), for a card that cannot reach them in time
+#                `analyze plan` from the goal's pilot (aa-pilot-h200_TAG.csv, or
+#                sweep-pilot-h200_TAG.csv: in $OUT, from `pilot` or `sweep-pilot` earlier in the
+#                same call, else in raw/; PILOT names another), within PLAN_WITHIN_S seconds
+#                of cells (default 480); the planned spec is written beside the ladder; AA_PCT
+#                and SWEEP_PCT change their goals' half-widths (0.005 and 0.03), for a card
+#                that cannot reach them in time
 # Built here and carried in .bin/ (docs/GPU.md): .bin/engine, .bin/runner, .bin/gpu-tests/,
 # .bin/analyze (stripped: `strip -o .bin/analyze target/release/analyze`, for aa and sweep),
 # and the kernel cache .bin/xdg filled by `XDG_CACHE_HOME=.bin/xdg engine kernels` after
@@ -60,15 +62,16 @@ ladder() {
 # other steps of the call besides): a plan that needs more is refused by `analyze plan`.
 within=${PLAN_WITHIN_S:-480}
 
-# The goal ladder $1 (aa or sweep) at half-width $2 %, planned from the pilot within
-# $within s of cells, then run.
+# The goal ladder $1 (aa or sweep) at half-width $2 %, planned from its pilot ($1-pilot-h200)
+# within $within s of cells, then run.
 planned() {
-    local spec="$out/precision-$1-h200.toml" pilot=${PILOT:-$out/aa-pilot-h200_$tag.csv}
-    [ -f "$pilot" ] || pilot="raw/aa-pilot-h200_$tag.csv"
-    # A plan that cannot fit is said and skipped, so that the call's other steps still run.
+    local spec="$out/precision-$1-h200.toml" pilot=${PILOT:-$out/$1-pilot-h200_$tag.csv}
+    [ -f "$pilot" ] || pilot="raw/$1-pilot-h200_$tag.csv"
+    # A plan refused (one that cannot fit $within s, a pilot of other cells) is said and
+    # skipped, so that the call's other steps still run.
     if ! .bin/analyze plan "$pilot" --halfwidth "$2" --within "$within" \
         --template "ladders/precision-$1-h200.template.toml" --write "$spec"; then
-        echo "== $1: no plan fits $within s of cells on this card; skipped" >&2
+        echo "== $1: analyze plan refused it (the line above says why); skipped" >&2
         return 0
     fi
     .bin/runner run "$spec" --tag "$tag" --out "$out"
@@ -93,6 +96,7 @@ for step in "$@"; do
             ;;
         known-effect) ladder known-effect-h200 ;;
         pilot) ladder aa-pilot-h200 ;;
+        sweep-pilot) ladder sweep-pilot-h200 ;;
         l2 | mtp) ladder "breakdown-$step-h200" ;;
         energy) ladder energy-l2-h200 ;;
         warmup) ladder warmup-decode-h200 ;;

@@ -57,6 +57,10 @@ pub struct PlanArgs {
     /// `[stop]` keeps only the looks that fit.
     #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
     pub within: Option<f64>,
+    /// Plan from a pilot whose base cell is not the template's (another environment or
+    /// argv): the plan prices the pilot's cells and says so.
+    #[arg(long, requires = "template")]
+    pub other_cells: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -202,6 +206,11 @@ fn plan_run(args: &PlanArgs) -> anyhow::Result<i32> {
         Some(path) => Some(Spec::load(path).map_err(|e| anyhow::anyhow!("{e}"))?.spec),
         None => None,
     };
+    if let Some(template) = &template {
+        if let Some(why) = pilot.check_cells(template, args.other_cells)? {
+            println!("--other-cells: the template's base cells are not the pilot's ({why}); this plan prices the pilot's\n");
+        }
+    }
     let arms = match (args.arms, &template) {
         (Some(n), _) => n as usize,
         (None, Some(spec)) => spec.arms.len(),

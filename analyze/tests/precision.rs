@@ -228,6 +228,19 @@ fn plan_reads_a_pilot_and_prints_the_cheapest_design() {
         text.contains("[stop] halfwidth_pct = 0.5, looks = ["),
         "{text}"
     );
+    // Three arms against the pilot's two: a pass of 2 × (1.75 + 8 × 0.5) s against the plan's.
+    let longer = format!(
+        "a pass of the pilot took 11.5 s, one of this ladder takes {:.1} s: a drift",
+        3.0 * (1.75 + best.reps as f64 * 0.5)
+    );
+    assert!(text.contains(&longer), "{longer}\n{text}");
+    let same = stdout(&analyze(&[
+        "plan",
+        path.to_str().unwrap(),
+        "--halfwidth",
+        "0.5",
+    ]));
+    assert!(!same.contains("a pass of the pilot took"), "{same}");
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
@@ -241,8 +254,8 @@ fn plan_writes_the_template_with_its_reps_and_pooled_stop() {
     let template = path.with_file_name("template.toml");
     std::fs::write(
         &template,
-        "# the goal\nname = \"goal\"\ncommand = [\"engine\", \"bench\", \"-r\", \"1\"]\noutput = \"csv\"\npasses = 6\n\
-         [[arm]]\nname = \"a\"\nrole = \"base\"\n[[arm]]\nname = \"b\"\n[[arm]]\nname = \"c\"\n\
+        "# the goal\nname = \"goal\"\ncommand = [\"target/release/engine\", \"bench\", \"-r\", \"1\"]\noutput = \"csv\"\npasses = 6\n\
+         [[arm]]\nname = \"a\"\nrole = \"base\"\nenv = { MODE = \"off\" }\n[[arm]]\nname = \"b\"\n[[arm]]\nname = \"c\"\n\
          [[metric]]\ncolumn = \"decode_tok_s\"\nbetter = \"higher\"\n",
     )
     .unwrap();
@@ -303,8 +316,8 @@ fn two_arm_template(pilot: &std::path::Path) -> PathBuf {
     let template = pilot.with_file_name("template.toml");
     std::fs::write(
         &template,
-        "name = \"goal\"\ncommand = [\"engine\", \"bench\", \"-r\", \"1\"]\noutput = \"csv\"\n\
-         passes = 6\n[[arm]]\nname = \"a\"\nrole = \"base\"\n[[arm]]\nname = \"b\"\n\
+        "name = \"goal\"\ncommand = [\"target/release/engine\", \"bench\", \"-r\", \"1\"]\noutput = \"csv\"\n\
+         passes = 6\n[[arm]]\nname = \"a\"\nrole = \"base\"\nenv = { MODE = \"off\" }\n[[arm]]\nname = \"b\"\n\
          [[metric]]\ncolumn = \"decode_tok_s\"\nbetter = \"higher\"\n",
     )
     .unwrap();
@@ -494,4 +507,80 @@ fn plan_refuses_a_pilot_without_repetition_rows_or_not_connected() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("a pilot must be one connected run"), "{err}");
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn plan_refuses_a_template_whose_base_cell_is_not_the_pilots() {
+    let path = write(
+        "plan-cells",
+        "pilot.csv",
+        &reps_sample(4, 12, 1.0, 2.0).file_text(),
+    );
+    let template = two_arm_template(&path);
+    let padded = std::fs::read_to_string(&template)
+        .unwrap()
+        .replace("MODE = \"off\"", "MODE = \"off\", PAD = \"0\"");
+    std::fs::write(&template, padded).unwrap();
+    let out = path.with_file_name("goal.toml");
+    let (p, t, o) = (
+        path.to_str().unwrap(),
+        template.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let args = [
+        "plan",
+        p,
+        "--halfwidth",
+        "0.5",
+        "--template",
+        t,
+        "--write",
+        o,
+    ];
+    let refused = analyze(&args);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    for needle in [
+        "the template's base arm runs other cells than the pilot",
+        "env PAD=\"0\" (the pilot's: unset)",
+        "pilot the template's base cell",
+        "--other-cells",
+    ] {
+        assert!(err.contains(needle), "`{needle}` missing: {err}");
+    }
+    assert!(!out.exists(), "a refused plan writes nothing");
+    let anyway = stdout(&analyze(&[&args[..], &["--other-cells"]].concat()));
+    assert!(
+        anyway.starts_with(
+            "--other-cells: the template's base cells are not the pilot's (env PAD=\"0\" (the pilot's: unset))"
+        ),
+        "{anyway}"
+    );
+    assert!(out.exists());
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+/// The repository's goal templates and the pilots `ladders/h200.sh` plans them from.
+#[test]
+fn the_goal_templates_run_their_pilots_cells() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ladders");
+    let cell = |name: &str| {
+        let spec = ladder::spec::Spec::load(&root.join(name)).unwrap().spec;
+        analyze::plan::Cell::base_of(&spec)
+    };
+    let (aa, sweep) = (cell("aa-pilot-h200.toml"), cell("sweep-pilot-h200.toml"));
+    assert_eq!(
+        aa.difference(&cell("precision-aa-h200.template.toml")),
+        None
+    );
+    assert_eq!(
+        sweep.difference(&cell("precision-sweep-h200.template.toml")),
+        None
+    );
+    // The A/A pilot priced the sweep's first two runs: its cells have no pad.
+    let why = aa.difference(&cell("precision-sweep-h200.template.toml"));
+    assert_eq!(
+        why.as_deref(),
+        Some("env ENGINE_DECODE_PAD_PCT=\"0\" (the pilot's: unset)")
+    );
 }

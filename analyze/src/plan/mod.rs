@@ -2,10 +2,12 @@
 //! pilot ladder run with `engine bench --rows reps`, the repetitions a cell and the passes
 //! that reach ±H in the least device time, and a first look for `[stop]`.
 
+mod cells;
 mod first_look;
 mod planned_spec;
 mod search;
 
+pub use cells::Cell;
 pub use first_look::{first_look, looks, FirstLook};
 pub use planned_spec::{apply, write, Applied};
 pub use search::{CostModel, Design, MAX_REPS};
@@ -37,6 +39,8 @@ pub struct Pilot {
     /// `T`: the mean of `τ/R` over the cells.
     pub rep_s: f64,
     pub components: Vec<ArmComponents>,
+    /// The base arm's cell, which the plan prices.
+    pub cell: Cell,
 }
 
 /// Reads a pilot: one connected run with `startup_seconds`, `timed_seconds` and repetition
@@ -70,6 +74,7 @@ pub fn pilot(path: &Path) -> anyhow::Result<Pilot> {
         startup_s: mean(&|&(_, startup, _)| startup),
         rep_s,
         components: components.arms,
+        cell: Cell::base_of(&spec),
     })
 }
 
@@ -105,6 +110,27 @@ fn timed_cells(shown: &str, ladder: &ladder::Ladder) -> anyhow::Result<Vec<(f64,
 }
 
 impl Pilot {
+    /// Refuses a template whose base arm runs another cell than the pilot's, unless
+    /// `other_cells`; then the difference is returned, for the plan to say.
+    pub fn check_cells(
+        &self,
+        template: &Spec,
+        other_cells: bool,
+    ) -> anyhow::Result<Option<String>> {
+        let Some(why) = self.cell.difference(&Cell::base_of(template)) else {
+            return Ok(None);
+        };
+        if !other_cells {
+            bail!(
+                "the template's base arm runs other cells than the pilot {}'s: {why}; a plan \
+                 prices the pilot's cells, so pilot the template's base cell (two arms of it, \
+                 run with `--rows reps`), or pass --other-cells to plan from these anyway",
+                self.file
+            );
+        }
+        Ok(Some(why))
+    }
+
     /// The cost model of a ladder of `arms` arms with the pilot's cells and spread.
     pub fn model(&self, arms: usize) -> CostModel {
         CostModel {
@@ -267,11 +293,26 @@ pub fn render(pilot: &Pilot, goal: &Goal) -> anyhow::Result<String> {
         "in the spec: \"-r\", \"{}\" in the engine's argv and passes = {}",
         best.reps, best.passes
     );
+    if arms > pilot.arms {
+        let _ = writeln!(out, "{}", longer_pass(pilot, &model, best.reps));
+    }
     if let Some(why) = over {
         let _ = writeln!(out, "{why}; the [stop] below ends within it");
     }
     stop_lines(&model, &best, goal, &mut out)?;
     Ok(out)
+}
+
+/// The pilot's pass against the planned ladder's, which pairs cells further apart in time.
+fn longer_pass(pilot: &Pilot, model: &CostModel, reps: usize) -> String {
+    let pilot_pass = pilot.arms as f64 * (pilot.start_s + pilot.reps as f64 * pilot.rep_s);
+    format!(
+        "a pass of the pilot took {:.1} s, one of this ladder takes {:.1} s: a drift between cells \
+         further apart than the pilot's pairs is not in its spread (a [stop] reads the ladder's \
+         own at its first look)",
+        pilot_pass,
+        model.seconds(reps, 1)
+    )
 }
 
 /// The first look and the looks of Stein's rule at the plan's repetitions, with each arm's

@@ -3,6 +3,7 @@
 //! so that a committed template and this rule, not a hand edit after the pilot, decide the
 //! ladder. Everything else of the template, its comments too, is kept.
 
+use super::cells::REPS_FLAGS;
 use anyhow::{bail, Context};
 use ladder::spec::Spec;
 use std::path::Path;
@@ -44,7 +45,7 @@ fn set_reps(doc: &mut DocumentMut, reps: usize) -> anyhow::Result<()> {
         .context("the template has no `command` array whose `-r` the plan can set")?;
     let at = command
         .iter()
-        .position(|v| matches!(v.as_str(), Some("-r" | "--reps")))
+        .position(|v| v.as_str().is_some_and(|a| REPS_FLAGS.contains(&a)))
         .context("the template's command has no `-r N`: give the engine's repetitions there")?;
     if at + 1 >= command.len() {
         bail!("the template's command ends at `-r`: give it a value, which the plan replaces");
