@@ -103,6 +103,18 @@ mod tests {
         let pilot = Cell::base_of(&spec(PILOT));
         assert_eq!(pilot.argv, ["e", "bench", "-pg", "8,8"]);
         assert_eq!(pilot.difference(&Cell::base_of(&spec(&template))), None);
+        // Other rows are another cell (the breakdown's rows run reps of their own), and a
+        // word before `reps` that is not `--rows` stays.
+        let ops = PILOT.replace("\"--rows\", \"reps\"", "\"--rows\", \"ops\"");
+        assert_eq!(
+            Cell::base_of(&spec(&ops)).argv,
+            ["e", "bench", "--rows", "ops", "-pg", "8,8"]
+        );
+        let mode = PILOT.replace("\"--rows\", \"reps\"", "\"--mode\", \"reps\"");
+        assert_eq!(
+            Cell::base_of(&spec(&mode)).argv,
+            ["e", "bench", "--mode", "reps", "-pg", "8,8"]
+        );
     }
 
     #[test]
