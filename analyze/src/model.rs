@@ -1,7 +1,7 @@
 //! The linear models of METHOD.md over one metric's analysis passes, in log space:
 //! the additive model `ln x = μ[p] + α[a] + ε` (paired noise), and the order model
 //! `ln x = μ[p] + α[a] + β[slot] + γ[prev] + ε` (position and carry-over F tests, and the
-//! estimates with carry-over removed).
+//! estimates with carry-over removed), and the drift within a pass, `τ[p]·slot` beside `β`.
 //!
 //! Every pass used is complete (each arm once), so the design is balanced in pass and arm:
 //! those two terms are swept out exactly by centering each pass and each arm (Frisch–Waugh),
@@ -54,6 +54,14 @@ pub struct OrderEffects {
     /// bias figure must not be conditioned on the test).
     #[serde(skip)]
     pub carry_free: Vec<Adjusted>,
+    /// F test of "every pass's own slope in the slot, τ[p], is 0" beside β; null when the
+    /// design leaves it no degrees of freedom or no residual.
+    pub drift_p: Option<f64>,
+    /// The drift test's degrees of freedom (numerator, denominator).
+    pub drift_df: Option<[usize; 2]>,
+    /// Each non-base arm's estimate with the drift within passes removed, when its test
+    /// rejects.
+    pub drift_free: Vec<Adjusted>,
 }
 
 /// An arm's estimate against the base with carry-over removed, and its 95 % interval from
@@ -73,6 +81,21 @@ impl OrderEffects {
             .iter()
             .any(|p| p.is_some_and(|p| p < ORDER_ALPHA))
     }
+
+    /// The drift test rejects at 1 %: pairing inside a pass leaves part of the drift.
+    pub fn drifting(&self) -> bool {
+        self.drift_p.is_some_and(|p| p < ORDER_ALPHA)
+    }
+}
+
+/// A model's columns beyond pass and arm (raw), and their normal equations with pass and
+/// arm swept out, which every nested fit shares.
+struct Columns<'a> {
+    raw: Vec<&'a Vec<f64>>,
+    raw_ss: Vec<f64>,
+    normal: Normal,
+    /// `y` with pass and arm swept out.
+    y: Vec<f64>,
 }
 
 impl Cells {
@@ -147,34 +170,16 @@ impl Cells {
 
     /// The tests and adjusted estimates; `names` and `base` name the arms for `adjusted`.
     pub fn order_effects(&self, names: &[String], base: usize) -> OrderEffects {
-        let cells = self.y.len();
         let (slots, prevs) = self.indicators();
-        let raw: Vec<&Vec<f64>> = slots.iter().chain(&prevs).collect();
-        let raw_ss: Vec<f64> = raw.iter().map(|c| c.iter().map(|v| v * v).sum()).collect();
         let n_slot = slots.len();
-        let dc: Vec<Vec<f64>> = raw.iter().map(|c| self.double_centered(c)).collect();
-        let y = self.double_centered(&self.y);
-        let normal = Normal::new(&dc, &y, &raw_ss);
-        let all: Vec<usize> = (0..raw.len()).collect();
-        let full = normal.fit(&all);
-        let only_s = normal.fit(&all[..n_slot]);
-        let only_g = normal.fit(&all[n_slot..]);
-        let df =
-            cells as isize - self.passes as isize - (self.arms as isize - 1) - full.rank as isize;
-        // A metric with no residual (the same in every cell of an arm) gives F = 0/0.
-        let residual = df > 0 && full.rss / cells as f64 > NO_RESIDUAL_SD * NO_RESIDUAL_SD;
-        let f_test = |reduced: &Fit| -> Option<(f64, [usize; 2])> {
-            let df1 = full.rank.checked_sub(reduced.rank).filter(|&d| d > 0)?;
-            if !residual {
-                return None;
-            }
-            let f = ((reduced.rss - full.rss) / df1 as f64) / (full.rss / df as f64);
-            let dist = FisherSnedecor::new(df1 as f64, df as f64).ok()?;
-            Some((dist.sf(f.max(0.0)), [df1, df as usize]))
-        };
+        let columns = self.columns(slots.iter().chain(&prevs).collect());
+        let all: Vec<usize> = (0..columns.raw.len()).collect();
+        let full = columns.normal.fit(&all);
+        let only_s = columns.normal.fit(&all[..n_slot]);
+        let only_g = columns.normal.fit(&all[n_slot..]);
         let carry_over_estimable = full.rank > only_s.rank;
-        let position = f_test(&only_g);
-        let carry_over = f_test(&only_s).filter(|_| carry_over_estimable);
+        let position = self.f_test(&full, &only_g);
+        let carry_over = self.f_test(&full, &only_s).filter(|_| carry_over_estimable);
         let mut effects = OrderEffects {
             position_p: position.map(|t| t.0),
             position_testable: position.is_some(),
@@ -183,42 +188,125 @@ impl Cells {
             carry_over_testable: carry_over.is_some(),
             carry_over_p: carry_over.map(|t| t.0),
             carry_over_df: carry_over.map(|t| t.1),
-            no_residual: !residual,
+            no_residual: !self.has_residual(&full),
             ..OrderEffects::default()
         };
-        // α is identified beside β and γ when centering on the pass alone leaves the slot
-        // and previous-arm columns no more room than centering on pass and arm did.
-        let rc: Vec<Vec<f64>> = raw.iter().map(|c| self.pass_centered(c)).collect();
-        let identified = Normal::new(&rc, &y, &raw_ss).fit(&all).rank == full.rank;
-        if carry_over_estimable && identified && df > 0 {
-            let sigma2 = full.rss / df as f64;
-            let t = ladder::stats::t_quantile(0.975, df as usize);
-            let arm_mean = |v: &[f64], a: usize| {
-                (0..self.passes).map(|p| v[self.at(p, a)]).sum::<f64>() / self.passes as f64
-            };
-            effects.carry_free = (0..self.arms)
-                .filter(|&a| a != base)
-                .map(|a| {
-                    let c: Vec<f64> = raw
-                        .iter()
-                        .map(|z| arm_mean(z, a) - arm_mean(z, base))
-                        .collect();
-                    let mean = arm_mean(&self.y, a) - arm_mean(&self.y, base) - full.dot_coef(&c);
-                    let var = sigma2 * (2.0 / self.passes as f64 + full.quadratic(&c));
-                    let half = t * var.max(0.0).sqrt();
-                    Adjusted {
-                        arm: names[a].clone(),
-                        estimate_pct: ladder::stats::pct_of_log(mean),
-                        ci_low_pct: ladder::stats::pct_of_log(mean - half),
-                        ci_high_pct: ladder::stats::pct_of_log(mean + half),
-                    }
-                })
-                .collect();
+        if carry_over_estimable {
+            effects.carry_free = self.adjusted(&columns, &full, names, base);
             if effects.sensitive() {
                 effects.adjusted = effects.carry_free.clone();
             }
         }
+        self.drift(&slots, names, base, &mut effects);
         effects
+    }
+
+    /// The drift test (METHOD.md "Drift within a pass"): each pass's own slope in the slot,
+    /// beside β, and the estimates with it removed when it rejects.
+    fn drift(&self, slots: &[Vec<f64>], names: &[String], base: usize, effects: &mut OrderEffects) {
+        // The slot itself: the pass term takes any offset, so `slot − (n − 1)/2` fits the same.
+        let slopes: Vec<Vec<f64>> = (0..self.passes)
+            .map(|p| {
+                (0..self.y.len())
+                    .map(|i| match i / self.arms == p {
+                        true => self.slot[i] as f64,
+                        false => 0.0,
+                    })
+                    .collect()
+            })
+            .collect();
+        let columns = self.columns(slots.iter().chain(&slopes).collect());
+        let all: Vec<usize> = (0..columns.raw.len()).collect();
+        let full = columns.normal.fit(&all);
+        let test = self.f_test(&full, &columns.normal.fit(&all[..slots.len()]));
+        effects.drift_p = test.map(|t| t.0);
+        effects.drift_df = test.map(|t| t.1);
+        if effects.drifting() {
+            effects.drift_free = self.adjusted(&columns, &full, names, base);
+        }
+    }
+
+    fn columns<'a>(&self, raw: Vec<&'a Vec<f64>>) -> Columns<'a> {
+        let raw_ss: Vec<f64> = raw.iter().map(|c| c.iter().map(|v| v * v).sum()).collect();
+        let centred: Vec<Vec<f64>> = raw.iter().map(|c| self.double_centered(c)).collect();
+        let y = self.double_centered(&self.y);
+        let normal = Normal::new(&centred, &y, &raw_ss);
+        Columns {
+            raw,
+            raw_ss,
+            normal,
+            y,
+        }
+    }
+
+    /// The residual degrees of freedom of a fit beside pass and arm.
+    fn residual_df(&self, full: &Fit) -> isize {
+        self.y.len() as isize - self.passes as isize - (self.arms as isize - 1) - full.rank as isize
+    }
+
+    /// A fit with something left to test against: a metric the same in every cell of an arm
+    /// would give F = 0/0.
+    fn has_residual(&self, full: &Fit) -> bool {
+        self.residual_df(full) > 0
+            && full.rss / self.y.len() as f64 > NO_RESIDUAL_SD * NO_RESIDUAL_SD
+    }
+
+    /// The F test of `reduced` against `full`: its p-value and degrees of freedom, or `None`
+    /// when the columns dropped add no rank or nothing is left to test against.
+    fn f_test(&self, full: &Fit, reduced: &Fit) -> Option<(f64, [usize; 2])> {
+        let df1 = full.rank.checked_sub(reduced.rank).filter(|&d| d > 0)?;
+        if !self.has_residual(full) {
+            return None;
+        }
+        let df = self.residual_df(full) as usize;
+        let f = ((reduced.rss - full.rss) / df1 as f64) / (full.rss / df as f64);
+        let dist = FisherSnedecor::new(df1 as f64, df as f64).ok()?;
+        Some((dist.sf(f.max(0.0)), [df1, df]))
+    }
+
+    /// Each non-base arm's α against the base from the `full` fit of `columns`, with its 95 %
+    /// interval from that model (METHOD.md "Order effects"); empty when the arms are not
+    /// identified beside the columns or no residual is left.
+    fn adjusted(
+        &self,
+        columns: &Columns,
+        full: &Fit,
+        names: &[String],
+        base: usize,
+    ) -> Vec<Adjusted> {
+        // α is identified beside the columns when centering on the pass alone leaves them no
+        // more room than centering on pass and arm did.
+        let all: Vec<usize> = (0..columns.raw.len()).collect();
+        let rc: Vec<Vec<f64>> = columns.raw.iter().map(|c| self.pass_centered(c)).collect();
+        let identified = Normal::new(&rc, &columns.y, &columns.raw_ss).fit(&all).rank == full.rank;
+        let df = self.residual_df(full);
+        if !identified || df <= 0 {
+            return Vec::new();
+        }
+        let sigma2 = full.rss / df as f64;
+        let t = ladder::stats::t_quantile(0.975, df as usize);
+        let arm_mean = |v: &[f64], a: usize| {
+            (0..self.passes).map(|p| v[self.at(p, a)]).sum::<f64>() / self.passes as f64
+        };
+        (0..self.arms)
+            .filter(|&a| a != base)
+            .map(|a| {
+                let c: Vec<f64> = columns
+                    .raw
+                    .iter()
+                    .map(|z| arm_mean(z, a) - arm_mean(z, base))
+                    .collect();
+                let mean = arm_mean(&self.y, a) - arm_mean(&self.y, base) - full.dot_coef(&c);
+                let var = sigma2 * (2.0 / self.passes as f64 + full.quadratic(&c));
+                let half = t * var.max(0.0).sqrt();
+                Adjusted {
+                    arm: names[a].clone(),
+                    estimate_pct: ladder::stats::pct_of_log(mean),
+                    ci_low_pct: ladder::stats::pct_of_log(mean - half),
+                    ci_high_pct: ladder::stats::pct_of_log(mean + half),
+                }
+            })
+            .collect()
     }
 }
 
@@ -418,13 +506,9 @@ mod tests {
     /// The full order model's residual sum of squares, as `order_effects` fits it.
     fn full_rss(cells: &Cells) -> f64 {
         let (slots, prevs) = cells.indicators();
-        let raw: Vec<&Vec<f64>> = slots.iter().chain(&prevs).collect();
-        let raw_ss: Vec<f64> = raw.iter().map(|c| c.iter().map(|v| v * v).sum()).collect();
-        let dc: Vec<Vec<f64>> = raw.iter().map(|c| cells.double_centered(c)).collect();
-        let all: Vec<usize> = (0..raw.len()).collect();
-        Normal::new(&dc, &cells.double_centered(&cells.y), &raw_ss)
-            .fit(&all)
-            .rss
+        let columns = cells.columns(slots.iter().chain(&prevs).collect());
+        let all: Vec<usize> = (0..columns.raw.len()).collect();
+        columns.normal.fit(&all).rss
     }
 
     #[test]
@@ -525,6 +609,43 @@ mod tests {
         let clean = rotate(3, 9, |p, a, _, _| noise(p, a) + 0.2 * p as f64);
         let e = clean.order_effects(&names(3), 0);
         assert!(e.position_p.unwrap() > 0.01, "{e:?}");
+    }
+
+    #[test]
+    fn a_drift_within_passes_is_found_and_removed_and_a_slot_effect_is_not_drift() {
+        let noise = |p: usize, a: usize| (((p * 31 + a * 17) % 11) as f64 - 5.0) * 1e-4;
+        let arm = |a: usize| 0.001 * a as f64;
+        // Each pass drifts its own way: +0.1 % a slot in even passes, −0.1 % in odd ones.
+        let slope = |p: usize| if p.is_multiple_of(2) { 1e-3 } else { -1e-3 };
+        let drifting = rotate(8, 10, |p, a, s, _| {
+            noise(p, a) + arm(a) + slope(p) * s as f64 + 0.2 * p as f64
+        });
+        let e = drifting.order_effects(&names(8), 0);
+        assert!(e.drift_p.unwrap() < 1e-6 && e.drifting(), "{e:?}");
+        assert_eq!(e.drift_df.unwrap()[0], 9, "ten slopes, one of them β's");
+        assert_eq!(e.drift_free.len(), 7);
+        for (k, adjusted) in e.drift_free.iter().enumerate() {
+            let truth = ladder::stats::pct_of_log(arm(k + 1));
+            assert!(
+                adjusted.ci_low_pct <= truth && truth <= adjusted.ci_high_pct,
+                "{k}: {adjusted:?} against {truth}"
+            );
+            assert!((adjusted.estimate_pct - truth).abs() < 0.03, "{adjusted:?}");
+        }
+        // The same slope in every pass is a position effect (β), not a drift.
+        let slot = rotate(8, 10, |p, a, s, _| noise(p, a) + arm(a) + 1e-3 * s as f64);
+        let e = slot.order_effects(&names(8), 0);
+        assert!(e.position_p.unwrap() < 1e-6, "{e:?}");
+        assert!(
+            e.drift_p.unwrap() > 0.01 && !e.drifting() && e.drift_free.is_empty(),
+            "{e:?}"
+        );
+        // Nothing but noise: no drift.
+        let clean = rotate(8, 10, |p, a, _, _| noise(p, a) + arm(a));
+        assert!(!clean.order_effects(&names(8), 0).drifting());
+        // Two arms: each pass's slope takes its difference, nothing is left to test.
+        let two = rotate(2, 10, |p, a, s, _| noise(p, a) + slope(p) * s as f64);
+        assert_eq!(two.order_effects(&names(2), 0).drift_p, None);
     }
 
     fn names(n: usize) -> Vec<String> {

@@ -108,6 +108,8 @@ pub struct LadderReport {
     pub analysis_passes: usize,
     pub stopped: Option<StopPoint>,
     pub order_sensitive: bool,
+    /// A metric's drift-within-passes test rejects at 1 % (METHOD.md "Order effects").
+    pub drifting: bool,
     pub metrics: Vec<MetricReport>,
     pub round_split: Option<RoundSplit>,
     pub identity: Option<Identity>,
@@ -289,6 +291,7 @@ pub fn read(
         analysis_passes: 0,
         stopped: None,
         order_sensitive: false,
+        drifting: false,
         metrics: Vec::new(),
         round_split: None,
         identity: None,
@@ -362,6 +365,7 @@ pub fn read(
         Err(why) => report.variance_note = Some(why.clone()),
     }
     report.order_sensitive = report.metrics.iter().any(|m| m.order_effects.sensitive());
+    report.drifting = report.metrics.iter().any(|m| m.order_effects.drifting());
     report
         .disqualified_by
         .extend(disqualifications(&report.metrics));

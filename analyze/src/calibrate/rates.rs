@@ -24,6 +24,8 @@ pub struct Tally {
     pub known: Vec<bool>,
     disqualified: bool,
     order_sensitive: bool,
+    /// A metric's drift-within-passes test rejected.
+    drifting: bool,
     /// For each `arm` arm with a true effect: (covered, resolved better).
     effect: Vec<(bool, bool)>,
     /// Estimates of the arms with no true effect, and with carry-over removed (when estimable).
@@ -53,6 +55,7 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
         known: Vec::new(),
         disqualified: !analysis::disqualifications(metrics).is_empty(),
         order_sensitive: metrics.iter().any(|m| m.order_effects.sensitive()),
+        drifting: metrics.iter().any(|m| m.order_effects.drifting()),
         effect: Vec::new(),
         estimates: Vec::new(),
         carry_free: Vec::new(),
@@ -143,6 +146,8 @@ pub struct Rates {
     /// Known-effect tests (arm, metric) that held: the coverage of a known effect.
     pub known_effect_held: Option<Count>,
     pub order_sensitive_rate: f64,
+    /// Ladders whose drift-within-passes test rejected on some metric.
+    pub drifting_rate: f64,
     pub coverage: Option<f64>,
     pub power: Option<f64>,
     pub mean_estimate_pct: f64,
@@ -241,6 +246,7 @@ pub fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> R
         inert_held: held(&inert),
         known_effect_held: (!known.is_empty()).then(|| held(&known)),
         order_sensitive_rate: rate(count(&|t| t.order_sensitive), n),
+        drifting_rate: rate(count(&|t| t.drifting), n),
         coverage: (!effects.is_empty())
             .then(|| rate(effects.iter().filter(|e| e.0).count(), effects.len())),
         power: (!effects.is_empty())

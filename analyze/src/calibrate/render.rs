@@ -72,7 +72,7 @@ pub fn render(options: &Options, scale: &Scale, all: &[Rates]) -> String {
     }
     for spec in &specs {
         let _ = writeln!(out, "\n{spec}\n");
-        out.push_str("| model | false positives [95 % CI] | Holm family | disqualified [95 % CI] (gate; controls) | order-sensitive | coverage | power |");
+        out.push_str("| model | false positives [95 % CI] | Holm family | disqualified [95 % CI] (gate; controls) | order-sensitive | drifts within passes | coverage | power |");
         if known {
             out.push_str(" known effect held [95 % CI] |");
         }
@@ -80,7 +80,7 @@ pub fn render(options: &Options, scale: &Scale, all: &[Rates]) -> String {
             out.push_str(" inert controls held [95 % CI] |");
         }
         out.push_str(" mean estimate | carry-free bias | mean passes |\n");
-        out.push_str("|---|---|---:|---|---:|---:|---:|");
+        out.push_str("|---|---|---:|---|---:|---:|---:|---:|");
         out.push_str(&"---|".repeat(usize::from(known) + usize::from(held)));
         out.push_str("---:|---:|---:|\n");
         for r in all.iter().filter(|r| r.spec == *spec) {
@@ -132,7 +132,7 @@ fn spec_row(r: &Rates, known: bool, held: bool, out: &mut String) {
         .collect();
     let _ = write!(
         out,
-        "| {} | {} [{}, {}] ({}/{}) | {} | {} ({}; {}) | {} | {} | {} |",
+        "| {} | {} [{}, {}] ({}/{}) | {} | {} ({}; {}) | {} | {} | {} | {} |",
         r.model.name(),
         pct(r.false_positive_rate),
         pct(r.false_positive_ci.0),
@@ -148,6 +148,7 @@ fn spec_row(r: &Rates, known: bool, held: bool, out: &mut String) {
             controls.join(", ")
         },
         pct(r.order_sensitive_rate),
+        pct(r.drifting_rate),
         r.coverage.map_or("n/a".into(), pct),
         r.power.map_or("n/a".into(), pct),
     );

@@ -100,6 +100,9 @@ fn heading(r: &LadderReport) -> String {
         if r.order_sensitive {
             line.push_str("; order-sensitive");
         }
+        if r.drifting {
+            line.push_str("; drifts within its passes");
+        }
     }
     line
 }

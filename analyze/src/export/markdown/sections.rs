@@ -2,6 +2,7 @@
 //! effects, contrasts, the figures beyond METHOD.md, the round split, identity and witness.
 
 use super::*;
+use crate::model::{Adjusted, OrderEffects};
 use std::fmt::Write;
 
 pub(super) fn ladder_section(doc: &Doc, i: usize, r: &LadderReport, out: &mut String) {
@@ -194,7 +195,7 @@ fn noise_lines(m: &MetricReport, out: &mut String) {
     );
     let _ = writeln!(
         out,
-        "- Drift: base spread {} % (sd/mean of the base), largest pass-to-pass step of `μ[p]` {} %. Pairing inside a pass removes drift; it never disqualifies.\n",
+        "- Drift: base spread {} % (sd/mean of the base), largest pass-to-pass step of `μ[p]` {} %. Pairing inside a pass removes the drift between passes (the drift within one is tested under the order effects); it never disqualifies.\n",
         num(m.drift_pct),
         num(m.drift_step_pct)
     );
@@ -331,29 +332,54 @@ fn order_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
         out.push_str("- Neither test rejects at 1 %.\n");
     }
     if !e.adjusted.is_empty() {
-        let adjusted: Vec<String> = e
-            .adjusted
-            .iter()
-            .map(|a| {
-                format!(
-                    "{} {} % {}",
-                    name(&a.arm),
-                    pct(a.estimate_pct),
-                    interval(a.ci_low_pct, a.ci_high_pct)
-                )
-            })
-            .collect();
         let _ = writeln!(
             out,
             "- Estimates with carry-over removed (α from the model, 95 % interval from the model): {}.",
-            adjusted.join(", ")
+            adjusted_list(&e.adjusted)
         );
     }
+    drift_lines(e, out);
     if r.run.as_ref().is_some_and(|run| run.order == "rotate") {
         out.push_str(
             "- Under `rotate` an arm follows the same arm except across pass boundaries, so the carry-over test has \
              little power (about 44 % for a 1 % carry-over at 0.5 % noise, 3 arms, 12 passes, against about 77 % under \
              `williams`): use `order = \"williams\"` with three or more arms (a reflexive arm makes three).\n",
+        );
+    }
+}
+
+/// `arm +1.2 % [+0.8, +1.6]`, one per arm.
+fn adjusted_list(adjusted: &[Adjusted]) -> String {
+    let each = adjusted.iter().map(|a| {
+        format!(
+            "{} {} % {}",
+            name(&a.arm),
+            pct(a.estimate_pct),
+            interval(a.ci_low_pct, a.ci_high_pct)
+        )
+    });
+    each.collect::<Vec<_>>().join(", ")
+}
+
+/// The drift within a pass (METHOD.md "Order effects"): its test and, when it rejects, the
+/// estimates with it removed.
+fn drift_lines(e: &OrderEffects, out: &mut String) {
+    let Some(p) = e.drift_p else {
+        out.push_str("- Drift within a pass: not testable in this design (each pass's slope would take its every difference).\n");
+        return;
+    };
+    let df = e
+        .drift_df
+        .map_or(String::new(), |[a, b]| format!(", F({a}, {b})"));
+    let _ = writeln!(out, "- Drift within a pass (each pass its own slope in the slot, `τ[p]`, beside β): p = {}{df}.", p_value(Some(p)));
+    if e.drifting() {
+        out.push_str("- **Drifts within its passes**: the test rejects at 1 %; pairing inside a pass does not remove this drift, which widens the intervals (fewer arms a pass, or shorter cells, pair closer in time).\n");
+    }
+    if !e.drift_free.is_empty() {
+        let _ = writeln!(
+            out,
+            "- Estimates with the drift within passes removed (α from the model with `τ`, 95 % interval from the model): {}.",
+            adjusted_list(&e.drift_free)
         );
     }
 }

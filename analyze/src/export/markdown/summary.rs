@@ -23,6 +23,9 @@ pub fn summary(reports: &[LadderReport]) -> String {
             if r.order_sensitive {
                 out.push_str("; **order-sensitive**");
             }
+            if r.drifting {
+                out.push_str("; **drifts within its passes**");
+            }
         }
         out.push_str("\n\n");
         if !r.statistics {
