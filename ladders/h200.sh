@@ -77,6 +77,14 @@ planned() {
     .bin/runner run "$spec" --tag "$tag" --out "$out"
 }
 
+# A fresh machine's driver compiles the carried kernels for the card on first use (19.7 s in
+# a ladder's first cell, docs/GPU.md): open the device once first, so no cell pays it.
+if [ -x .bin/engine ]; then
+    t0=$SECONDS
+    ENGINE_BACKEND=cuda .bin/engine info --preset qwen3.6-35b-a3b > /dev/null
+    echo "== device opened in $((SECONDS - t0)) s"
+fi
+
 for step in "$@"; do
     echo "== $step ($(date -u +%H:%M:%S))"
     case $step in
