@@ -440,6 +440,12 @@ mod tests {
         assert!(!at(None, Some(ORDER_ALPHA)).sensitive());
         assert!(at(Some(0.009_9), None).sensitive());
         assert!(at(Some(0.5), Some(0.009_9)).sensitive());
+        let drift = |p: Option<f64>| OrderEffects {
+            drift_p: p,
+            ..OrderEffects::default()
+        };
+        assert!(!drift(Some(ORDER_ALPHA)).drifting() && !drift(None).drifting());
+        assert!(drift(Some(0.009_9)).drifting() && !drift(Some(0.009_9)).sensitive());
     }
 
     #[test]
