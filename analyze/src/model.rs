@@ -77,15 +77,18 @@ pub struct Adjusted {
 impl OrderEffects {
     /// Either test rejects at 1 %.
     pub fn sensitive(&self) -> bool {
-        [self.position_p, self.carry_over_p]
-            .iter()
-            .any(|p| p.is_some_and(|p| p < ORDER_ALPHA))
+        rejects(self.position_p) || rejects(self.carry_over_p)
     }
 
     /// The drift test rejects at 1 %: pairing inside a pass leaves part of the drift.
     pub fn drifting(&self) -> bool {
-        self.drift_p.is_some_and(|p| p < ORDER_ALPHA)
+        rejects(self.drift_p)
     }
+}
+
+/// A test with a p-value below [`ORDER_ALPHA`] rejects; one that could not be computed does not.
+fn rejects(p: Option<f64>) -> bool {
+    p.is_some_and(|p| p < ORDER_ALPHA)
 }
 
 /// A model's columns beyond pass and arm (raw), and their normal equations with pass and

@@ -305,7 +305,7 @@ pub fn render(pilot: &Pilot, goal: &Goal) -> anyhow::Result<String> {
 
 /// The pilot's pass against the planned ladder's, which pairs cells further apart in time.
 fn longer_pass(pilot: &Pilot, model: &CostModel, reps: usize) -> String {
-    let pilot_pass = pilot.arms as f64 * (pilot.start_s + pilot.reps as f64 * pilot.rep_s);
+    let pilot_pass = pilot.model(pilot.arms).seconds(pilot.reps, 1);
     format!(
         "a pass of the pilot took {:.1} s, one of this ladder takes {:.1} s: a drift between cells \
          further apart than the pilot's pairs is not in its spread (a [stop] reads the ladder's \
