@@ -22,8 +22,9 @@
 #                sweep-pilot-h200_TAG.csv: in $OUT, from `pilot` or `sweep-pilot` earlier in the
 #                same call, else in raw/; PILOT names another), within PLAN_WITHIN_S seconds
 #                of cells (default 480); the planned spec is written beside the ladder; AA_PCT
-#                and SWEEP_PCT change their goals' half-widths (0.005 and 0.03), for a card
-#                that cannot reach them in time
+#                and SWEEP_PCT change their goals' half-widths (0.005 and 0.03); a goal that
+#                does not fit PLAN_WITHIN_S is planned at the narrowest half-width that does
+#                (`analyze plan --or-narrowest`, said in the log)
 # Built here and carried in .bin/ (docs/GPU.md): .bin/engine, .bin/runner, .bin/gpu-tests/,
 # .bin/analyze (stripped: `strip -o .bin/analyze target/release/analyze`, for aa and sweep),
 # and the kernel cache .bin/xdg filled by `XDG_CACHE_HOME=.bin/xdg engine kernels` after
@@ -67,9 +68,9 @@ within=${PLAN_WITHIN_S:-480}
 planned() {
     local spec="$out/precision-$1-h200.toml" pilot=${PILOT:-$out/$1-pilot-h200_$tag.csv}
     [ -f "$pilot" ] || pilot="raw/$1-pilot-h200_$tag.csv"
-    # A plan refused (one that cannot fit $within s, a pilot of other cells) is said and
-    # skipped, so that the call's other steps still run.
-    if ! .bin/analyze plan "$pilot" --halfwidth "$2" --within "$within" \
+    # A plan refused (a pilot of other cells, one whose fewest passes cannot fit $within s)
+    # is said and skipped, so that the call's other steps still run.
+    if ! .bin/analyze plan "$pilot" --halfwidth "$2" --within "$within" --or-narrowest \
         --template "ladders/precision-$1-h200.template.toml" --write "$spec"; then
         echo "== $1: analyze plan refused it (the line above says why); skipped" >&2
         return 0

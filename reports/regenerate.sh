@@ -54,4 +54,9 @@ report precision precision-aa-h100-interrupted raw/precision-aa-h200_h100-b8415b
 report precision precision-aa-h100 raw/precision-aa-h200_h100-010b86f.csv raw/precision-aa-h200_h100-010b86f-b.csv
 report precision precision-sweep-h100 raw/precision-sweep-h200_h100-010b86f.csv raw/precision-sweep-h200_h100-010b86f-b.csv
 report precision warmup-decode-h100 raw/warmup-decode-h200_h100-010b86f.csv
+# The sweep planned from its own pilot (the base cell with the pad's spin node), each within
+# 240 s of cells, at the narrowest half-width that fits (`analyze plan --or-narrowest`).
+report precision sweep-pilot-h100 raw/sweep-pilot-h200_h100-5d6ebbc.csv
+report precision precision-sweep-own-pilot-h100 raw/precision-sweep-h200_h100-5d6ebbc.csv raw/precision-sweep-h200_h100-5d6ebbc-b.csv
+report precision decode-vs-3095158-h100 raw/decode-vs-3095158-h200_h100-5d6ebbc.csv raw/decode-vs-3095158-h200_h100-5d6ebbc-b.csv
 python3 reports/l2-sweep-h200/plot.py

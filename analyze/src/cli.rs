@@ -57,6 +57,11 @@ pub struct PlanArgs {
     /// `[stop]` keeps only the looks that fit.
     #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
     pub within: Option<f64>,
+    /// Where the half-width does not fit --within, plan instead of refusing: at the
+    /// narrowest half-width a fixed design reaches within it, widened until a written
+    /// `[stop]`'s first look fits too (said above the plan).
+    #[arg(long, requires = "within")]
+    pub or_narrowest: bool,
     /// Plan from a pilot whose base cell is not the template's (another environment or
     /// argv): the plan prices the pilot's cells and says so.
     #[arg(long, requires = "template")]
@@ -216,19 +221,25 @@ fn plan_run(args: &PlanArgs) -> anyhow::Result<i32> {
         (None, Some(spec)) => spec.arms.len(),
         (None, None) => pilot.arms,
     };
-    let goal = plan::Goal {
+    let asked = plan::Goal {
         halfwidth_pct: args.halfwidth,
         arms,
         within_s: args.within,
         stop: args.template.is_some(),
     };
+    let (goal, widened) = plan::fitted(&pilot, asked, args.or_narrowest)?;
+    print!("{}", widened.unwrap_or_default());
     print!("{}", plan::render(&pilot, &goal)?);
     if let (Some(template), Some(out)) = (&args.template, &args.write) {
         let within = args
             .within
             .map_or(String::new(), |s| format!(" --within {s}"));
+        let narrowest = match args.or_narrowest {
+            true => " --or-narrowest",
+            false => "",
+        };
         let origin = format!(
-            "analyze plan {} --halfwidth {} --arms {arms}{within} --template {}",
+            "analyze plan {} --halfwidth {} --arms {arms}{within}{narrowest} --template {}",
             args.pilot.display(),
             args.halfwidth,
             template.display()
@@ -236,9 +247,10 @@ fn plan_run(args: &PlanArgs) -> anyhow::Result<i32> {
         let applied = plan::applied(&pilot, &goal)?;
         plan::write(template, out, &applied, &origin)?;
         println!(
-            "wrote {}: -r {}, [stop] spread = \"pooled\", looks {:?}",
+            "wrote {}: -r {}, [stop] halfwidth_pct = {}, spread = \"pooled\", looks {:?}",
             out.display(),
             applied.reps,
+            applied.halfwidth_pct,
             applied.looks
         );
     }

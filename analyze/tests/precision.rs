@@ -433,6 +433,87 @@ fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
 }
 
 #[test]
+fn or_narrowest_plans_the_narrowest_half_width_that_fits_within() {
+    let path = write(
+        "plan-or-narrowest",
+        "pilot.csv",
+        &reps_sample(4, 12, 1.0, 2.0).file_text(),
+    );
+    let pilot = analyze::plan::pilot(&path).unwrap();
+    let model = pilot.model(2);
+    let best = model.best(1.005f64.ln()).unwrap();
+    let template = two_arm_template(&path);
+    let out = path.with_file_name("goal.toml");
+    let (p, t, o) = (
+        path.to_str().unwrap(),
+        template.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let within = (best.seconds * 0.3).floor();
+    let w = format!("{within}");
+    let args = ["plan", p, "--halfwidth", "0.5", "--within", &w];
+    let write = ["--template", t, "--write", o];
+    // Without the flag the goal is refused; with it, the narrowest goal that fits is planned
+    // and written, said first.
+    let refused = analyze(&[&args[..], &write[..]].concat());
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(!out.exists());
+    let planned = analyze(&[&args[..], &write[..], &["--or-narrowest"]].concat());
+    let text = stdout(&planned);
+    assert!(
+        text.starts_with("--or-narrowest: ±0.5 % does not fit --within"),
+        "{text}"
+    );
+    let spec = ladder::spec::Spec::load(&out).unwrap().spec;
+    let stop = spec.stop.unwrap();
+    let (fixed_h, _) = model.narrowest_within(within).unwrap();
+    assert!(
+        stop.halfwidth_pct >= 100.0 * fixed_h.exp_m1() && stop.halfwidth_pct > 0.5,
+        "{} against the fixed design's ±{}",
+        stop.halfwidth_pct,
+        100.0 * fixed_h.exp_m1()
+    );
+    let reps = analyze::plan::applied(
+        &pilot,
+        &analyze::plan::Goal {
+            halfwidth_pct: stop.halfwidth_pct,
+            arms: 2,
+            within_s: Some(within),
+            stop: true,
+        },
+    )
+    .unwrap()
+    .reps;
+    assert!(stop.looks.iter().all(|&l| model.seconds(reps, l) <= within));
+    // The narrowest a fixed design reaches within: 3 % narrower does not fit.
+    let fixed_pct = 100.0 * fixed_h.exp_m1();
+    let narrower = format!("{}", fixed_pct * 0.97);
+    let tighter = analyze(&["plan", p, "--halfwidth", &narrower, "--within", &w]);
+    assert_eq!(tighter.status.code(), Some(2), "{}", stdout(&tighter));
+    let fits = format!("{}", fixed_pct * 1.001);
+    let fixed = analyze(&["plan", p, "--halfwidth", &fits, "--within", &w]);
+    assert_eq!(fixed.status.code(), Some(0), "{}", stdout(&fixed));
+    // A goal that fits is planned as asked, and the flag says nothing.
+    let roomy = format!("{}", best.seconds * 2.0);
+    let asked = analyze(&[
+        "plan",
+        p,
+        "--halfwidth",
+        "0.5",
+        "--within",
+        &roomy,
+        "--or-narrowest",
+    ]);
+    assert!(
+        !stdout(&asked).contains("--or-narrowest:"),
+        "{}",
+        stdout(&asked)
+    );
+    assert!(stdout(&asked).contains("±0.5 % in the least device time"));
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
 fn plan_refuses_at_once_a_half_width_no_ladder_within_the_limits_reaches() {
     // 5 % between cells: ±0.001 % would need about a billion passes.
     let path = write(

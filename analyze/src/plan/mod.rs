@@ -349,6 +349,50 @@ fn stop_rule(
     Ok((look, looks))
 }
 
+/// The widening step of `--or-narrowest`: the fixed design's narrowest half-width may still
+/// leave a `[stop]` whose first look runs past `--within`.
+const WIDEN: f64 = 1.02;
+
+/// The goal as asked when its plan fits `--within`; else (`--or-narrowest`) the narrowest
+/// half-width a fixed design reaches within it, widened until the plan and a written
+/// `[stop]` fit too, with the line that says so.
+pub fn fitted(
+    pilot: &Pilot,
+    goal: Goal,
+    or_narrowest: bool,
+) -> anyhow::Result<(Goal, Option<String>)> {
+    let fits = |g: &Goal| render(pilot, g).and_then(|_| applied(pilot, g).map(|_| ()));
+    let refused = match fits(&goal) {
+        Ok(()) => return Ok((goal, None)),
+        Err(e) => e,
+    };
+    let within = match (or_narrowest, goal.within_s) {
+        (true, Some(within)) => within,
+        _ => return Err(refused),
+    };
+    let Some((h, _)) = pilot.model(goal.arms).narrowest_within(within) else {
+        return Err(refused);
+    };
+    let mut pct = 100.0 * h.exp_m1();
+    for _ in 0..100 {
+        // Rounded up to the 4 decimals the plan prints, so the written goal is the one tried.
+        pct = (pct * 1e4).ceil() / 1e4;
+        let wider = Goal {
+            halfwidth_pct: pct,
+            ..goal
+        };
+        if fits(&wider).is_ok() {
+            let said = format!(
+                "--or-narrowest: ±{} % does not fit --within {within} s ({refused:#}); planned for ±{pct} %, the narrowest that does\n",
+                goal.halfwidth_pct
+            );
+            return Ok((wider, Some(said)));
+        }
+        pct *= WIDEN;
+    }
+    Err(refused)
+}
+
 /// What `--template … --write …` puts into a spec: the plan's repetitions and its pooled
 /// `[stop]` (fewer expected passes than each arm's own spread, METHOD.md).
 pub fn applied(pilot: &Pilot, goal: &Goal) -> anyhow::Result<Applied> {
