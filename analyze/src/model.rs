@@ -59,9 +59,6 @@ pub struct OrderEffects {
     pub drift_p: Option<f64>,
     /// The drift test's degrees of freedom (numerator, denominator).
     pub drift_df: Option<[usize; 2]>,
-    /// Each non-base arm's estimate with the drift within passes removed, when its test
-    /// rejects.
-    pub drift_free: Vec<Adjusted>,
 }
 
 /// An arm's estimate against the base with carry-over removed, and its 95 % interval from
@@ -200,13 +197,14 @@ impl Cells {
                 effects.adjusted = effects.carry_free.clone();
             }
         }
-        self.drift(&slots, names, base, &mut effects);
+        self.drift(&slots, &mut effects);
         effects
     }
 
     /// The drift test (METHOD.md "Drift within a pass"): each pass's own slope in the slot,
-    /// beside β, and the estimates with it removed when it rejects.
-    fn drift(&self, slots: &[Vec<f64>], names: &[String], base: usize, effects: &mut OrderEffects) {
+    /// beside β. No estimate with the slopes removed is given: a real drift is no straight
+    /// line in each pass, and such intervals held their truth too rarely (METHOD.md).
+    fn drift(&self, slots: &[Vec<f64>], effects: &mut OrderEffects) {
         // The slot itself: the pass term takes any offset, so `slot − (n − 1)/2` fits the same.
         let slopes: Vec<Vec<f64>> = (0..self.passes)
             .map(|p| {
@@ -224,9 +222,6 @@ impl Cells {
         let test = self.f_test(&full, &columns.normal.fit(&all[..slots.len()]));
         effects.drift_p = test.map(|t| t.0);
         effects.drift_df = test.map(|t| t.1);
-        if effects.drifting() {
-            effects.drift_free = self.adjusted(&columns, &full, names, base);
-        }
     }
 
     fn columns<'a>(&self, raw: Vec<&'a Vec<f64>>) -> Columns<'a> {
@@ -621,7 +616,7 @@ mod tests {
     }
 
     #[test]
-    fn a_drift_within_passes_is_found_and_removed_and_a_slot_effect_is_not_drift() {
+    fn a_drift_within_passes_is_found_and_a_slot_effect_is_not_drift() {
         let noise = |p: usize, a: usize| (((p * 31 + a * 17) % 11) as f64 - 5.0) * 1e-4;
         let arm = |a: usize| 0.001 * a as f64;
         // Each pass drifts its own way: +0.1 % a slot in even passes, −0.1 % in odd ones.
@@ -632,23 +627,11 @@ mod tests {
         let e = drifting.order_effects(&names(8), 0);
         assert!(e.drift_p.unwrap() < 1e-6 && e.drifting(), "{e:?}");
         assert_eq!(e.drift_df.unwrap()[0], 9, "ten slopes, one of them β's");
-        assert_eq!(e.drift_free.len(), 7);
-        for (k, adjusted) in e.drift_free.iter().enumerate() {
-            let truth = ladder::stats::pct_of_log(arm(k + 1));
-            assert!(
-                adjusted.ci_low_pct <= truth && truth <= adjusted.ci_high_pct,
-                "{k}: {adjusted:?} against {truth}"
-            );
-            assert!((adjusted.estimate_pct - truth).abs() < 0.03, "{adjusted:?}");
-        }
         // The same slope in every pass is a position effect (β), not a drift.
         let slot = rotate(8, 10, |p, a, s, _| noise(p, a) + arm(a) + 1e-3 * s as f64);
         let e = slot.order_effects(&names(8), 0);
         assert!(e.position_p.unwrap() < 1e-6, "{e:?}");
-        assert!(
-            e.drift_p.unwrap() > 0.01 && !e.drifting() && e.drift_free.is_empty(),
-            "{e:?}"
-        );
+        assert!(e.drift_p.unwrap() > 0.01 && !e.drifting(), "{e:?}");
         // Nothing but noise: no drift.
         let clean = rotate(8, 10, |p, a, _, _| noise(p, a) + arm(a));
         assert!(!clean.order_effects(&names(8), 0).drifting());

@@ -31,9 +31,6 @@ pub struct Tally {
     /// Estimates of the arms with no true effect, and with carry-over removed (when estimable).
     estimates: Vec<f64>,
     carry_free: Vec<f64>,
-    /// Per drift-removed estimate (a metric that drifts within its passes): whether its
-    /// interval holds the arm's true effect.
-    drift_free_held: Vec<bool>,
     pub passes: usize,
     /// The breakdown's counts, for a spec with `[breakdown]`.
     pub breakdown: Option<BreakdownTally>,
@@ -62,7 +59,6 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
         effect: Vec::new(),
         estimates: Vec::new(),
         carry_free: Vec::new(),
-        drift_free_held: Vec::new(),
         passes,
         breakdown: None,
     };
@@ -97,11 +93,6 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
             if plan.effect[k][index(&c.arm)] == 0.0 {
                 t.carry_free.push(c.estimate_pct);
             }
-        }
-        for d in &m.order_effects.drift_free {
-            let truth_pct = 100.0 * plan.effect[k][index(&d.arm)].exp_m1();
-            t.drift_free_held
-                .push(d.ci_low_pct <= truth_pct && truth_pct <= d.ci_high_pct);
         }
     }
     t
@@ -157,9 +148,6 @@ pub struct Rates {
     pub order_sensitive_rate: f64,
     /// Ladders whose drift-within-passes test rejected on some metric.
     pub drifting_rate: f64,
-    /// The drift-removed estimates' intervals (of the ladders that drift) that held their
-    /// arm's true effect.
-    pub drift_free_held: Option<Count>,
     pub coverage: Option<f64>,
     pub power: Option<f64>,
     pub mean_estimate_pct: f64,
@@ -230,10 +218,6 @@ pub fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> R
         .iter()
         .flat_map(|t| t.known.iter().copied())
         .collect();
-    let drift_free: Vec<bool> = tallies
-        .iter()
-        .flat_map(|t| t.drift_free_held.iter().copied())
-        .collect();
     let held = |v: &[bool]| Count::of(v.iter().filter(|&&h| h).count(), v.len());
     let disqualified = count(&|t| t.disqualified);
     Rates {
@@ -263,7 +247,6 @@ pub fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> R
         known_effect_held: (!known.is_empty()).then(|| held(&known)),
         order_sensitive_rate: rate(count(&|t| t.order_sensitive), n),
         drifting_rate: rate(count(&|t| t.drifting), n),
-        drift_free_held: (!drift_free.is_empty()).then(|| held(&drift_free)),
         coverage: (!effects.is_empty())
             .then(|| rate(effects.iter().filter(|e| e.0).count(), effects.len())),
         power: (!effects.is_empty())

@@ -148,7 +148,7 @@ fn spec_row(r: &Rates, known: bool, held: bool, out: &mut String) {
             controls.join(", ")
         },
         pct(r.order_sensitive_rate),
-        drifting(r),
+        pct(r.drifting_rate),
         r.coverage.map_or("n/a".into(), pct),
         r.power.map_or("n/a".into(), pct),
     );
@@ -170,18 +170,6 @@ fn spec_row(r: &Rates, known: bool, held: bool, out: &mut String) {
             .map_or("n/a".into(), |b| format!("{b:+.3} %")),
         r.mean_passes
     );
-}
-
-/// The drift test's rate, and how often the drift-removed intervals held the truth.
-fn drifting(r: &Rates) -> String {
-    match &r.drift_free_held {
-        Some(held) => format!(
-            "{} (drift removed: held {})",
-            pct(r.drifting_rate),
-            count(held)
-        ),
-        None => pct(r.drifting_rate),
-    }
 }
 
 fn pooled_tables(all: &[Rates], scale: &Scale, out: &mut String) {
