@@ -31,6 +31,9 @@ pub struct Tally {
     /// Estimates of the arms with no true effect, and with carry-over removed (when estimable).
     estimates: Vec<f64>,
     carry_free: Vec<f64>,
+    /// Per carry-over-removed estimate the report gives (an order-sensitive metric): whether
+    /// its interval holds the arm's true effect.
+    adjusted_held: Vec<bool>,
     pub passes: usize,
     /// The breakdown's counts, for a spec with `[breakdown]`.
     pub breakdown: Option<BreakdownTally>,
@@ -59,6 +62,7 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
         effect: Vec::new(),
         estimates: Vec::new(),
         carry_free: Vec::new(),
+        adjusted_held: Vec::new(),
         passes,
         breakdown: None,
     };
@@ -93,6 +97,11 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
             if plan.effect[k][index(&c.arm)] == 0.0 {
                 t.carry_free.push(c.estimate_pct);
             }
+        }
+        for a in &m.order_effects.adjusted {
+            let truth_pct = 100.0 * plan.effect[k][index(&a.arm)].exp_m1();
+            t.adjusted_held
+                .push(a.ci_low_pct <= truth_pct && truth_pct <= a.ci_high_pct);
         }
     }
     t
@@ -154,6 +163,8 @@ pub struct Rates {
     /// Mean carry-over-free estimate of the arms with no true effect (its bias), and how
     /// many ladders could estimate it.
     pub carry_free_bias_pct: Option<f64>,
+    /// The carry-over-removed intervals that held their arm's true effect.
+    pub carry_free_held: Option<Count>,
     pub mean_passes: f64,
     pub breakdown: Option<BreakdownRates>,
 }
@@ -218,6 +229,10 @@ pub fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> R
         .iter()
         .flat_map(|t| t.known.iter().copied())
         .collect();
+    let adjusted: Vec<bool> = tallies
+        .iter()
+        .flat_map(|t| t.adjusted_held.iter().copied())
+        .collect();
     let held = |v: &[bool]| Count::of(v.iter().filter(|&&h| h).count(), v.len());
     let disqualified = count(&|t| t.disqualified);
     Rates {
@@ -254,6 +269,7 @@ pub fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> R
         mean_estimate_pct: mean(tallies.iter().flat_map(|t| t.estimates.iter().copied()))
             .unwrap_or(f64::NAN),
         carry_free_bias_pct: mean(tallies.iter().flat_map(|t| t.carry_free.iter().copied())),
+        carry_free_held: (!adjusted.is_empty()).then(|| held(&adjusted)),
         mean_passes: mean(tallies.iter().map(|t| t.passes as f64)).unwrap_or(f64::NAN),
         breakdown: breakdown_rates(tallies),
     }

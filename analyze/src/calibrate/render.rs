@@ -79,7 +79,7 @@ pub fn render(options: &Options, scale: &Scale, all: &[Rates]) -> String {
         if held {
             out.push_str(" inert controls held [95 % CI] |");
         }
-        out.push_str(" mean estimate | carry-free bias | mean passes |\n");
+        out.push_str(" mean estimate | carry-free bias (held [95 % CI]) | mean passes |\n");
         out.push_str("|---|---|---:|---|---:|---:|---:|---:|");
         out.push_str(&"---|".repeat(usize::from(known) + usize::from(held)));
         out.push_str("---:|---:|---:|\n");
@@ -166,10 +166,20 @@ fn spec_row(r: &Rates, known: bool, held: bool, out: &mut String) {
         out,
         " {:+.3} % | {} | {:.1} |",
         r.mean_estimate_pct,
-        r.carry_free_bias_pct
-            .map_or("n/a".into(), |b| format!("{b:+.3} %")),
+        carry_free(r),
         r.mean_passes
     );
+}
+
+/// The carry-over-free estimates' bias, and how often their intervals held the truth.
+fn carry_free(r: &Rates) -> String {
+    let bias = r
+        .carry_free_bias_pct
+        .map_or("n/a".into(), |b| format!("{b:+.3} %"));
+    match &r.carry_free_held {
+        Some(held) => format!("{bias} (held {})", count(held)),
+        None => bias,
+    }
 }
 
 fn pooled_tables(all: &[Rates], scale: &Scale, out: &mut String) {
