@@ -38,12 +38,21 @@ fn a_a_ladders_are_called_different_about_5_percent_of_the_time() {
     let controls = independent["control_rates"][0][1].as_f64().unwrap();
     assert!(controls <= 0.08, "{controls}");
     assert!(independent["order_sensitive_rate"].as_f64().unwrap() <= 0.06);
-    // Williams separates carry-over: with it removed the estimate is unbiased.
+    // Williams separates carry-over: with it removed the estimate is unbiased, and its
+    // intervals, given whether or not the test rejects, hold the truth as 95 % ones should.
     let carry = &rates[1];
     assert!(
         carry["carry_free_bias_pct"].as_f64().unwrap().abs() < 0.1,
         "{carry}"
     );
+    for rates in [independent, carry] {
+        let held = &rates["carry_free_held"];
+        assert!(held["n"].as_u64().unwrap() >= 200, "{held}");
+        assert!(
+            (0.92..=0.98).contains(&held["rate"].as_f64().unwrap()),
+            "{held}"
+        );
+    }
 }
 
 #[test]

@@ -211,7 +211,7 @@ fn williams_with_carry_over() -> Cells {
 fn the_carry_over_adjusted_estimate_and_interval_are_the_full_models() {
     let cells = williams_with_carry_over();
     let e = cells.order_effects(&names(3), 0);
-    assert_eq!(e.carry_free.len(), 2, "{e:?}");
+    assert_eq!(e.adjusted.len(), 2, "{e:?}");
     // The full model by least squares with a generalized inverse of XᵀX.
     let x = design(&cells, true, true);
     let xtx = x.transpose() * &x;
@@ -222,7 +222,7 @@ fn the_carry_over_adjusted_estimate_and_interval_are_the_full_models() {
     let df = cells.y.len() - rank;
     let sigma2 = rss / df as f64;
     let t = ladder::stats::t975(df);
-    for (k, adjusted) in e.carry_free.iter().enumerate() {
+    for (k, adjusted) in e.adjusted.iter().enumerate() {
         let arm = k + 1;
         let mut c = DVector::zeros(x.ncols());
         c[cells.passes + arm] = 1.0;

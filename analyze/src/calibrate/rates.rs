@@ -31,8 +31,8 @@ pub struct Tally {
     /// Estimates of the arms with no true effect, and with carry-over removed (when estimable).
     estimates: Vec<f64>,
     carry_free: Vec<f64>,
-    /// Per carry-over-removed estimate the report gives (an order-sensitive metric): whether
-    /// its interval holds the arm's true effect.
+    /// Per carry-over-removed estimate (a design that can estimate carry-over): whether its
+    /// interval holds the arm's true effect.
     adjusted_held: Vec<bool>,
     pub passes: usize,
     /// The breakdown's counts, for a spec with `[breakdown]`.
@@ -93,7 +93,7 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
             }
         }
         t.holm_false += usize::from(holm_false);
-        for c in &m.order_effects.carry_free {
+        for c in &m.order_effects.adjusted {
             if plan.effect[k][index(&c.arm)] == 0.0 {
                 t.carry_free.push(c.estimate_pct);
             }

@@ -334,7 +334,7 @@ fn order_section(r: &LadderReport, m: &MetricReport, out: &mut String) {
     if !e.adjusted.is_empty() {
         let _ = writeln!(
             out,
-            "- Estimates with carry-over removed (α from the model, 95 % interval from the model): {}.",
+            "- Estimates with carry-over removed (α from the model, 95 % interval from the model; given whenever the design estimates carry-over, the test rejecting or not): {}.",
             adjusted_list(&e.adjusted)
         );
     }
