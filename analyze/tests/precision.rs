@@ -467,8 +467,9 @@ fn or_narrowest_plans_the_narrowest_half_width_that_fits_within() {
     let spec = ladder::spec::Spec::load(&out).unwrap().spec;
     let stop = spec.stop.unwrap();
     let (fixed_h, _) = model.narrowest_within(within).unwrap();
+    let fixed_pct = 100.0 * fixed_h.exp_m1();
     assert!(
-        stop.halfwidth_pct >= 100.0 * fixed_h.exp_m1() && stop.halfwidth_pct > 0.5,
+        stop.halfwidth_pct >= fixed_pct && stop.halfwidth_pct <= fixed_pct * 1.05,
         "{} against the fixed design's ±{}",
         stop.halfwidth_pct,
         100.0 * fixed_h.exp_m1()
@@ -486,7 +487,6 @@ fn or_narrowest_plans_the_narrowest_half_width_that_fits_within() {
     .reps;
     assert!(stop.looks.iter().all(|&l| model.seconds(reps, l) <= within));
     // The narrowest a fixed design reaches within: 3 % narrower does not fit.
-    let fixed_pct = 100.0 * fixed_h.exp_m1();
     let narrower = format!("{}", fixed_pct * 0.97);
     let tighter = analyze(&["plan", p, "--halfwidth", &narrower, "--within", &w]);
     assert_eq!(tighter.status.code(), Some(2), "{}", stdout(&tighter));
@@ -510,6 +510,33 @@ fn or_narrowest_plans_the_narrowest_half_width_that_fits_within() {
         stdout(&asked)
     );
     assert!(stdout(&asked).contains("±0.5 % in the least device time"));
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+/// Where a `[stop]`'s first look does not fit at the fixed design's narrowest half-width, the
+/// goal is widened in 2 % steps until it does.
+#[test]
+fn or_narrowest_widens_until_the_first_look_fits() {
+    let path = write(
+        "plan-widen",
+        "pilot.csv",
+        &reps_sample(1, 12, 1.0, 2.0).file_text(),
+    );
+    let pilot = analyze::plan::pilot(&path).unwrap();
+    let within = 19.0;
+    let (h, _) = pilot.model(2).narrowest_within(within).unwrap();
+    let first = (100.0 * h.exp_m1() * 1e4).ceil() / 1e4;
+    let goal = |halfwidth_pct| analyze::plan::Goal {
+        halfwidth_pct,
+        arms: 2,
+        within_s: Some(within),
+        stop: true,
+    };
+    assert!(analyze::plan::fitted(&pilot, goal(first), false).is_err());
+    let (fitted, said) = analyze::plan::fitted(&pilot, goal(0.01), true).unwrap();
+    let widened = (first * 1.02 * 1e4).ceil() / 1e4;
+    assert_eq!(fitted.halfwidth_pct, widened, "from ±{first} %");
+    assert!(said.unwrap().contains(&format!("planned for ±{widened} %")));
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
