@@ -4,15 +4,19 @@
 use std::path::Path;
 use std::process::Command;
 
-fn calibrate(args: &[&str]) -> serde_json::Value {
+/// `analyze calibrate ARGS` from the repository root.
+fn run(args: &[&str]) -> std::process::Output {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_analyze"))
+    Command::new(env!("CARGO_BIN_EXE_analyze"))
         .current_dir(root)
         .arg("calibrate")
         .args(args)
-        .args(["--ladders", "400", "--json"])
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+fn calibrate(args: &[&str]) -> serde_json::Value {
+    let out = run(&[args, &["--ladders", "400", "--json"]].concat());
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -83,17 +87,7 @@ fn a_true_effect_is_covered_and_an_unknown_model_is_refused() {
     // ladder in five (0.19 in 400).
     let power = value["rates"][0]["power"].as_f64().unwrap();
     assert!((0.08..=0.35).contains(&power), "{power}");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_analyze"))
-        .current_dir(root)
-        .args([
-            "calibrate",
-            "ladders/calibrate/aa-rotate-6.toml",
-            "--models",
-            "gaussian",
-        ])
-        .output()
-        .unwrap();
+    let out = run(&["ladders/calibrate/aa-rotate-6.toml", "--models", "gaussian"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -145,13 +139,13 @@ fn a_breakdown_resolves_few_keys_wrongly_covers_the_slowed_one_and_adds_up() {
 
 #[test]
 fn the_table_gives_the_carry_free_bias_and_how_often_its_intervals_held() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_analyze"))
-        .current_dir(root)
-        .args(["calibrate", "ladders/calibrate/aa-williams-8.toml"])
-        .args(["--models", "carry-over", "--ladders", "100"])
-        .output()
-        .unwrap();
+    let out = run(&[
+        "ladders/calibrate/aa-williams-8.toml",
+        "--models",
+        "carry-over",
+        "--ladders",
+        "100",
+    ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("| carry-free bias (held [95 % CI]) |"),
@@ -172,13 +166,14 @@ fn the_table_gives_the_carry_free_bias_and_how_often_its_intervals_held() {
 fn a_structural_zero_is_not_counted_as_an_inert_control() {
     // One null arm on two metrics, 50 ladders: 100 inert control tests; the structural
     // zero beside it is read, never tested (METHOD.md "Controls").
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_analyze"))
-        .current_dir(root)
-        .args(["calibrate", "ladders/l2-window-h200.toml"])
-        .args(["--models", "independent", "--ladders", "50", "--json"])
-        .output()
-        .unwrap();
+    let out = run(&[
+        "ladders/l2-window-h200.toml",
+        "--models",
+        "independent",
+        "--ladders",
+        "50",
+        "--json",
+    ]);
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rates = &value["rates"][0];
     assert_eq!(rates["inert_held"]["n"], 100, "{rates}");
