@@ -179,3 +179,24 @@ fn a_structural_zero_is_not_counted_as_an_inert_control() {
     assert_eq!(rates["inert_held"]["n"], 100, "{rates}");
     assert_eq!(rates["control_rates"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn a_reader_that_closes_the_pipe_ends_the_command_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_analyze"))
+        .current_dir(root)
+        .args(["calibrate", "ladders/calibrate/aa-williams-8.toml"])
+        .args(["--ladders", "400"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes before the table is computed (`… | head -0`).
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+}
