@@ -227,9 +227,8 @@ fn plan_run(args: &PlanArgs) -> anyhow::Result<i32> {
         within_s: args.within,
         stop: args.template.is_some(),
     };
-    let (goal, widened) = plan::fitted(&pilot, asked, args.or_narrowest)?;
-    print!("{}", widened.unwrap_or_default());
-    print!("{}", plan::render(&pilot, &goal)?);
+    let (goal, plan) = plan::fitted(&pilot, asked, args.or_narrowest)?;
+    print!("{plan}");
     if let (Some(template), Some(out)) = (&args.template, &args.write) {
         let within = args
             .within

@@ -5,14 +5,15 @@ use std::path::Path;
 use std::process::Command;
 
 /// `analyze calibrate ARGS` from the repository root.
-fn run(args: &[&str]) -> std::process::Output {
+fn command(args: &[&str]) -> Command {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_analyze"))
-        .current_dir(root)
-        .arg("calibrate")
-        .args(args)
-        .output()
-        .unwrap()
+    let mut command = Command::new(env!("CARGO_BIN_EXE_analyze"));
+    command.current_dir(root).arg("calibrate").args(args);
+    command
+}
+
+fn run(args: &[&str]) -> std::process::Output {
+    command(args).output().unwrap()
 }
 
 fn calibrate(args: &[&str]) -> serde_json::Value {
@@ -184,11 +185,7 @@ fn a_structural_zero_is_not_counted_as_an_inert_control() {
 fn a_reader_that_closes_the_pipe_ends_the_command_without_a_panic() {
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_analyze"))
-        .current_dir(root)
-        .args(["calibrate", "ladders/calibrate/aa-williams-8.toml"])
-        .args(["--ladders", "400"])
+    let mut child = command(&["ladders/calibrate/aa-williams-8.toml", "--ladders", "400"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -533,10 +533,10 @@ fn or_narrowest_widens_until_the_first_look_fits() {
         stop: true,
     };
     assert!(analyze::plan::fitted(&pilot, goal(first), false).is_err());
-    let (fitted, said) = analyze::plan::fitted(&pilot, goal(0.01), true).unwrap();
+    let (fitted, plan) = analyze::plan::fitted(&pilot, goal(0.01), true).unwrap();
     let widened = (first * 1.02 * 1e4).ceil() / 1e4;
     assert_eq!(fitted.halfwidth_pct, widened, "from ±{first} %");
-    assert!(said.unwrap().contains(&format!("planned for ±{widened} %")));
+    assert!(plan.contains(&format!("planned for ±{widened} %")));
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 

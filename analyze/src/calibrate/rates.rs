@@ -93,13 +93,12 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
             }
         }
         t.holm_false += usize::from(holm_false);
-        for c in &m.order_effects.adjusted {
-            if plan.effect[k][index(&c.arm)] == 0.0 {
-                t.carry_free.push(c.estimate_pct);
-            }
-        }
         for a in &m.order_effects.adjusted {
-            let truth_pct = 100.0 * plan.effect[k][index(&a.arm)].exp_m1();
+            let truth = plan.effect[k][index(&a.arm)];
+            if truth == 0.0 {
+                t.carry_free.push(a.estimate_pct);
+            }
+            let truth_pct = 100.0 * truth.exp_m1();
             t.adjusted_held
                 .push(a.ci_low_pct <= truth_pct && truth_pct <= a.ci_high_pct);
         }

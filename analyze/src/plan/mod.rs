@@ -354,16 +354,12 @@ fn stop_rule(
 const WIDEN: f64 = 1.02;
 
 /// The goal as asked when its plan fits `--within`; else (`--or-narrowest`) the narrowest
-/// half-width a fixed design reaches within it, widened until the plan and a written
-/// `[stop]` fit too, with the line that says so.
-pub fn fitted(
-    pilot: &Pilot,
-    goal: Goal,
-    or_narrowest: bool,
-) -> anyhow::Result<(Goal, Option<String>)> {
-    let fits = |g: &Goal| render(pilot, g).and_then(|_| applied(pilot, g).map(|_| ()));
-    let refused = match fits(&goal) {
-        Ok(()) => return Ok((goal, None)),
+/// half-width a fixed design reaches within it, widened until the plan and its `[stop]` fit
+/// too. With the plan in words, headed by the line that says so when it was widened.
+pub fn fitted(pilot: &Pilot, goal: Goal, or_narrowest: bool) -> anyhow::Result<(Goal, String)> {
+    // `render` refuses whatever `applied` would: the fixed design, and both `[stop]` rules.
+    let refused = match render(pilot, &goal) {
+        Ok(plan) => return Ok((goal, plan)),
         Err(e) => e,
     };
     let within = match (or_narrowest, goal.within_s) {
@@ -381,12 +377,12 @@ pub fn fitted(
             halfwidth_pct: pct,
             ..goal
         };
-        if fits(&wider).is_ok() {
+        if let Ok(plan) = render(pilot, &wider) {
             let said = format!(
                 "--or-narrowest: ±{} % does not fit --within {within} s ({refused:#}); planned for ±{pct} %, the narrowest that does\n",
                 goal.halfwidth_pct
             );
-            return Ok((wider, Some(said)));
+            return Ok((wider, said + &plan));
         }
         pct *= WIDEN;
     }
