@@ -1,8 +1,9 @@
-// The decode pad of ENGINE_DECODE_PAD_PCT (the known-effect control): the last launch of a
-// padded decode round. Once the round's last kernel has finished (pdl_begin), one thread spins
-// on the device's clock for the nanoseconds *pad_ns holds. The length is read from memory, not
-// passed by value, so that the graphs captured during the warm-up (length 0) replay the length
-// the host writes after it. At length 0 only the launch is left: the mechanism's own cost.
+// The decode pad of ENGINE_DECODE_PAD_PCT (the known-effect control, engine/src/pad.rs): a
+// padded decode round starts with round_start and ends with decode_pad, which spins on the
+// device's clock for a fraction of the round's own time and of the host's turnaround before
+// it, once the round's last kernel has finished (pdl_begin). Everything lives in the state the
+// launches point to, not in their arguments, so that the graphs captured once replay the
+// fraction the host writes later, and the host reads back what the pads waited.
 
 __device__ __forceinline__ u64 globaltimer_ns() {
     u64 ns;
@@ -10,14 +11,41 @@ __device__ __forceinline__ u64 globaltimer_ns() {
     return ns;
 }
 
-// Grid (1), block (1). A plain load, not a read-only one: the host rewrites the length between
-// replays.
-extern "C" __global__ void decode_pad(const u64* pad_ns) {
+// The state's words (engine/src/cuda/pad.rs, PadState).
+#define PAD_FRACTION 0      // the fraction, an f64's bits
+#define PAD_ROUND_START 1   // when the round began
+#define PAD_PREVIOUS_END 2  // when the previous pad ended, 0 before the first
+#define PAD_TURNAROUND 3    // the last turnaround counted
+#define PAD_WAITED 4        // nanoseconds waited since the host last read them
+#define PAD_ROUNDS 5        // rounds padded since then
+
+// Grid (1), block (1): the first launch of a padded round.
+extern "C" __global__ void round_start(u64* pad) {
     pdl_begin();
-    const u64 pad = *pad_ns;
-    const u64 start = globaltimer_ns();
-    while (globaltimer_ns() - start < pad) {
+    pad[PAD_ROUND_START] = globaltimer_ns();
+}
+
+// Grid (1), block (1): the last launch of a padded round; the rule is engine/src/pad.rs's
+// turnaround_ns and wait_ns. A plain load, not a read-only one: the host rewrites the state
+// between replays.
+extern "C" __global__ void decode_pad(u64* pad) {
+    pdl_begin();
+    const u64 now = globaltimer_ns();
+    const u64 start = pad[PAD_ROUND_START];
+    const u64 own = now - start;
+    const u64 previous = pad[PAD_PREVIOUS_END];
+    u64 turnaround = pad[PAD_TURNAROUND];
+    if (previous != 0 && start - previous <= own) {
+        turnaround = start - previous;
     }
+    const u64 wait = (u64)(__longlong_as_double((long long)pad[PAD_FRACTION]) * (double)(own + turnaround));
+    while (globaltimer_ns() - now < wait) {
+    }
+    const u64 end = globaltimer_ns();
+    pad[PAD_TURNAROUND] = turnaround;
+    pad[PAD_PREVIOUS_END] = end;
+    pad[PAD_WAITED] += end - now;
+    pad[PAD_ROUNDS] += 1;
 }
 
 // Grid (1), block (1): the clock's first `n + 1` distinct readings, so that the host can read

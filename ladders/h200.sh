@@ -98,7 +98,7 @@ for step in "$@"; do
             ENGINE_BACKEND=cuda stamped "${cold[@]}"
             ;;
         tests)
-            .bin/gpu-tests/cuda_kernels --ignored --exact graph::a_captured_pad_waits_the_length_written_after_capture
+            .bin/gpu-tests/cuda_kernels --ignored --exact graph::a_captured_pad_waits_the_fraction_written_after_capture --nocapture
             .bin/gpu-tests/cuda_backend --ignored --nocapture --exact a_five_percent_pad_slows_the_decode_to_1_over_1_05
             .bin/gpu-tests/cuda_breakdown --ignored --nocapture
             .bin/gpu-tests/cuda_energy --ignored --nocapture

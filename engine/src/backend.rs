@@ -14,7 +14,6 @@ use crate::options::Prefetch;
 use crate::state::PoolMap;
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, WeightStore, Weights};
 use anyhow::Result;
-use std::time::Duration;
 
 /// Where one GDN layer's state lives in the pool for one call: the slot read and the slot
 /// written (equal for an in-place update), as byte offsets into the pool.
@@ -171,13 +170,18 @@ pub trait Backend: WeightStore + Sized {
         let _ = (backend, key);
         body(m)
     }
-    /// The busy-wait that [`Backend::pad_round`] ends a round with from now on, in the rounds
-    /// recorded before too (`ENGINE_DECODE_PAD_PCT`). Called outside rounds, the first time
-    /// before the first round.
-    fn set_round_pad(&mut self, pad: Duration) -> Result<()>;
-    /// Waits the pad of [`Backend::set_round_pad`] once the work enqueued before has run: the
-    /// last operation of a padded decode round.
+    /// Pads every round from now on, in the rounds recorded before too, by `fraction` of its
+    /// own time (`ENGINE_DECODE_PAD_PCT`, the rule of [`crate::pad`]). Called outside rounds,
+    /// the first time before the first round.
+    fn set_round_pad(&mut self, fraction: f64) -> Result<()>;
+    /// Marks the start of a padded decode round: its first operation.
+    fn start_round(&mut self);
+    /// Waits the pad of the round begun at [`Backend::start_round`] once the work enqueued
+    /// before has run: the last operation of a padded decode round.
     fn pad_round(&mut self);
+    /// The seconds the pads waited and the rounds they ended since the last call (or since
+    /// [`Backend::set_round_pad`]).
+    fn take_pad_waited(&mut self) -> Result<(f64, u64)>;
     /// Zeroes the whole pool (a new sequence starts from a zero state).
     fn clear_pool(&mut self, pool: &mut Self::Pool);
     fn write_tokens(&mut self, dst: &mut Self::Tok, at: usize, host: &[u32]);

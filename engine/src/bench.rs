@@ -9,8 +9,8 @@ use crate::model::Model;
 use crate::options::Named;
 use crate::synthetic::prompt_token;
 use crate::tensors::{tensor_specs, Traffic};
-use anyhow::{bail, ensure, Result};
-use std::time::{Duration, Instant};
+use anyhow::{bail, Result};
+use std::time::Instant;
 
 /// What one bench run does (the model and backend are built by the caller).
 #[derive(Clone, Debug)]
@@ -46,12 +46,6 @@ impl BenchPlan {
                 self.n_gen
             );
         }
-        if let (Some(pct), 0) = (self.decode_pad_pct, self.warmup) {
-            bail!(
-                "ENGINE_DECODE_PAD_PCT={pct} needs a warm-up repetition to time the decode rounds \
-                 it pads: pass --warmup 1 (or more), or unset ENGINE_DECODE_PAD_PCT"
-            );
-        }
         Ok(())
     }
 
@@ -67,21 +61,18 @@ impl BenchPlan {
 /// The known-effect pad (`ENGINE_DECODE_PAD_PCT`) as the timed reps ran it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DecodePad {
-    /// The percentage asked.
+    /// The percentage asked: of every round's own time ([`crate::pad`]).
     pub pct: f64,
-    /// Decode seconds and decode rounds of the last warm-up rep (all its prompts). Earlier
-    /// warm-up reps are left out: the first also captures the backend's graphs and warms its
-    /// caches, which no timed rep does.
-    pub warmup_decode_seconds: f64,
-    pub warmup_rounds: u64,
-    /// The busy-wait that ended every timed round.
-    pub seconds: f64,
+    /// The seconds the timed reps' pads waited, all of them, as their clock read them.
+    pub waited_seconds: f64,
+    /// The rounds they ended: every timed round.
+    pub rounds: u64,
 }
 
 impl DecodePad {
-    /// The warm-up's mean round, of which the pad is `pct` %.
-    pub fn warmup_round_seconds(&self) -> f64 {
-        self.warmup_decode_seconds / self.warmup_rounds as f64
+    /// The mean wait of a timed round.
+    pub fn round_seconds(&self) -> f64 {
+        self.waited_seconds / self.rounds.max(1) as f64
     }
 }
 
@@ -303,37 +294,20 @@ fn rep<B: Backend>(
     Ok(r)
 }
 
-/// The untimed reps run before the timed ones: the plan's, and with a pad one more where the
-/// plan has only one, so that the pad is timed on a warm rep. The first rep faults pages in
-/// and captures the graphs: on the CPU engine it decodes about a sixth slower than the reps
-/// after it, and a pad timed on it would be that much too long.
-pub fn warmup_reps(plan: &BenchPlan) -> usize {
-    match (plan.decode_pad_pct, plan.warmup) {
-        (Some(_), 1) => 2,
-        (_, reps) => reps,
-    }
-}
-
-/// Pads every round from now on by `pct` % of the mean decode round of `warmup`, and says so.
-fn pad_timed_rounds<B: Backend>(m: &mut Model<B>, pct: f64, warmup: &Rep) -> Result<DecodePad> {
-    ensure!(
-        warmup.rounds > 0,
-        "ENGINE_DECODE_PAD_PCT: the warm-up ran no decode round to time"
-    );
-    let round = warmup.decode_s / warmup.rounds as f64;
-    let pad = Duration::from_secs_f64(pct / 100.0 * round);
-    m.pad_rounds(pad)?;
-    eprintln!(
-        "decode pad: {pct} % of {:.3} ms a round = {:.1} µs per round (ENGINE_DECODE_PAD_PCT)",
-        round * 1e3,
-        pad.as_secs_f64() * 1e6
-    );
-    Ok(DecodePad {
+/// The pads the timed reps waited, said on stderr.
+fn timed_pad<B: Backend>(m: &mut Model<B>, pct: f64) -> Result<DecodePad> {
+    let (waited_seconds, rounds) = m.backend.take_pad_waited()?;
+    let pad = DecodePad {
         pct,
-        warmup_decode_seconds: warmup.decode_s,
-        warmup_rounds: warmup.rounds,
-        seconds: pad.as_secs_f64(),
-    })
+        waited_seconds,
+        rounds,
+    };
+    eprintln!(
+        "decode pad: {pct} % of every round's own time, {:.1} µs a round on average over the \
+         timed reps' {rounds} rounds (ENGINE_DECODE_PAD_PCT)",
+        pad.round_seconds() * 1e6
+    );
+    Ok(pad)
 }
 
 /// The read ceiling's share that moving `bytes` in `seconds` reaches.
@@ -363,27 +337,19 @@ pub fn run_from<B: Backend>(
         .iter()
         .map(|_| Vec::with_capacity(plan.n_gen + 1))
         .collect();
-    if plan.decode_pad_pct.is_some() {
-        // The pad is there, at zero, from the first round: a backend that records rounds
-        // records it with them, and the warm-up times the rounds as the timed reps run them.
-        m.pad_rounds(Duration::ZERO)?;
+    if let Some(pct) = plan.decode_pad_pct {
+        // From the first round: a backend that records rounds records the pad with them.
+        m.pad_rounds(pct / 100.0)?;
     }
-    let mut last_warmup = None;
-    let warmup = warmup_reps(plan);
+    let warmup = plan.warmup;
     let warmup_plan = plan.warmup_rep();
     let warmup_started = Instant::now();
     for w in 0..warmup {
         eprintln!("warmup {}/{warmup}", w + 1);
-        // The rep that times the pad decodes as a timed rep does: a round's time grows with
-        // its position, so a pad timed on a shorter decode would be too short.
-        let times_the_pad = plan.decode_pad_pct.is_some() && w + 1 == warmup;
-        let this = if times_the_pad { plan } else { &warmup_plan };
-        last_warmup = Some(rep(m, this, &prompts, &mut outs, meter)?);
+        rep(m, &warmup_plan, &prompts, &mut outs, meter)?;
     }
-    let decode_pad = match (plan.decode_pad_pct, &last_warmup) {
-        (Some(pct), Some(warmup)) => Some(pad_timed_rounds(m, pct, warmup)?),
-        _ => None,
-    };
+    // The warm-up's pads are not the timed reps'.
+    m.backend.take_pad_waited()?;
     let before = m.backend.prefetch_counts();
     let mut reps = Vec::with_capacity(plan.reps);
     let mut times = Vec::with_capacity(plan.reps);
@@ -428,6 +394,10 @@ pub fn run_from<B: Backend>(
         }
         reps.push(rr);
     }
+    let decode_pad = match plan.decode_pad_pct {
+        Some(pct) => Some(timed_pad(m, pct)?),
+        None => None,
+    };
     let after = m.backend.prefetch_counts();
     let device_mem_peak_mib = held_after_warmup.max(meter.held_mib());
     let n = reps.len() as f64;
@@ -594,7 +564,7 @@ roofline_fraction,decode_pad_pct,decode_pad_us,decode_j_per_token,prefill_j_per_
                 .map(|p| p.pct.to_string())
                 .unwrap_or_default(),
             self.decode_pad
-                .map(|p| format!("{:.3}", p.seconds * 1e6))
+                .map(|p| format!("{:.3}", p.round_seconds() * 1e6))
                 .unwrap_or_default(),
             self.decode_j_per_token()
                 .map(|j| format!("{j:.6}"))

@@ -8,7 +8,7 @@ use crate::bench::{self, BenchPlan};
 use crate::model::Model;
 use anyhow::{bail, Result};
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// One operation's or kernel's row.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,14 +47,14 @@ impl Breakdown {
 
 /// Times `plan.reps` reps' decodes on the op clock, after `warmups` untimed reps (a model
 /// built for the breakdown alone needs its own, to capture its graphs; one that just ran the
-/// timed reps does not). `pad` is the timed reps' decode pad, run here too, so that the
+/// timed reps does not). `pad_pct` is the timed reps' decode pad, run here too, so that the
 /// rounds are the ones the timed reps ran. The reps must generate `digest`'s tokens: rows
 /// of other tokens would describe another decode.
 pub fn run<B: Backend>(
     m: &mut Model<B>,
     plan: &BenchPlan,
     warmups: usize,
-    pad: Option<Duration>,
+    pad_pct: Option<f64>,
     digest: &str,
 ) -> Result<Breakdown> {
     let prompts = bench::prompts(plan.seed, plan.prompts, plan.n_prompt, m.cfg.vocab);
@@ -62,15 +62,12 @@ pub fn run<B: Backend>(
         .iter()
         .map(|_| Vec::with_capacity(plan.n_gen + 1))
         .collect();
-    if pad.is_some() {
-        m.pad_rounds(Duration::ZERO)?;
+    if let Some(pct) = pad_pct {
+        m.pad_rounds(pct / 100.0)?;
     }
     for w in 0..warmups {
         eprintln!("op rows: warmup {}/{warmups}", w + 1);
         rep(m, plan, &prompts, &mut outs, None)?;
-    }
-    if let Some(pad) = pad {
-        m.pad_rounds(pad)?;
     }
     let mut totals = Totals::default();
     for r in 0..plan.reps {

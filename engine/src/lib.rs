@@ -18,6 +18,7 @@ pub mod info;
 pub mod meter;
 pub mod model;
 pub mod options;
+pub mod pad;
 pub mod rows;
 pub mod state;
 pub mod synthetic;

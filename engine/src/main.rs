@@ -15,7 +15,7 @@ use engine::rows::{self, Extra};
 use engine::weights::WeightSource;
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Launches the timeline of `--rows ops` holds between two reads (one prompt's decode): a
 /// 35B-A3B token takes about 300, a speculative round more; 64 MiB of notes on the device.
@@ -186,10 +186,13 @@ fn op_rows<B: Backend>(
     warmups: usize,
     result: &BenchResult,
 ) -> Result<Breakdown> {
-    let pad = result
-        .decode_pad
-        .map(|p| Duration::from_secs_f64(p.seconds));
-    let rows = breakdown::run(model, plan, warmups, pad, &result.output_digest)?;
+    let rows = breakdown::run(
+        model,
+        plan,
+        warmups,
+        plan.decode_pad_pct,
+        &result.output_digest,
+    )?;
     eprintln!("{}", rows.describe(result.decode_us_per_token()));
     Ok(rows)
 }

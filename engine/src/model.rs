@@ -10,7 +10,6 @@ use crate::options::Arm;
 use crate::state::PoolMap;
 use crate::weights::{LayerWeights, Mixer, WeightSource, Weights};
 use anyhow::Result;
-use std::time::Duration;
 
 /// Activation buffers, `max_rows` rows each.
 pub(crate) struct Acts<B: Backend> {
@@ -202,12 +201,15 @@ impl<B: Backend> Model<B> {
     }
 
     /// Runs `body` as the decode round `key` at the current position (see [`Backend::round`]),
-    /// ending with the pad once [`Model::pad_rounds`] has been called.
+    /// between the pad's start mark and its wait once [`Model::pad_rounds`] has been called.
     pub(crate) fn round(&mut self, key: RoundKey, body: impl FnOnce(&mut Self)) {
         self.backend.set_positions(self.pos);
         self.rounds += 1;
         let padded = self.padded;
         B::round(self, Self::backend_mut, key, |m| {
+            if padded {
+                m.backend.start_round();
+            }
             body(m);
             if padded {
                 m.backend.pad_round();
@@ -215,12 +217,12 @@ impl<B: Backend> Model<B> {
         });
     }
 
-    /// Ends every decode round from now on with a busy-wait of `pad` (the known-effect
-    /// control, `ENGINE_DECODE_PAD_PCT`); a later call changes the length, in the rounds a
-    /// backend recorded before too. The first call must come before the first round, so that
-    /// every recorded round holds the pad.
-    pub fn pad_rounds(&mut self, pad: Duration) -> Result<()> {
-        self.backend.set_round_pad(pad)?;
+    /// Ends every decode round from now on with a busy-wait of `fraction` of the round's own
+    /// time (the known-effect control, `ENGINE_DECODE_PAD_PCT`, [`crate::pad`]); a later call
+    /// changes the fraction, in the rounds a backend recorded before too. The first call must
+    /// come before the first round, so that every recorded round holds the pad.
+    pub fn pad_rounds(&mut self, fraction: f64) -> Result<()> {
+        self.backend.set_round_pad(fraction)?;
         self.padded = true;
         Ok(())
     }

@@ -66,10 +66,10 @@ fn every_kernel_waits_for_the_kernel_before_it() {
     );
 }
 
-/// The kernels that read the timer by design, neither of them in a decode unless asked for:
-/// the decode pad of `ENGINE_DECODE_PAD_PCT`, launched only when the variable is set, and the
-/// reading of the clock's step (`engine info`).
-const READ_THE_TIMER: [&str; 2] = ["decode_pad", "globaltimer_ticks"];
+/// The kernels that read the timer by design, none of them in a decode unless asked for: the
+/// decode pad's two of `ENGINE_DECODE_PAD_PCT`, launched only when the variable is set, and
+/// the reading of the clock's step (`engine info`).
+const READ_THE_TIMER: [&str; 3] = ["round_start", "decode_pad", "globaltimer_ticks"];
 
 /// The `extern "C"` entries of a PTX module, each with its name.
 fn entries(ptx: &str) -> impl Iterator<Item = (&str, &str)> {

@@ -10,6 +10,7 @@ use crate::backend::{
 };
 use crate::config::{ModelConfig, MAX_GDN_DIM};
 use crate::options::{CpuOp, Prefetch, SlowOp};
+use crate::pad::HostPad;
 use crate::state::PoolMap;
 use crate::synthetic::{round_bf16, synthetic_value, Init};
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, MoeWeights, SwiGlu, WeightStore};
@@ -19,7 +20,6 @@ use kernels::{argmax, dot};
 use kernels::{inv_rms, l2_normalize, matmul, rms_norm_row, sigmoid, silu, softplus};
 use prefetch::Prefetcher;
 use rayon::prelude::*;
-use std::time::{Duration, Instant};
 
 pub struct CpuMat {
     pub rows: usize,
@@ -61,8 +61,8 @@ struct MoeScratch {
 pub struct CpuBackend {
     scratch: Scratch,
     prefetch: Prefetcher,
-    /// What [`Backend::pad_round`] waits (`ENGINE_DECODE_PAD_PCT`).
-    round_pad: Duration,
+    /// The decode pad (`ENGINE_DECODE_PAD_PCT`), once set.
+    pad: Option<HostPad>,
     /// The clock around each operation (`--rows ops`, `ENGINE_SLOW_OP`): every operation
     /// opens it first, and the guard it returns closes it when the operation ends.
     clock: OpClock,
@@ -207,20 +207,26 @@ impl Backend for CpuBackend {
         src[..len].to_vec()
     }
 
-    fn set_round_pad(&mut self, pad: Duration) -> Result<()> {
-        self.round_pad = pad;
+    fn set_round_pad(&mut self, fraction: f64) -> Result<()> {
+        self.pad = Some(HostPad::new(fraction));
         Ok(())
     }
 
-    /// A spin, not a sleep: a sleep wakes up late by however long the scheduler takes, and
-    /// the pad must add what it says. No `spin_loop` (PAUSE) hint: in a virtual machine a
-    /// PAUSE loop makes the hypervisor take the vCPU away (pause-loop exiting), which slowed
-    /// the rounds after each pad too: a 10 % pad read as +13 to +16 % on the 2-core VM, +10.3 %
-    /// without the hint.
+    fn start_round(&mut self) {
+        if let Some(pad) = &mut self.pad {
+            pad.start_round();
+        }
+    }
+
     fn pad_round(&mut self) {
         let _clock = self.clock.around(CpuOp::PadRound);
-        let start = Instant::now();
-        while start.elapsed() < self.round_pad {}
+        if let Some(pad) = &mut self.pad {
+            pad.end_round();
+        }
+    }
+
+    fn take_pad_waited(&mut self) -> Result<(f64, u64)> {
+        Ok(self.pad.as_mut().map_or((0.0, 0), HostPad::take_waited))
     }
 
     fn clear_pool(&mut self, pool: &mut Vec<u32>) {

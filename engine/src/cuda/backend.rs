@@ -8,7 +8,7 @@
 //! [`Backend::feed_next`] advanced it), so a replayed round sees the new position.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
@@ -24,6 +24,7 @@ use super::moe::{
     routes_after_projection, MoePrefillScratch, MoeRows, MoeScratch, MoeShape, MoeWeights,
     RouterThroughOut,
 };
+use super::pad::PadState;
 use super::Gpu;
 use crate::backend::{
     out_then_norm_ffn, AttnCaches, AttnProjections, Backend, GdnGate, GdnOutputs, GdnProjections,
@@ -161,12 +162,19 @@ pub struct CudaBackend {
     /// Per output projection (by its weights' device address) of a layer whose FFN is an MoE:
     /// the router carried through it (`ENGINE_ROUTER_IN_OUT`, [`Gpu::out_moe_at`]).
     through_out: HashMap<u64, RouterThroughOut>,
-    /// The nanoseconds the spin kernel of a padded round waits (`ENGINE_DECODE_PAD_PCT`), read
-    /// on the device so that every captured round replays the length last written; `None`
-    /// while no round is padded.
+    /// The decode pad's state ([`PadState`], `ENGINE_DECODE_PAD_PCT`), on the device so that
+    /// every captured round replays the fraction last written; `None` while no round is
+    /// padded.
     round_pad: Option<CudaSlice<u64>>,
     /// Seconds spent compiling or loading the kernels and opening the device.
     pub startup_seconds: f64,
+}
+
+/// The decode pad's state, for a launch of a padded round.
+fn pad_state(state: &mut Option<CudaSlice<u64>>) -> Result<&mut CudaSlice<u64>> {
+    state
+        .as_mut()
+        .context("a round was padded before the pad was set")
 }
 
 impl CudaBackend {
@@ -1061,11 +1069,9 @@ impl Backend for CudaBackend {
         }
     }
 
-    /// The length goes to the device by a copy on the stream, outside any graph, so that the
-    /// rounds queued before run with the old one and every round after with the new one.
-    fn set_round_pad(&mut self, pad: Duration) -> Result<()> {
-        let ns = u64::try_from(pad.as_nanos())
-            .with_context(|| format!("a decode pad of {pad:?} does not fit 64-bit nanoseconds"))?;
+    /// The state goes to the device by a copy on the stream, outside any graph, so that the
+    /// rounds queued before run with the old fraction and every round after with the new one.
+    fn set_round_pad(&mut self, fraction: f64) -> Result<()> {
         if self.round_pad.is_none() {
             ensure!(
                 self.graphs.is_empty(),
@@ -1076,29 +1082,44 @@ impl Backend for CudaBackend {
             self.round_pad = Some(
                 self.gpu
                     .stream
-                    .alloc_zeros(1)
-                    .context("allocating the decode pad's length on the GPU")?,
+                    .alloc_zeros(PadState::WORDS)
+                    .context("allocating the decode pad's state on the GPU")?,
             );
         }
-        let length = self.round_pad.as_mut().expect("allocated above");
-        self.gpu
-            .stream
-            .memcpy_htod(&[ns], length)
-            .context("writing the decode pad's length to the GPU")
+        let state = self.round_pad.as_mut().expect("allocated above");
+        self.gpu.write_pad(PadState::new(fraction), state)
+    }
+
+    fn start_round(&mut self) {
+        self.op(
+            || "round_start".into(),
+            0,
+            |b| b.gpu.round_start(pad_state(&mut b.round_pad)?),
+        );
     }
 
     fn pad_round(&mut self) {
         self.op(
             || "decode_pad".into(),
             0,
-            |b| {
-                let length = b
-                    .round_pad
-                    .as_ref()
-                    .context("a round was padded before the pad was set")?;
-                b.gpu.decode_pad(length)
-            },
+            |b| b.gpu.decode_pad(pad_state(&mut b.round_pad)?),
         );
+    }
+
+    /// Reads what the pads waited and counts from zero again, the rest of the state kept.
+    fn take_pad_waited(&mut self) -> Result<(f64, u64)> {
+        self.take_error()?;
+        let Some(state) = self.round_pad.as_mut() else {
+            return Ok((0.0, 0));
+        };
+        let read = self.gpu.read_pad(state)?;
+        let kept = PadState {
+            waited_ns: 0,
+            rounds: 0,
+            ..read
+        };
+        self.gpu.write_pad(kept, state)?;
+        Ok((read.waited_ns as f64 * 1e-9, read.rounds))
     }
 
     fn clear_pool(&mut self, pool: &mut CudaSlice<u8>) {

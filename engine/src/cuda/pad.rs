@@ -1,12 +1,13 @@
-//! The decode pad (kernels/pad.cu): the busy-wait that `ENGINE_DECODE_PAD_PCT` ends every timed
-//! decode round with, so that the decode slows by a known share.
+//! The decode pad (kernels/pad.cu): the busy-wait that `ENGINE_DECODE_PAD_PCT` ends every
+//! padded decode round with, a fraction of the round's own time ([`crate::pad`]), so that the
+//! decode slows by a known share.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
-use super::args::{dim, input, output};
+use super::args::{dim, output};
 use super::Gpu;
 
 /// Distinct clock readings taken to find its step.
@@ -19,13 +20,83 @@ const ONE_THREAD: LaunchConfig = LaunchConfig {
     shared_mem_bytes: 0,
 };
 
+/// The pad's state on the device, word by word as kernels/pad.cu names them (`PAD_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PadState {
+    pub fraction: f64,
+    pub round_start_ns: u64,
+    /// When the previous pad ended; 0 before the first.
+    pub previous_end_ns: u64,
+    pub turnaround_ns: u64,
+    pub waited_ns: u64,
+    pub rounds: u64,
+}
+
+impl PadState {
+    pub const WORDS: usize = 6;
+
+    pub fn new(fraction: f64) -> Self {
+        Self {
+            fraction,
+            ..Self::default()
+        }
+    }
+
+    pub fn to_words(self) -> [u64; Self::WORDS] {
+        [
+            self.fraction.to_bits(),
+            self.round_start_ns,
+            self.previous_end_ns,
+            self.turnaround_ns,
+            self.waited_ns,
+            self.rounds,
+        ]
+    }
+
+    pub fn from_words(w: &[u64]) -> Self {
+        Self {
+            fraction: f64::from_bits(w[0]),
+            round_start_ns: w[1],
+            previous_end_ns: w[2],
+            turnaround_ns: w[3],
+            waited_ns: w[4],
+            rounds: w[5],
+        }
+    }
+}
+
 impl Gpu {
-    /// Spins on the device's clock, once the kernel before has finished, for the nanoseconds
-    /// `pad_ns` holds when the launch runs: a captured round replays the length written since.
-    pub fn decode_pad(&self, pad_ns: &CudaSlice<u64>) -> Result<()> {
-        let pad = input("decode pad length", pad_ns, 1, &self.stream)?;
+    /// Marks the start of a padded round in `state`.
+    pub fn round_start(&self, state: &mut CudaSlice<u64>) -> Result<()> {
+        let pad = output("decode pad state", state, PadState::WORDS, &self.stream)?;
+        launch!(self, "round_start", ONE_THREAD, &pad);
+        Ok(())
+    }
+
+    /// Spins on the device's clock, once the kernel before has finished, for the fraction
+    /// `state` holds of the round's own time and turnaround, when the launch runs: a captured
+    /// round replays the fraction written since.
+    pub fn decode_pad(&self, state: &mut CudaSlice<u64>) -> Result<()> {
+        let pad = output("decode pad state", state, PadState::WORDS, &self.stream)?;
         launch!(self, "decode_pad", ONE_THREAD, &pad);
         Ok(())
+    }
+
+    /// Writes `state` to the device, by a copy on the stream: the rounds queued before run
+    /// with the old state and every round after with the new one.
+    pub fn write_pad(&self, state: PadState, to: &mut CudaSlice<u64>) -> Result<()> {
+        self.stream
+            .memcpy_htod(&state.to_words(), to)
+            .context("writing the decode pad's state to the GPU")
+    }
+
+    /// Reads the state back, once the rounds queued before have run.
+    pub fn read_pad(&self, from: &CudaSlice<u64>) -> Result<PadState> {
+        let words = self
+            .stream
+            .clone_dtoh(from)
+            .context("reading the decode pad's state from the GPU")?;
+        Ok(PadState::from_words(&words))
     }
 
     /// The step of `%globaltimer`, the clock the pad spins on: the smallest advance between

@@ -7,7 +7,9 @@ use cudarc::driver::CudaSlice;
 use engine::chain::Stage;
 use engine::cuda::ceiling::{ChainEarly, ChainForm, CHAIN_BATCHES};
 use engine::cuda::gemv::ArgmaxScratch;
+use engine::cuda::pad::PadState;
 use engine::cuda::{Gpu, MoeScratch, MoeShape, MoeWeights};
+use engine::pad;
 
 struct Buffers {
     ids: CudaSlice<i32>,
@@ -90,24 +92,49 @@ fn captured_round_replays_like_eager_launches() {
     );
 }
 
-/// The decode pad (kernels/pad.cu) captured at length 0 waits, in every replay, the length
-/// written after the capture: no less (the timer's granularity aside), and not much more.
+/// The decode pad (kernels/pad.cu), captured with the pad at 0, waits in every replay the
+/// fraction written after the capture, of the round's own time and turnaround as
+/// engine/src/pad.rs counts them: the state read back after each replay is checked against
+/// that rule, the wait to within the clock's step.
 #[test]
 #[ignore = "needs a CUDA device"]
-fn a_captured_pad_waits_the_length_written_after_capture() {
+fn a_captured_pad_waits_the_fraction_written_after_capture() {
     // Its own stream: capture must not record the other tests' launches.
     let gpu = Gpu::new(0).unwrap();
-    let mut length = gpu.stream.alloc_zeros::<u64>(1).unwrap();
-    let graph = gpu.capture(|gpu| gpu.decode_pad(&length)).unwrap();
-    for ms in [2.0, 0.25, 0.0] {
-        let ns = (ms * 1e6) as u64;
-        gpu.stream.memcpy_htod(&[ns], &mut length).unwrap();
-        let took = gpu.time_median_ms(1, 7, || Ok(graph.launch()?)).unwrap();
-        println!("decode pad of {ms} ms: the graph took {took:.4} ms");
-        assert!(
-            took >= ms - 0.002 && took <= ms + 0.05,
-            "a pad of {ms} ms took {took} ms"
-        );
+    let step = u64::try_from(gpu.globaltimer_step().unwrap().as_nanos()).unwrap();
+    let mut state = gpu.stream.alloc_zeros::<u64>(PadState::WORDS).unwrap();
+    let graph = gpu
+        .capture(|gpu| {
+            gpu.round_start(&mut state)?;
+            gpu.decode_pad(&mut state)
+        })
+        .unwrap();
+    let mut before = gpu.read_pad(&state).unwrap();
+    for fraction in [50.0, 5.0, 0.0] {
+        before.fraction = fraction;
+        gpu.write_pad(before, &mut state).unwrap();
+        for replay in 0..4 {
+            graph.launch().unwrap();
+            let after = gpu.read_pad(&state).unwrap();
+            let waited = after.waited_ns - before.waited_ns;
+            let now = after.previous_end_ns - waited;
+            let own = now - after.round_start_ns;
+            let since = (before.previous_end_ns != 0)
+                .then(|| after.round_start_ns - before.previous_end_ns);
+            let turnaround = pad::turnaround_ns(own, since, before.turnaround_ns);
+            let want = pad::wait_ns(fraction, own, turnaround);
+            println!(
+                "fraction {fraction}, replay {replay}: own {own} ns, since the last {since:?} \
+                 ns, turnaround {turnaround} ns, waited {waited} ns for {want} ns"
+            );
+            assert_eq!(after.turnaround_ns, turnaround, "the turnaround counted");
+            assert_eq!(after.rounds, before.rounds + 1);
+            assert!(
+                waited >= want && waited <= want + step + 2_000,
+                "fraction {fraction}: waited {waited} ns, the rule says {want} ns (step {step})"
+            );
+            before = after;
+        }
     }
 }
 

@@ -1,0 +1,127 @@
+//! The decode pad (`ENGINE_DECODE_PAD_PCT`, the known-effect control): every padded decode
+//! round ends with a busy-wait of P % of the round's own time, the host's turnaround before
+//! the round included, so that the decode's wall time grows by P % and its speed changes by
+//! `1/(1 + P/100)`, with no repetition spent timing the rounds first.
+//!
+//! The rule is here once; the CPU backend runs it on the host's clock and `kernels/pad.cu` on
+//! the device's (its GPU test checks the kernel against [`wait_ns`]).
+
+use std::time::{Duration, Instant};
+
+/// The turnaround counted before a round: the time since the previous padded round ended,
+/// where that is no longer than the round itself (the rounds ran back to back), else the last
+/// turnaround counted (a prefill, the end of a rep, or nothing lies before: the first round).
+pub fn turnaround_ns(own_ns: u64, since_previous_ns: Option<u64>, last_ns: u64) -> u64 {
+    match since_previous_ns {
+        Some(since) if since <= own_ns => since,
+        _ => last_ns,
+    }
+}
+
+/// The wait that ends a round: `fraction` of the round's own time and its turnaround.
+pub fn wait_ns(fraction: f64, own_ns: u64, turnaround_ns: u64) -> u64 {
+    (fraction * own_ns.saturating_add(turnaround_ns) as f64) as u64
+}
+
+/// The pad on the host's clock (the CPU backend's rounds).
+#[derive(Debug)]
+pub struct HostPad {
+    fraction: f64,
+    round_start: Instant,
+    previous_end: Option<Instant>,
+    last_turnaround_ns: u64,
+    waited: Duration,
+    rounds: u64,
+}
+
+impl HostPad {
+    pub fn new(fraction: f64) -> Self {
+        Self {
+            fraction,
+            round_start: Instant::now(),
+            previous_end: None,
+            last_turnaround_ns: 0,
+            waited: Duration::ZERO,
+            rounds: 0,
+        }
+    }
+
+    /// Marks the start of a round.
+    pub fn start_round(&mut self) {
+        self.round_start = Instant::now();
+    }
+
+    /// Spins [`wait_ns`] of the round begun at the last [`HostPad::start_round`]. A spin, not
+    /// a sleep: a sleep wakes up late by however long the scheduler takes, and the pad must
+    /// add what it says. No `spin_loop` (PAUSE) hint: in a virtual machine a PAUSE loop makes
+    /// the hypervisor take the vCPU away (pause-loop exiting), which slowed the rounds after
+    /// each pad too: a 10 % pad read as +13 to +16 % on the 2-core VM, +10.3 % without it.
+    pub fn end_round(&mut self) {
+        let now = Instant::now();
+        let own = nanos(now - self.round_start);
+        let since = self.previous_end.map(|end| nanos(self.round_start - end));
+        let turnaround = turnaround_ns(own, since, self.last_turnaround_ns);
+        let wait = Duration::from_nanos(wait_ns(self.fraction, own, turnaround));
+        while now.elapsed() < wait {}
+        let end = Instant::now();
+        self.last_turnaround_ns = turnaround;
+        self.previous_end = Some(end);
+        self.waited += end - now;
+        self.rounds += 1;
+    }
+
+    /// The seconds waited and the rounds padded since the last call.
+    pub fn take_waited(&mut self) -> (f64, u64) {
+        let waited = (self.waited.as_secs_f64(), self.rounds);
+        (self.waited, self.rounds) = (Duration::ZERO, 0);
+        waited
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn back_to_back_rounds_count_the_turnaround_and_others_the_last_one() {
+        assert_eq!(turnaround_ns(1000, Some(30), 7), 30, "back to back");
+        assert_eq!(
+            turnaround_ns(1000, Some(1000), 7),
+            1000,
+            "as long as the round"
+        );
+        assert_eq!(turnaround_ns(1000, Some(1001), 7), 7, "a prefill between");
+        assert_eq!(turnaround_ns(1000, None, 0), 0, "the first round");
+    }
+
+    #[test]
+    fn the_wait_is_the_fraction_of_the_round_and_its_turnaround() {
+        assert_eq!(wait_ns(0.05, 1960, 40), 100);
+        assert_eq!(wait_ns(0.0, 1960, 40), 0);
+        assert_eq!(wait_ns(10.0, 1000, 0), 10_000);
+    }
+
+    /// A pad of 100 % doubles a round: the rounds' own work is a spin of 2 ms each.
+    #[test]
+    fn a_host_round_waits_its_own_time_and_counts_it() {
+        let mut pad = HostPad::new(1.0);
+        let work = Duration::from_millis(2);
+        for _ in 0..3 {
+            pad.start_round();
+            let t = Instant::now();
+            while t.elapsed() < work {}
+            pad.end_round();
+        }
+        let (waited, rounds) = pad.take_waited();
+        assert_eq!(rounds, 3);
+        assert!(
+            waited >= 3.0 * work.as_secs_f64(),
+            "3 rounds of 2 ms waited {waited} s"
+        );
+        assert_eq!(pad.take_waited(), (0.0, 0), "taken");
+    }
+}
