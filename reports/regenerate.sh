@@ -37,6 +37,7 @@ report sort-locale sort-locale raw/sort-locale_2core-05b2cf2.csv
 report card-sampler-cost card-sampler-cost raw/card-sampler-cost_cpu-2core.csv
 report quickstart quickstart-738dd7a raw/quickstart_2core-738dd7a-1.csv raw/quickstart_2core-738dd7a-2.csv raw/quickstart_2core-738dd7a-3.csv raw/quickstart_2core-738dd7a-4.csv raw/quickstart_2core-738dd7a-5.csv
 report quickstart quickstart-0f16467 raw/quickstart_2core-0f16467-1.csv raw/quickstart_2core-0f16467-2.csv raw/quickstart_2core-0f16467-3.csv raw/quickstart_2core-0f16467-4.csv raw/quickstart_2core-0f16467-5.csv
+report quickstart quickstart-50dddb9 raw/quickstart_2core-50dddb9-1.csv raw/quickstart_2core-50dddb9-2.csv raw/quickstart_2core-50dddb9-3.csv
 report engine-builds-h200 engine-builds-h200 raw/engine-builds-h200_h200-7bdf93b-vm-card0.csv
 report l2-sweep-h200 l2-sweep-plain-h200 raw/l2-sweep-plain-h200_h200-133d95a.csv raw/l2-sweep-plain-h200_h200-133d95a-b.csv
 report l2-sweep-h200 l2-sweep-mtp-h200 raw/l2-sweep-mtp-h200_h200-133d95a.csv raw/l2-sweep-mtp-h200_h200-133d95a-b.csv
@@ -59,4 +60,8 @@ report precision warmup-decode-h100 raw/warmup-decode-h200_h100-010b86f.csv
 report precision sweep-pilot-h100 raw/sweep-pilot-h200_h100-5d6ebbc.csv
 report precision precision-sweep-own-pilot-h100 raw/precision-sweep-h200_h100-5d6ebbc.csv raw/precision-sweep-h200_h100-5d6ebbc-b.csv
 report precision decode-vs-3095158-h100 raw/decode-vs-3095158-h200_h100-5d6ebbc.csv raw/decode-vs-3095158-h200_h100-5d6ebbc-b.csv
+# Each padded round timing its own pad (no warm-up rep spent timing it): the sweep's pilot and
+# the sweep within 240 s; `python3 reports/precision/pads.py` counts the pads inside.
+report precision sweep-pilot-self-timed-pad-h100 raw/sweep-pilot-h200_h100-d9e296d.csv
+report precision precision-sweep-self-timed-pad-h100 raw/precision-sweep-h200_h100-d9e296d.csv
 python3 reports/l2-sweep-h200/plot.py
