@@ -31,8 +31,8 @@ pub struct BenchPlan {
     /// The device's read bandwidth in GB/s the decode is quoted against (measured at start
     /// or given), if known.
     pub read_ceiling_gbs: Option<f64>,
-    /// `ENGINE_DECODE_PAD_PCT`: every timed decode round padded by this percentage of the
-    /// warm-up's mean round; `None`: no pad.
+    /// `ENGINE_DECODE_PAD_PCT`: every decode round padded by this percentage of its own time
+    /// ([`crate::pad`]); `None`: no pad.
     pub decode_pad_pct: Option<f64>,
 }
 

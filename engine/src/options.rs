@@ -520,7 +520,7 @@ const DECODE_PAD_PCT: &str = "ENGINE_DECODE_PAD_PCT";
 /// Ten times the round: a larger pad is a mistyped value, not a control.
 const MAX_DECODE_PAD_PCT: f64 = 1000.0;
 
-/// `ENGINE_DECODE_PAD_PCT`: the pad in percent of the warm-up's mean decode round, `None`
+/// `ENGINE_DECODE_PAD_PCT`: the pad in percent of every decode round's own time, `None`
 /// when unset (no pad, and nothing of its mechanism in the decode).
 pub fn decode_pad_pct(lookup: Lookup) -> Result<Option<f64>> {
     let Some(v) = lookup(DECODE_PAD_PCT) else {
@@ -531,7 +531,7 @@ pub fn decode_pad_pct(lookup: Lookup) -> Result<Option<f64>> {
         Ok(pct) if (0.0..=MAX_DECODE_PAD_PCT).contains(&pct) => Ok(Some(pct.abs())),
         _ => Err(anyhow!(
             "invalid value `{v}` for environment variable {DECODE_PAD_PCT}; allowed: a percentage \
-             of the warm-up's mean decode round from 0 to {MAX_DECODE_PAD_PCT}, such as 5 or 0.1 \
+             of every decode round's own time from 0 to {MAX_DECODE_PAD_PCT}, such as 5 or 0.1 \
              (unset it for no pad)"
         )),
     }
@@ -542,11 +542,11 @@ fn decode_pad_help() -> String {
         DECODE_PAD_PCT,
         "PERCENT",
         "unset",
-        "engine bench times the decode rounds of the last warm-up rep, then ends every timed \
-         decode round with a busy-wait of PERCENT % of their mean (CUDA: a spin kernel in each \
+        "engine bench ends every decode round with a busy-wait of PERCENT % of the round's own \
+         time and the host's turnaround before it (CUDA: a start mark and a spin kernel in each \
          round's graph): decode tok/s changes by 100·(1/(1 + PERCENT/100) − 1) %, tokens and \
-         rounds do not; 0 keeps the spin with no wait (the mechanism's own cost); needs \
-         --warmup 1 or more; unset: no pad",
+         rounds do not; 0 keeps the mark and the spin with no wait (the mechanism's own cost); \
+         unset: no pad",
         vec![],
     )
 }
