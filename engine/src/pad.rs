@@ -62,8 +62,11 @@ impl HostPad {
         let since = self.previous_end.map(|end| nanos(self.round_start - end));
         let turnaround = turnaround_ns(own, since, self.last_turnaround_ns);
         let wait = Duration::from_nanos(wait_ns(self.fraction, own, turnaround));
-        while now.elapsed() < wait {}
-        let end = Instant::now();
+        // Ends on the reading that passes `wait`, with none after it, as the kernel does.
+        let mut end = now;
+        while end - now < wait {
+            end = Instant::now();
+        }
         self.last_turnaround_ns = turnaround;
         self.previous_end = Some(end);
         self.waited += end - now;
@@ -123,5 +126,17 @@ mod tests {
             "3 rounds of 2 ms waited {waited} s"
         );
         assert_eq!(pad.take_waited(), (0.0, 0), "taken");
+    }
+
+    /// At P = 0 the pad waits nothing at all, not one reading of the clock: what P > 0 adds
+    /// to a round is then what it waited.
+    #[test]
+    fn a_pad_of_zero_waits_nothing() {
+        let mut pad = HostPad::new(0.0);
+        for _ in 0..100 {
+            pad.start_round();
+            pad.end_round();
+        }
+        assert_eq!(pad.take_waited(), (0.0, 100));
     }
 }

@@ -128,6 +128,12 @@ fn a_captured_pad_waits_the_fraction_written_after_capture() {
                  ns, turnaround {turnaround} ns, waited {waited} ns for {want} ns"
             );
             assert_eq!(after.turnaround_ns, turnaround, "the turnaround counted");
+            if fraction == 0.0 {
+                assert_eq!(
+                    waited, 0,
+                    "at P = 0 the clock is not read after the round's"
+                );
+            }
             assert_eq!(after.rounds, before.rounds + 1);
             assert!(
                 waited >= want && waited <= want + step + 2_000,
