@@ -84,8 +84,6 @@ struct Rep {
     prefill_j: Option<f64>,
     decode_j: Option<f64>,
     spec: SpecStats,
-    /// Decode rounds ([`Model::rounds_run`]).
-    rounds: u64,
 }
 
 /// One timed rep's own times (`engine bench --rows reps`).
@@ -273,14 +271,12 @@ fn rep<B: Backend>(
     outs: &mut [Vec<u32>],
     meter: &mut dyn Meter,
 ) -> Result<Rep> {
-    let rounds_before = m.rounds_run();
     let mut r = Rep {
         prefill_s: 0.0,
         decode_s: 0.0,
         prefill_j: Some(0.0),
         decode_j: Some(0.0),
         spec: SpecStats::default(),
-        rounds: 0,
     };
     for (p, out) in prompts.iter().zip(outs.iter_mut()) {
         let g = generate(m, plan, p, out, meter)?;
@@ -290,7 +286,6 @@ fn rep<B: Backend>(
         r.decode_j = add_joules(r.decode_j, g.decode_j);
         r.spec.add(g.spec);
     }
-    r.rounds = m.rounds_run() - rounds_before;
     Ok(r)
 }
 
