@@ -540,6 +540,49 @@ fn or_narrowest_widens_until_the_first_look_fits() {
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
+/// A sweep's pooled first look comes before each arm's own: where only the pooled one fits
+/// `--within`, the plan is made (the written spec pools) and the other rule is said.
+#[test]
+fn a_sweep_is_planned_where_only_its_pooled_first_look_fits() {
+    let path = write(
+        "plan-pooled",
+        "pilot.csv",
+        &reps_sample(2, 12, 1.0, 2.0).file_text(),
+    );
+    let pilot = analyze::plan::pilot(&path).unwrap();
+    let (arms, h) = (16, 1.02f64.ln());
+    let model = pilot.model(arms);
+    let best = model.best(h).unwrap();
+    let v = model.variance(best.reps);
+    let first = |df: &dyn Fn(usize) -> usize| {
+        let look = analyze::plan::first_look(v, h, df);
+        model.seconds(best.reps, model.warmup + look.analysis)
+    };
+    let (own, pooled) = (first(&|m0| m0 - 1), first(&|m0| (m0 - 1) * (arms - 1)));
+    let within = pooled.ceil();
+    assert!(
+        within < own,
+        "pooled {pooled} s, own {own} s, within {within} s"
+    );
+    let goal = analyze::plan::Goal {
+        halfwidth_pct: 2.0,
+        arms,
+        within_s: Some(within),
+        stop: true,
+    };
+    let (fitted, plan) = analyze::plan::fitted(&pilot, goal, false).unwrap();
+    assert_eq!(fitted.halfwidth_pct, 2.0);
+    assert!(
+        plan.contains("on each arm's own spread: the [stop] rule's first look"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("[stop] spread = \"pooled\", halfwidth_pct = 2, looks"),
+        "{plan}"
+    );
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
 #[test]
 fn plan_refuses_at_once_a_half_width_no_ladder_within_the_limits_reaches() {
     // 5 % between cells: ±0.001 % would need about a billion passes.

@@ -357,7 +357,7 @@ const WIDEN: f64 = 1.02;
 /// half-width a fixed design reaches within it, widened until the plan and its `[stop]` fit
 /// too. With the plan in words, headed by the line that says so when it was widened.
 pub fn fitted(pilot: &Pilot, goal: Goal, or_narrowest: bool) -> anyhow::Result<(Goal, String)> {
-    // `render` refuses whatever `applied` would: the fixed design, and both `[stop]` rules.
+    // `render` refuses whatever `applied` would: the fixed design, and the pooled `[stop]`.
     let refused = match render(pilot, &goal) {
         Ok(plan) => return Ok((goal, plan)),
         Err(e) => e,
@@ -415,7 +415,19 @@ fn stop_lines(
         best.reps
     );
     for (rule, pooled) in [("", false), ("spread = \"pooled\", ", true)] {
-        let (look, looks) = stop_rule(model, best, goal, pooled)?;
+        let (look, looks) = match stop_rule(model, best, goal, pooled) {
+            Ok(rule) => rule,
+            // Each arm's own spread needs a later first look than the pooled one that a
+            // written spec uses: said, not refused, so that a goal the spec reaches is planned.
+            Err(e) if !pooled => {
+                let _ = writeln!(
+                    out,
+                    "  [stop] {halfwidth_pct} % on each arm's own spread: {e:#}"
+                );
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let expected = model.warmup as f64 + look.expected;
         let seconds =
             expected * model.arms as f64 * (model.start_s + best.reps as f64 * model.rep_s);
