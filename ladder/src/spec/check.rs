@@ -119,7 +119,7 @@ fn check(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
         ("replication_limit_pp", spec.replication_limit_pp),
         ("timeout_s", spec.timeout_s),
     ] {
-        if !(value.is_finite() && value > 0.0) {
+        if !positive(value) {
             return Err(at.error(
                 key,
                 None,
@@ -419,7 +419,7 @@ fn check_stop(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     let error = |key: &str, message: String, fix: String| {
         at.error(key, None, &message, &fix).at_table(at, "stop")
     };
-    if !(stop.halfwidth_pct.is_finite() && stop.halfwidth_pct > 0.0) {
+    if !positive(stop.halfwidth_pct) {
         return Err(error(
             "halfwidth_pct",
             format!(
@@ -533,7 +533,7 @@ fn check_metric_columns(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
         ));
     }
     for m in &spec.metrics {
-        if let Some(limit) = m.noise_limit_pct.filter(|l| !(l.is_finite() && *l > 0.0)) {
+        if let Some(limit) = m.noise_limit_pct.filter(|&l| !positive(l)) {
             return Err(SpecError {
                 file: at.path.into(),
                 line: at.line_in_metric(&m.column, "noise_limit_pct"),
@@ -593,7 +593,7 @@ fn check_known_effects(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
                     "let the program make the effect itself (e.g. ENGINE_DECODE_PAD_PCT in the arm's env), or use output = \"time\"",
                 ));
             }
-            if !(pad.is_finite() && pad > 0.0 && pad <= 1000.0) {
+            if !(positive(pad) && pad <= 1000.0) {
                 return Err(error(
                     "pad_pct",
                     format!("pad_pct = {pad} is not a percent between 0 and 1000"),
@@ -687,4 +687,9 @@ fn check_cell_keys(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
         ));
     }
     Ok(())
+}
+
+/// A number a limit, a half-width or a pad can be: finite and above zero.
+fn positive(value: f64) -> bool {
+    value.is_finite() && value > 0.0
 }
