@@ -38,6 +38,7 @@ report card-sampler-cost card-sampler-cost raw/card-sampler-cost_cpu-2core.csv
 report quickstart quickstart-738dd7a raw/quickstart_2core-738dd7a-1.csv raw/quickstart_2core-738dd7a-2.csv raw/quickstart_2core-738dd7a-3.csv raw/quickstart_2core-738dd7a-4.csv raw/quickstart_2core-738dd7a-5.csv
 report quickstart quickstart-0f16467 raw/quickstart_2core-0f16467-1.csv raw/quickstart_2core-0f16467-2.csv raw/quickstart_2core-0f16467-3.csv raw/quickstart_2core-0f16467-4.csv raw/quickstart_2core-0f16467-5.csv
 report quickstart quickstart-self-timed-pad raw/quickstart_2core-50dddb9-1.csv raw/quickstart_2core-50dddb9-2.csv raw/quickstart_2core-50dddb9-3.csv raw/quickstart_2core-dcd45cb.csv
+report quickstart quickstart-nulls raw/quickstart-nulls_2core-322ab6c-1.csv raw/quickstart-nulls_2core-322ab6c-2.csv
 report engine-builds-h200 engine-builds-h200 raw/engine-builds-h200_h200-7bdf93b-vm-card0.csv
 report l2-sweep-h200 l2-sweep-plain-h200 raw/l2-sweep-plain-h200_h200-133d95a.csv raw/l2-sweep-plain-h200_h200-133d95a-b.csv
 report l2-sweep-h200 l2-sweep-mtp-h200 raw/l2-sweep-mtp-h200_h200-133d95a.csv raw/l2-sweep-mtp-h200_h200-133d95a-b.csv
