@@ -64,5 +64,5 @@ report precision decode-vs-3095158-h100 raw/decode-vs-3095158-h200_h100-5d6ebbc.
 # Each padded round timing its own pad (no warm-up rep spent timing it): the sweep's pilot and
 # the sweep within 240 s; `python3 reports/precision/pads.py` counts the pads inside.
 report precision sweep-pilot-self-timed-pad-h100 raw/sweep-pilot-h200_h100-d9e296d.csv
-report precision precision-sweep-self-timed-pad-h100 raw/precision-sweep-h200_h100-d9e296d.csv raw/precision-sweep-h200_h100-50dddb9.csv
+report precision precision-sweep-self-timed-pad-h100 raw/precision-sweep-h200_h100-d9e296d.csv raw/precision-sweep-h200_h100-50dddb9.csv raw/precision-sweep-h200_h100-b6e91f6.csv
 python3 reports/l2-sweep-h200/plot.py
