@@ -540,6 +540,75 @@ fn or_narrowest_widens_until_the_first_look_fits() {
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
+/// A plan's printed duration (`48 s`, `5.2 min`, `3.1 h`) in seconds, with half its last
+/// digit's step.
+fn printed_seconds(text: &str) -> (f64, f64) {
+    let (number, unit) = text.split_once(' ').unwrap();
+    let value: f64 = number.parse().unwrap();
+    match unit {
+        "s" => (value, 0.5),
+        "min" => (60.0 * value, 3.0),
+        "h" => (3600.0 * value, 180.0),
+        _ => panic!("no duration: {text}"),
+    }
+}
+
+/// Each `[stop]` row gives its rule's looks, expected passes, device time and 99th percentile,
+/// from its own degrees of freedom: `m0 − 1` each arm, `(m0 − 1)(N − 1)` pooled.
+#[test]
+fn the_stop_rows_give_each_rules_looks_passes_and_time() {
+    let mut sample = reps_sample(3, 14, 1.0, 2.0);
+    sample.warmup_passes = 2;
+    let path = write("plan-rows", "pilot.csv", &sample.file_text());
+    let pilot = analyze::plan::pilot(&path).unwrap();
+    let (arms, h) = (16, 1.005f64.ln());
+    let goal = analyze::plan::Goal {
+        halfwidth_pct: 0.5,
+        arms,
+        within_s: None,
+        stop: false,
+    };
+    let plan = analyze::plan::render(&pilot, &goal).unwrap();
+    let model = pilot.model(arms);
+    assert_eq!(model.warmup, 2);
+    let best = model.best(h).unwrap();
+    let v = model.variance(best.reps);
+    let rules: [(&str, &dyn Fn(usize) -> usize); 2] = [
+        ("", &|m0| m0 - 1),
+        ("spread = \"pooled\", ", &|m0| (m0 - 1) * (arms - 1)),
+    ];
+    for (rule, df) in rules {
+        let look = analyze::plan::first_look(v, h, df);
+        let looks = analyze::plan::looks(model.warmup, &look);
+        let list: Vec<String> = looks.iter().map(|l| l.to_string()).collect();
+        let head = format!(
+            "[stop] {rule}halfwidth_pct = 0.5, looks = [{}]: ",
+            list.join(", ")
+        );
+        let row = plan
+            .lines()
+            .find(|l| l.contains(&head))
+            .unwrap_or_else(|| panic!("`{head}` missing: {plan}"));
+        let expected = model.warmup as f64 + look.expected;
+        let tail = format!("about {expected:.1} passes, ");
+        assert!(row.contains(&tail), "`{tail}` missing: {row}");
+        let (time, p99) = row.split_once(&tail).unwrap().1.split_once("; ").unwrap();
+        let (seconds, step) = printed_seconds(time);
+        let truth = expected * model.seconds(best.reps, 1);
+        assert!(
+            (seconds - truth).abs() <= step,
+            "{time} for {truth} s: {row}"
+        );
+        assert_eq!(
+            p99,
+            format!("99 % of ladders by pass {}", model.warmup + look.p99)
+        );
+    }
+    // Without --within the looks run to the 99th percentile: no row says they end earlier.
+    assert!(!plan.contains("the looks end at pass"), "{plan}");
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
 /// A sweep's pooled first look comes before each arm's own: where only the pooled one fits
 /// `--within`, the plan is made (the written spec pools) and the other rule is said.
 #[test]

@@ -429,8 +429,7 @@ fn stop_lines(
             Err(e) => return Err(e),
         };
         let expected = model.warmup as f64 + look.expected;
-        let seconds =
-            expected * model.arms as f64 * (model.start_s + best.reps as f64 * model.rep_s);
+        let seconds = expected * model.seconds(best.reps, 1);
         let list: Vec<String> = looks.iter().map(|l| l.to_string()).collect();
         let _ = writeln!(
             out,
