@@ -5,7 +5,7 @@ Reads the CSV summaries of `analyze report --csv` (one row per arm and metric). 
 `pad-P` runs ENGINE_DECODE_PAD_PCT=P against a base at P = 0, so its true effect on decode tok/s
 is 100·(1/(1 + P/100) − 1) %. Per ladder file: the pads inside their intervals and the mean of
 estimate − truth (every pad shares the base's cells, so that mean is a pad's common bias, not a
-precise one).
+precise one). Given several ladders, the total over them last.
 
     python3 reports/precision/pads.py reports/precision/precision-sweep-self-timed-pad-h100.csv
 """
@@ -37,6 +37,11 @@ def main(paths):
         inside = sum(ok for ok, _ in pads)
         bias = sum(d for _, d in pads) / len(pads)
         print(f"{file}: {inside} of {len(pads)} pads inside, estimate − truth {bias:+.4f} % on average")
+    if len(per_file) > 1:
+        # Every pad of a ladder shares its base's cells, so the misses come ladder by ladder:
+        # the total is a count, not a binomial sample of independent intervals.
+        every = [ok for pads in per_file.values() for ok, _ in pads]
+        print(f"{len(per_file)} ladders: {sum(every)} of {len(every)} pads inside")
 
 
 if __name__ == "__main__":
