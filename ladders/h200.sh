@@ -60,7 +60,8 @@ ladder() {
 }
 
 # A planned ladder's cells must end inside the device call (600 s at most, start-up and the
-# other steps of the call besides): a plan that needs more is refused by `analyze plan`.
+# other steps of the call besides): a plan that needs more is refused by `analyze plan`, and
+# the written [stop] carries `within_s`, so that a card slower than the pilot's ends in time.
 within=${PLAN_WITHIN_S:-480}
 
 # The goal ladder $1 (aa or sweep) at half-width $2 %, planned from its pilot ($1-pilot-h200)

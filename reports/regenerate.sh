@@ -66,6 +66,6 @@ report precision decode-vs-3095158-h100 raw/decode-vs-3095158-h200_h100-5d6ebbc.
 report precision sweep-pilot-self-timed-pad-h100 raw/sweep-pilot-h200_h100-d9e296d.csv
 report precision precision-sweep-self-timed-pad-h100 raw/precision-sweep-h200_h100-d9e296d.csv raw/precision-sweep-h200_h100-50dddb9.csv raw/precision-sweep-h200_h100-b6e91f6.csv
 # The sweep goal's design (±0.03 % on every arm, a pooled [stop] whose looks fit 240 s of
-# cells), planned from the same pilot and run twice at `0d31a00`.
-report precision precision-sweep-goal-h100 raw/precision-sweep-h200_h100-0d31a00.csv raw/precision-sweep-h200_h100-0d31a00-b.csv
+# cells), planned from the same pilot and run three times with `0d31a00`'s binaries.
+report precision precision-sweep-goal-h100 raw/precision-sweep-h200_h100-0d31a00.csv raw/precision-sweep-h200_h100-0d31a00-b.csv raw/precision-sweep-h200_h100-9d70ed5.csv
 python3 reports/l2-sweep-h200/plot.py

@@ -245,8 +245,11 @@ fn plan_run(args: &PlanArgs) -> anyhow::Result<i32> {
         );
         let applied = plan::applied(&pilot, &goal)?;
         plan::write(template, out, &applied, &origin)?;
+        let within = applied
+            .within_s
+            .map_or(String::new(), |w| format!(", within_s = {w}"));
         println!(
-            "wrote {}: -r {}, [stop] halfwidth_pct = {}, spread = \"pooled\", looks {:?}",
+            "wrote {}: -r {}, [stop] halfwidth_pct = {}, spread = \"pooled\", looks {:?}{within}",
             out.display(),
             applied.reps,
             applied.halfwidth_pct,

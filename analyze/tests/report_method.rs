@@ -337,6 +337,7 @@ fn stop_hand(looks: Vec<usize>) -> Hand {
         looks,
         spread: Default::default(),
         metrics: Vec::new(),
+        within_s: None,
     });
     hand
 }
@@ -428,6 +429,7 @@ fn a_pooled_stop_reads_every_arm_with_one_first_look_spread() {
         looks: vec![4, 7, 10],
         spread: ladder::spec::StopSpread::Pooled,
         metrics: Vec::new(),
+        within_s: None,
     });
     let on: [f64; 7] = [1.0, 1.01, 1.02, 1.03, 1.00, 1.04, 1.02];
     let null: [f64; 7] = [1.0, 1.005, 0.99, 1.0, 1.01, 0.995, 1.0];

@@ -129,6 +129,7 @@ mod tests {
             looks: vec![4, 8],
             spread: StopSpread::PerArm,
             metrics: Vec::new(),
+            within_s: None,
         };
         let v = values(&[&[1.0, 1.0], &[1.0, 1.01], &[1.0, 1.03], &[1.0, 1.0]]);
         assert_eq!(stop.interval_spread(1, &v), Spread::FirstLook(3));
@@ -145,6 +146,7 @@ mod tests {
             looks: vec![4, 8],
             spread: StopSpread::PerArm,
             metrics: Vec::new(),
+            within_s: None,
         };
         assert_eq!(stop.interval_df(1, 3), 2);
         stop.spread = StopSpread::Pooled;

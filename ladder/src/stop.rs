@@ -17,6 +17,9 @@ pub enum Stopped {
     Precision,
     /// No look did: the ladder ran to its last look.
     MaxPasses,
+    /// `[stop] within_s`: the look the spread gives would cost more seconds of cells than
+    /// given, at the ladder's own seconds a pass; it stopped at the latest look that fits.
+    Within,
 }
 
 impl Stopped {
@@ -24,6 +27,7 @@ impl Stopped {
         match self {
             Stopped::Precision => "precision",
             Stopped::MaxPasses => "max-passes",
+            Stopped::Within => "within",
         }
     }
 }
@@ -107,6 +111,33 @@ pub struct StopPlan {
 }
 
 impl StopPlan {
+    /// `[stop] within_s` applied to this plan: where its look costs more than `within_s` at
+    /// `first_look_seconds` (the cells through the first look, warm-up included) over the
+    /// first look's passes, the latest earlier look that fits, else the first look (it has
+    /// run). Without `within_s`, or without a finite cost a pass, the plan as it is.
+    pub fn within(self, stop: &StopSpec, first_look_seconds: f64) -> StopPlan {
+        let pass_seconds = first_look_seconds / stop.first_look().max(1) as f64;
+        let Some(limit) = stop.within_s.filter(|_| pass_seconds.is_finite()) else {
+            return self;
+        };
+        let fits = |look: usize| look as f64 * pass_seconds <= limit;
+        if fits(self.look) {
+            return self;
+        }
+        let look = stop
+            .looks
+            .iter()
+            .copied()
+            .rev()
+            .find(|&l| l < self.look && fits(l))
+            .unwrap_or(stop.first_look());
+        StopPlan {
+            look,
+            stopped: Stopped::Within,
+            ..self
+        }
+    }
+
     /// The plan in words, for the progress line and the summary: what the half-width needs,
     /// what that costs at `pass_seconds` a pass, and where the ladder stops instead.
     pub fn describe(&self, stop: &StopSpec, warmup: usize, pass_seconds: f64) -> String {
@@ -131,6 +162,12 @@ impl StopPlan {
             ),
             Stopped::MaxPasses => format!(
                 "{need}, {set_by}; the last look is {} passes ({analysis} analysis), which should give about ±{:.2} %",
+                self.look,
+                self.halfwidth_at(stop, analysis)
+            ),
+            Stopped::Within => format!(
+                "{need}, {set_by}; within_s = {} s of cells ends it at look {} ({analysis} analysis passes), which should give about ±{:.2} %",
+                stop.within_s.unwrap_or(f64::NAN),
                 self.look,
                 self.halfwidth_at(stop, analysis)
             ),
@@ -236,6 +273,7 @@ mod tests {
             looks: looks.to_vec(),
             spread: Default::default(),
             metrics: Vec::new(),
+            within_s: None,
         }
     }
 
@@ -243,7 +281,8 @@ mod tests {
     fn the_done_record_says_why_in_the_words_of_the_format() {
         assert_eq!(Stopped::Precision.as_str(), "precision");
         assert_eq!(Stopped::MaxPasses.as_str(), "max-passes");
-        for stopped in [Stopped::Precision, Stopped::MaxPasses] {
+        assert_eq!(Stopped::Within.as_str(), "within");
+        for stopped in [Stopped::Precision, Stopped::MaxPasses, Stopped::Within] {
             let json = serde_json::to_string(&stopped).unwrap();
             assert_eq!(json, format!("\"{}\"", stopped.as_str()));
         }
@@ -297,6 +336,44 @@ mod tests {
         assert_eq!(s.stopping_look(1, 15.0), (16, Stopped::Precision));
         assert_eq!(s.stopping_look(1, 15.1), (16, Stopped::MaxPasses));
         assert_eq!(s.stopping_look(1, f64::NAN), (16, Stopped::MaxPasses));
+    }
+
+    fn planned(look: usize, stopped: Stopped) -> StopPlan {
+        StopPlan {
+            look,
+            stopped,
+            need: Need {
+                passes: 30.0,
+                metric: "x".into(),
+                arm: "a".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn within_s_ends_the_ladder_at_the_latest_look_its_own_cells_can_pay_for() {
+        let mut s = stop(0.5, &[6, 10, 16]);
+        s.within_s = Some(100.0);
+        // 6 passes took 48 s: 8 s a pass, so look 10 costs 80 s and look 16 costs 128 s.
+        let to = |look, stopped| {
+            let plan = planned(look, stopped).within(&s, 48.0);
+            (plan.look, plan.stopped)
+        };
+        assert_eq!(to(16, Stopped::MaxPasses), (10, Stopped::Within));
+        assert_eq!(to(16, Stopped::Precision), (10, Stopped::Within));
+        assert_eq!(to(10, Stopped::Precision), (10, Stopped::Precision));
+        assert_eq!(to(6, Stopped::Precision), (6, Stopped::Precision));
+        // A look that costs exactly the limit fits.
+        let exact = planned(16, Stopped::MaxPasses).within(&s, 100.0 * 6.0 / 16.0);
+        assert_eq!((exact.look, exact.stopped), (16, Stopped::MaxPasses));
+        // Past every look: the first look, which has run.
+        let slow = planned(16, Stopped::MaxPasses).within(&s, 120.0);
+        assert_eq!((slow.look, slow.stopped), (6, Stopped::Within));
+        // No cost a pass, or no within_s: the plan as the spread gave it.
+        let unknown = planned(16, Stopped::MaxPasses).within(&s, f64::NAN);
+        assert_eq!((unknown.look, unknown.stopped), (16, Stopped::MaxPasses));
+        let free = planned(16, Stopped::MaxPasses).within(&stop(0.5, &[6, 10, 16]), 1e9);
+        assert_eq!((free.look, free.stopped), (16, Stopped::MaxPasses));
     }
 
     fn values(metric: &str, rows: &[[f64; 3]]) -> MetricValues {

@@ -7,7 +7,7 @@
 use crate::breakdown::{self, BreakdownSpec, CellRow};
 use crate::ladder_file::{
     parse_timestamp, EndRecord, Fields, LineSplitter, StartRecord, ABORT_TAG, DONE_TAG,
-    HARNESS_COLUMNS, ROW_COLUMN, START_TAG,
+    HARNESS_COLUMNS, ROW_COLUMN, START_TAG, WALL_COLUMN,
 };
 use crate::order::Order;
 use crate::spec::{MetricSpec, Spec};
@@ -195,7 +195,25 @@ fn stop_plan(
         .map(|m| metric_values(columns, rows, start.arms.len(), m, first))
         .collect();
     let arms: Vec<String> = start.arms.iter().map(|a| a.name.clone()).collect();
-    Some(stop.plan(start.warmup_passes, start.base_index(), &arms, &metrics))
+    let plan = stop.plan(start.warmup_passes, start.base_index(), &arms, &metrics);
+    Some(plan.within(stop, cell_seconds(columns, rows, first)))
+}
+
+/// The seconds of the cells in the passes before `passes`: their `ladder_wall_s` as written,
+/// summed in file order as the runner summed them (NaN where a value does not parse).
+fn cell_seconds(columns: &[String], rows: &[Row], passes: usize) -> f64 {
+    let Some(wall) = columns.iter().position(|c| c == WALL_COLUMN) else {
+        return f64::NAN;
+    };
+    rows.iter()
+        .filter(|r| r.pass < passes && r.row == 0)
+        .map(|r| {
+            r.fields
+                .get(wall)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(f64::NAN)
+        })
+        .sum()
 }
 
 pub struct Replay {

@@ -29,6 +29,7 @@ fn a_pooled_plan_gives_every_arm_the_pooled_need() {
         looks: vec![4, 12, 40],
         spread: StopSpread::Pooled,
         metrics: Vec::new(),
+        within_s: None,
     };
     let plan = stop.plan(1, 0, &arms, std::slice::from_ref(&v));
     let (s0, df) = pooled_spread(&v.values, 1..4);

@@ -146,6 +146,7 @@ fn stop_sample(halfwidth_pct: f64) -> Sample {
         looks: vec![4, 6, 8],
         spread: StopSpread::PerArm,
         metrics: Vec::new(),
+        within_s: None,
     });
     s
 }

@@ -607,6 +607,69 @@ fn a_stop_ladder_whose_width_is_never_met_runs_to_the_last_look() {
     bench.ladder();
 }
 
+/// `stop_spec` with `within_s` under its `[stop]`.
+fn stop_spec_within(bench: &Bench, noise_pct: f64, halfwidth: f64, within_s: &str) -> PathBuf {
+    let spec = stop_spec(bench, noise_pct, halfwidth);
+    let text = std::fs::read_to_string(&spec).unwrap().replace(
+        "looks = [4, 6, 8]\n",
+        &format!("looks = [4, 6, 8]\nwithin_s = {within_s}\n"),
+    );
+    std::fs::write(&spec, text).unwrap();
+    spec
+}
+
+#[test]
+fn within_s_ends_a_stop_ladder_at_the_look_its_own_cells_can_pay_for() {
+    // Never precise (10 % noise, ±0.1 %): without a limit it runs to its last look, 8.
+    let bench = Bench::new();
+    let out = bench.run(&stop_spec_within(&bench, 10.0, 0.1, "1e6"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let done = done_record(&bench.text());
+    assert_eq!(
+        (done["passes"].as_u64(), done["stopped"].as_str()),
+        (Some(8), Some("max-passes"))
+    );
+    // A microsecond of cells: no look after the first fits, so it stops there.
+    let bench = Bench::new();
+    let out = bench.run(&stop_spec_within(&bench, 10.0, 0.1, "0.000001"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = bench.text();
+    let done = done_record(&text);
+    assert_eq!(
+        (
+            done["passes"].as_u64(),
+            done["cells"].as_u64(),
+            done["stopped"].as_str()
+        ),
+        (Some(4), Some(8), Some("within"))
+    );
+    assert!(
+        stderr(&out).contains("within_s = 0.000001 s of cells ends it at look 4"),
+        "{}",
+        stderr(&out)
+    );
+    let ladder = bench.ladder();
+    let spec = Spec::from_json(&ladder.start.spec).unwrap();
+    let plan = ladder.stop_plan(&spec).unwrap();
+    assert_eq!((plan.look, plan.stopped), (4, Stopped::Within));
+    // The same file with the limit taken out of its recorded spec: the rule gives look 8,
+    // and verify says the file ended early.
+    let (first, rest) = text.split_once('\n').unwrap();
+    let mut start: serde_json::Value =
+        serde_json::from_str(first.strip_prefix("#ladder-start ").unwrap()).unwrap();
+    let stop = start["spec"]["stop"].as_object_mut().unwrap();
+    assert!(stop.remove("within_s").is_some(), "{stop:?}");
+    let unlimited = format!("#ladder-start {start}\n{rest}");
+    let verdict = replay(unlimited.as_bytes()).verdict;
+    assert_eq!(verdict.defects.len(), 1, "{:?}", verdict.defects);
+    assert_eq!(verdict.defects[0].kind, DefectKind::CountMismatch);
+    assert!(
+        verdict.defects[0].detail.contains("gives look 8"),
+        "{}",
+        verdict.defects[0].detail
+    );
+}
+
 #[test]
 fn verify_rejects_a_stop_ladder_cut_before_the_rules_look() {
     let bench = Bench::new();

@@ -162,6 +162,7 @@ impl StopPoint {
         match self.reason.as_str() {
             "precision" => "precision reached",
             "max-passes" => "the last look, precision not reached",
+            "within" => "the seconds of [stop] within_s, precision not reached",
             other => other,
         }
     }

@@ -390,7 +390,8 @@ pub fn fitted(pilot: &Pilot, goal: Goal, or_narrowest: bool) -> anyhow::Result<(
 }
 
 /// What `--template … --write …` puts into a spec: the plan's repetitions and its pooled
-/// `[stop]` (fewer expected passes than each arm's own spread, METHOD.md).
+/// `[stop]` (fewer expected passes than each arm's own spread, METHOD.md), with `--within`'s
+/// seconds as its `within_s`.
 pub fn applied(pilot: &Pilot, goal: &Goal) -> anyhow::Result<Applied> {
     let model = pilot.model(goal.arms);
     let best = best(&model, pilot, goal)?;
@@ -398,6 +399,7 @@ pub fn applied(pilot: &Pilot, goal: &Goal) -> anyhow::Result<Applied> {
         reps: best.reps,
         halfwidth_pct: goal.halfwidth_pct,
         looks: stop_rule(&model, &best, goal, true)?.1,
+        within_s: goal.within_s,
     })
 }
 

@@ -15,6 +15,9 @@ pub struct Applied {
     pub reps: usize,
     pub halfwidth_pct: f64,
     pub looks: Vec<usize>,
+    /// `--within`: the seconds of cells the ladder may take, checked at its first look
+    /// against its own cells (the pilot's may have been cheaper).
+    pub within_s: Option<f64>,
 }
 
 /// The template's text with `applied` in it, headed by how it was made (`origin`).
@@ -31,6 +34,9 @@ pub fn apply(template: &str, applied: &Applied, origin: &str) -> anyhow::Result<
     stop["halfwidth_pct"] = value(applied.halfwidth_pct);
     stop["looks"] = value(looks);
     stop["spread"] = value("pooled");
+    if let Some(within) = applied.within_s {
+        stop["within_s"] = value(within);
+    }
     doc["stop"] = Item::Table(stop);
     Ok(format!(
         "# Planned by `{origin}`:\n# the template with the plan's -r and [stop] applied. Edit the template, not this file.\n{doc}"
@@ -94,6 +100,7 @@ better = "higher"
             reps: 3,
             halfwidth_pct: 0.005,
             looks: vec![5, 7, 9],
+            within_s: Some(120.0),
         }
     }
 
@@ -108,6 +115,7 @@ better = "higher"
         assert_eq!(stop.looks, vec![5, 7, 9]);
         assert_eq!(stop.halfwidth_pct, 0.005);
         assert_eq!(stop.spread, ladder::spec::StopSpread::Pooled);
+        assert_eq!(stop.within_s, Some(120.0));
         assert!(out.starts_with("# Planned by `analyze plan p.csv --halfwidth 0.005`"));
         assert!(out.contains("# -r from the plan") && out.contains("# A/A"));
     }

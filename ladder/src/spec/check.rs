@@ -50,7 +50,7 @@ const METRIC_KEYS: &[&str] = &["column", "better", "row", "noise_limit_pct"];
 const SPLIT_KEYS: &[&str] = &["rounds", "time", "energy"];
 const IDENTITY_KEYS: &[&str] = &["column"];
 const BREAKDOWN_KEYS: &[&str] = &["key", "value", "total", "launches"];
-const STOP_KEYS: &[&str] = &["halfwidth_pct", "looks", "spread", "metrics"];
+const STOP_KEYS: &[&str] = &["halfwidth_pct", "looks", "spread", "metrics", "within_s"];
 const SCAN_KEYS: &[&str] = &["env", "parameter", "values", "args"];
 /// Every key is one the spec knows, at the top and in each table.
 pub(super) fn keys(at: &Locator, table: &toml::Table) -> Result<(), SpecError> {
@@ -410,8 +410,9 @@ fn check_arm_argv(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     Ok(())
 }
 
-/// `[stop]`: a positive half-width and increasing looks, each leaving at least three
-/// analysis passes, the last one equal to `passes` when that is given.
+/// `[stop]`: a positive half-width, a positive `within_s` when given, and increasing looks,
+/// each leaving at least three analysis passes, the last one equal to `passes` when that is
+/// given.
 fn check_stop(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
     let Some(stop) = &spec.stop else {
         return Ok(());
@@ -427,6 +428,14 @@ fn check_stop(at: &Locator, spec: &Spec) -> Result<(), SpecError> {
                 stop.halfwidth_pct
             ),
             "set the half-width you need, in percent, e.g. halfwidth_pct = 0.5".into(),
+        ));
+    }
+    if let Some(within) = stop.within_s.filter(|&w| !positive(w)) {
+        return Err(error(
+            "within_s",
+            format!("within_s = {within} is not a positive number of seconds"),
+            "set the seconds of cells the ladder may take, e.g. within_s = 240, or remove it"
+                .into(),
         ));
     }
     if stop.looks.is_empty() {

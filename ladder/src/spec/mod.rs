@@ -119,6 +119,10 @@ pub struct StopSpec {
     /// The metrics whose need sets the stopping look; empty: every metric.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<String>,
+    /// Seconds of cells (the sum of `ladder_wall_s`) the ladder may take: at the first look
+    /// a look that would cost more at the ladder's own seconds a pass is not run to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_s: Option<f64>,
 }
 
 /// `[stop] spread`: METHOD.md "Precision stopping" and "The pooled first-look spread".

@@ -223,6 +223,27 @@ fn stop_needs_a_positive_halfwidth() {
 }
 
 #[test]
+fn stop_within_s_is_a_positive_number_of_seconds() {
+    let base = GOOD.replace("passes = 4\n", "");
+    for bad in ["0", "-5", "nan"] {
+        let e = error_of(&format!("{base}{STOP}within_s = {bad}\n"));
+        assert!(e.message.contains("within_s"), "{e}");
+        assert!(e.fix.contains("within_s = 240"), "{e}");
+        assert_eq!(e.line, Some(25), "{e}");
+    }
+    let spec = parse(&format!("{base}{STOP}within_s = 240\n")).unwrap();
+    assert_eq!(spec.stop.unwrap().within_s, Some(240.0));
+    assert_eq!(
+        parse(&format!("{base}{STOP}"))
+            .unwrap()
+            .stop
+            .unwrap()
+            .within_s,
+        None
+    );
+}
+
+#[test]
 fn noise_limit_is_optional() {
     let spec = parse(&GOOD.replace("noise_limit_pct = 0.5\n", "")).unwrap();
     assert_eq!(spec.noise_limit_pct, None);

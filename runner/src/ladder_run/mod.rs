@@ -219,6 +219,7 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         values,
         plan: None,
         base_walls: vec![None; order.passes],
+        cell_seconds: 0.0,
         clock: std::time::Instant::now(),
     };
     let mut aborted = run.setup().err();
@@ -303,6 +304,9 @@ pub(super) struct Run<'a> {
     /// The base's wall time per pass, as written: what a known-effect arm's pad is a
     /// fraction of.
     base_walls: Vec<Option<f64>>,
+    /// The cells' `ladder_wall_s` so far, as written, summed in the order they ran: what
+    /// `[stop] within_s` prices a pass from (as `verify` sums them from the file).
+    cell_seconds: f64,
     /// Since the first cell.
     clock: std::time::Instant,
 }

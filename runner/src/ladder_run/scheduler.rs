@@ -28,7 +28,9 @@ impl Run<'_> {
         };
         let warmup = self.loaded.spec.warmup_passes;
         let base = self.loaded.spec.base_index();
-        let plan = stop.plan(warmup, base, &self.order.arms, &self.values);
+        let plan = stop
+            .plan(warmup, base, &self.order.arms, &self.values)
+            .within(stop, self.cell_seconds);
         let short = format!(
             "{} passes planned, set by {} of {}",
             plan.look, plan.need.metric, plan.need.arm
@@ -290,6 +292,7 @@ impl Run<'_> {
         card: &CellCard,
     ) {
         self.summary[cell.arm].walls.push(result.wall_s);
+        self.cell_seconds += harness_value(WALL_COLUMN, result).unwrap_or(f64::NAN);
         if cell.arm == self.loaded.spec.base_index() {
             self.base_walls[cell.pass] = harness_value(WALL_COLUMN, result);
         }
