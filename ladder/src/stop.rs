@@ -124,12 +124,14 @@ impl StopPlan {
         if fits(self.look) {
             return self;
         }
+        // A look costs its passes times the pass's seconds, so every look that fits lies
+        // before this plan's.
         let look = stop
             .looks
             .iter()
             .copied()
             .rev()
-            .find(|&l| l < self.look && fits(l))
+            .find(|&l| fits(l))
             .unwrap_or(stop.first_look());
         StopPlan {
             look,

@@ -4,6 +4,7 @@
 
 use ladder::sample::{Sample, SampleArm, SampleReps};
 use ladder::spec::{Spec, StopSpec, StopSpread};
+use ladder::stop::Stopped;
 use ladder::verify::{replay, DefectKind};
 use ladder::Role;
 
@@ -174,6 +175,32 @@ fn a_stop_ladder_recomputes_its_plan_from_its_first_look() {
     let mut fixed = spec.clone();
     fixed.stop = None;
     assert!(ladder.stop_plan(&fixed).is_none());
+}
+
+#[test]
+fn a_stop_ladders_within_s_is_priced_from_its_own_first_look() {
+    let text = stop_sample(0.05).file_text();
+    let ladder = replay(text.as_bytes()).ladder.unwrap();
+    let wall = ladder.columns.iter().position(|c| c == "ladder_wall_s");
+    let first_look: f64 = ladder
+        .rows
+        .iter()
+        .filter(|r| r.pass < 4 && r.row == 0)
+        .map(|r| r.fields.get(wall.unwrap()).unwrap().parse::<f64>().unwrap())
+        .sum();
+    let pass_seconds = first_look / 4.0;
+    let mut spec = Spec::from_json(&ladder.start.spec).unwrap();
+    // ±0.05 % runs this ladder to its last look, 8; each limit allows the looks below it.
+    for (passes_paid, look, stopped) in [
+        (9.0, 8, Stopped::MaxPasses),
+        (7.0, 6, Stopped::Within),
+        (5.0, 4, Stopped::Within),
+        (1.0, 4, Stopped::Within),
+    ] {
+        spec.stop.as_mut().unwrap().within_s = Some(passes_paid * pass_seconds);
+        let plan = ladder.stop_plan(&spec).unwrap();
+        assert_eq!((plan.look, plan.stopped), (look, stopped), "{passes_paid}");
+    }
 }
 
 #[test]

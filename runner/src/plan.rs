@@ -52,8 +52,11 @@ pub fn describe(spec: &Spec, order: &Order) -> String {
             true => "every metric".to_string(),
             false => stop.metrics.join(", "),
         };
+        let within = stop.within_s.map_or(String::new(), |w| {
+            format!(", and to no look that its first look's seconds a pass price above within_s = {w} s of cells")
+        });
         text.push_str(&format!(
-            "[stop]: after the first look ({} passes) the ladder runs to the first look whose analysis passes reach a {} % half-width for {set_by}, at most {} passes\n",
+            "[stop]: after the first look ({} passes) the ladder runs to the first look whose analysis passes reach a {} % half-width for {set_by}, at most {} passes{within}\n",
             stop.first_look(),
             stop.halfwidth_pct,
             order.passes

@@ -754,6 +754,15 @@ fn plan_shows_looks_and_each_arms_argv() {
         )),
         "{text}"
     );
+    assert!(!text.contains("within_s"), "{text}");
+    let spec = stop_spec_within(&bench, 0.0, 1.0, "240");
+    let out = Command::new(runner())
+        .arg("plan")
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("above within_s = 240 s of cells"), "{text}");
 }
 
 /// Three arms under `[stop] spread = "pooled"` with a ±`halfwidth` target.
