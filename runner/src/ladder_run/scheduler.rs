@@ -292,9 +292,10 @@ impl Run<'_> {
         card: &CellCard,
     ) {
         self.summary[cell.arm].walls.push(result.wall_s);
-        self.cell_seconds += harness_value(WALL_COLUMN, result).unwrap_or(f64::NAN);
+        let wall = harness_value(WALL_COLUMN, result);
+        self.cell_seconds += wall.unwrap_or(f64::NAN);
         if cell.arm == self.loaded.spec.base_index() {
-            self.base_walls[cell.pass] = harness_value(WALL_COLUMN, result);
+            self.base_walls[cell.pass] = wall;
         }
         let columns = self.engine_columns.clone().unwrap_or_default();
         for (m, metric) in self.loaded.spec.effective_metrics().into_iter().enumerate() {
