@@ -142,7 +142,7 @@ fn cells<'a>(
 
 fn cell_words(cell: &Cell, arms: &[String]) -> String {
     let arm = arms.get(cell.arm).map_or("?", String::as_str);
-    format!("pass {} slot {} (arm {arm:?})", cell.pass, cell.slot)
+    crate::order::cell_words(cell.pass, cell.slot, arm)
 }
 
 /// A cell's keys, sorted, each once.

@@ -68,6 +68,11 @@ pub struct Cell {
     pub arm: usize,
 }
 
+/// How every message names a cell: "pass P slot S (arm NAME)".
+pub fn cell_words(pass: usize, slot: usize, arm: &str) -> String {
+    format!("pass {pass} slot {slot} (arm {arm})")
+}
+
 impl Order {
     pub fn new(scheme: Scheme, arms: Vec<String>, passes: usize, seed: Option<u64>) -> Order {
         let n = arms.len();

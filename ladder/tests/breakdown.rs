@@ -77,7 +77,7 @@ fn a_cell_missing_a_kernel_row_is_a_defect_that_names_the_cell_and_the_kernel() 
         "line {line} is the cell's first row"
     );
     assert!(
-        detail.contains("pass 1 slot 1 (arm \"pad\")")
+        detail.contains("pass 1 slot 1 (arm pad)")
             && detail.contains("key \"ffn_add\" missing")
             && detail.contains("7 of the arm's 8 cells print the 5 keys"),
         "{detail}"

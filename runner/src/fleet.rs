@@ -455,7 +455,7 @@ mod tests {
     #[test]
     fn progress_lines_are_read_and_others_passed_on() {
         assert_eq!(
-            progress_of("cell 3/30 pass 0 slot 2 arm off: 1.2 s").as_deref(),
+            progress_of("cell 3/30 pass 0 slot 2 (arm off): 1.2 s").as_deref(),
             Some("3/30")
         );
         assert_eq!(progress_of("runner: ladder aborted after 3 cells"), None);

@@ -2,7 +2,7 @@
 //! line per cell elsewhere (CI logs, device runs).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use ladder::order::Cell;
+use ladder::order::{cell_words, Cell};
 use std::io::IsTerminal;
 use std::time::Instant;
 
@@ -40,10 +40,7 @@ impl Progress {
     }
 
     pub fn start_cell(&mut self, cell: Cell, arm: &str) {
-        self.current = format!(
-            "pass {} slot {} arm {arm}{}",
-            cell.pass, cell.slot, self.plan
-        );
+        self.current = format!("{}{}", cell_words(cell.pass, cell.slot, arm), self.plan);
         if let Some(bar) = &self.bar {
             bar.set_message(self.current.clone());
         }

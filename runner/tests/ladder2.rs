@@ -587,7 +587,7 @@ fn a_stop_ladder_ends_at_the_first_look_that_meets_the_width() {
         "half-width {halfwidth}"
     );
     assert!(
-        stderr(&out).contains("pass 4 slot 0 arm a [6 passes planned, set by tok_s of b]"),
+        stderr(&out).contains("pass 4 slot 0 (arm a) [6 passes planned, set by tok_s of b]"),
         "{}",
         stderr(&out)
     );

@@ -4,6 +4,7 @@
 use super::{Defect, DefectKind, Row};
 use crate::card::{power_or_thermal, THROTTLE_SEEN};
 use crate::ladder_file::StartRecord;
+use crate::order::cell_words;
 
 /// Whether the recorded spec pre-registered `[card] throttle = "defect"`, read from the JSON
 /// alone (a full spec parse per file would cost more than the replay).
@@ -39,10 +40,7 @@ pub(super) fn throttle_defects(
     rows.iter()
         .filter(|r| r.row == 0)
         .filter_map(|row| {
-            let at = format!(
-                "pass {} slot {} (arm {})",
-                row.pass, row.slot, start.order.arms[row.arm]
-            );
+            let at = cell_words(row.pass, row.slot, &start.order.arms[row.arm]);
             let text = row.fields.get(column).unwrap_or_default();
             let detail = match power_or_thermal(text) {
                 Ok(None) => return None,

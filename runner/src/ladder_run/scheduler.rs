@@ -3,6 +3,7 @@
 
 use super::columns::harness_value;
 use super::*;
+use ladder::order::cell_words;
 
 impl Run<'_> {
     /// Runs every cell; `Err` is the abort reason.
@@ -114,7 +115,7 @@ impl Run<'_> {
 
     fn one_cell(&mut self, cell: Cell) -> Result<(), String> {
         let arm = &self.order.arms[cell.arm];
-        let at = format!("pass {} slot {} (arm {arm})", cell.pass, cell.slot);
+        let at = cell_words(cell.pass, cell.slot, arm);
         if let Some(name) = signal_name(self.signal.load(Ordering::SeqCst)) {
             return Err(format!("interrupted by {name} before {at}"));
         }
