@@ -1,7 +1,7 @@
 //! The card during the cells, in the witness section: which cells ran under a power or
 //! thermal throttle the sampler saw, and what the pre-registered rule made of them.
 
-use super::name;
+use super::{cell_item, name};
 use crate::witness::card::CardDuring;
 use ladder::spec::ThrottleRule;
 use std::fmt::Write;
@@ -22,13 +22,6 @@ pub(super) fn card_lines(card: &CardDuring, out: &mut String) {
     }
     let _ = writeln!(out, ": {} cell(s)", card.throttled.len());
     for c in &card.throttled {
-        let _ = writeln!(
-            out,
-            "  - pass {} slot {} {}: {}",
-            c.pass,
-            c.slot,
-            name(&c.arm),
-            name(&c.detail)
-        );
+        cell_item(out, "  ", (c.pass, c.slot), &c.arm, &name(&c.detail));
     }
 }

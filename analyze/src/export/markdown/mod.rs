@@ -83,6 +83,16 @@ pub fn name(text: &str) -> String {
     out
 }
 
+/// A list item naming one cell and what was seen in it, each name escaped by `name`:
+/// "- pass P slot S ARM: WHAT", under `indent`.
+fn cell_item(out: &mut String, indent: &str, (pass, slot): (usize, usize), arm: &str, what: &str) {
+    let _ = writeln!(
+        out,
+        "{indent}- pass {pass} slot {slot} {}: {what}",
+        name(arm)
+    );
+}
+
 fn opt_name(text: Option<&str>) -> String {
     name(text.unwrap_or("?"))
 }

@@ -87,15 +87,8 @@ pub(super) fn ladder_section(doc: &Doc, i: usize, r: &LadderReport, out: &mut St
                 split.cells
             );
             for c in &split.differing_cells {
-                let _ = writeln!(
-                    out,
-                    "- pass {} slot {} {}: {} rounds, base {}",
-                    c.pass,
-                    c.slot,
-                    name(&c.arm),
-                    c.rounds,
-                    c.base_rounds
-                );
+                let what = format!("{} rounds, base {}", c.rounds, c.base_rounds);
+                cell_item(out, "", (c.pass, c.slot as usize), &c.arm, &what);
             }
         }
     }
@@ -436,15 +429,8 @@ fn identity_section(identity: &Identity, out: &mut String) {
             identity.identical, identity.comparisons, identity.distinct
         );
         for d in &identity.differing {
-            let _ = writeln!(
-                out,
-                "- pass {} slot {} {}: {}, base {}",
-                d.pass,
-                d.slot,
-                name(&d.arm),
-                name(&d.digest),
-                name(&d.base_digest)
-            );
+            let what = format!("{}, base {}", name(&d.digest), name(&d.base_digest));
+            cell_item(out, "", (d.pass, d.slot), &d.arm, &what);
         }
     }
 }
@@ -458,14 +444,7 @@ fn witness_section(w: &Witness, cells: usize, out: &mut String) {
             } else {
                 let _ = writeln!(out, "- {title}: {} cell(s)", items.len());
                 for c in items {
-                    let _ = writeln!(
-                        out,
-                        "  - pass {} slot {} {}: {}",
-                        c.pass,
-                        c.slot,
-                        name(&c.arm),
-                        name(&c.detail)
-                    );
+                    cell_item(out, "  ", (c.pass, c.slot), &c.arm, &name(&c.detail));
                 }
             }
         };
