@@ -210,7 +210,7 @@ fn cost(passes: f64, pass_seconds: f64) -> String {
         s => format!("{:.1} days", s / 86_400.0),
     };
     let d = if pass_seconds < 0.1 { 3 } else { 2 };
-    format!("about {total} at {pass_seconds:.d$} s a pass")
+    format!("about {total} of cells at {pass_seconds:.d$} s a pass")
 }
 
 impl StopSpec {
@@ -305,15 +305,21 @@ mod tests {
         assert_eq!(thousands(999.0), "999");
         assert_eq!(thousands(1000.0), "1,000");
         assert_eq!(thousands(1_234_567.0), "1,234,567");
-        assert_eq!(cost(200.0, 0.05), "about 10 s at 0.050 s a pass");
-        assert_eq!(cost(1000.0, 0.9), "about 15 min at 0.90 s a pass");
-        assert_eq!(cost(10_000.0, 1.8), "about 5.0 h at 1.80 s a pass");
-        assert_eq!(cost(200_000.0, 1.8), "about 4.2 days at 1.80 s a pass");
+        assert_eq!(cost(200.0, 0.05), "about 10 s of cells at 0.050 s a pass");
+        assert_eq!(cost(1000.0, 0.9), "about 15 min of cells at 0.90 s a pass");
+        assert_eq!(cost(10_000.0, 1.8), "about 5.0 h of cells at 1.80 s a pass");
+        assert_eq!(
+            cost(200_000.0, 1.8),
+            "about 4.2 days of cells at 1.80 s a pass"
+        );
         // Each unit from its lower bound on.
-        assert_eq!(cost(120.0, 1.0), "about 2 min at 1.00 s a pass");
-        assert_eq!(cost(7200.0, 1.0), "about 2.0 h at 1.00 s a pass");
-        assert_eq!(cost(172_800.0, 1.0), "about 2.0 days at 1.00 s a pass");
-        assert_eq!(cost(1000.0, 0.1), "about 100 s at 0.10 s a pass");
+        assert_eq!(cost(120.0, 1.0), "about 2 min of cells at 1.00 s a pass");
+        assert_eq!(cost(7200.0, 1.0), "about 2.0 h of cells at 1.00 s a pass");
+        assert_eq!(
+            cost(172_800.0, 1.0),
+            "about 2.0 days of cells at 1.00 s a pass"
+        );
+        assert_eq!(cost(1000.0, 0.1), "about 100 s of cells at 0.10 s a pass");
         assert_eq!(cost(10.0, 0.0), "no pass timed yet");
         assert_eq!(cost(10.0, -1.0), "no pass timed yet");
         assert_eq!(cost(10.0, f64::INFINITY), "no pass timed yet");
@@ -445,8 +451,9 @@ mod tests {
         assert!(words.contains("set by noisy of arm b"), "{words}");
         // m* = 670.2 here: 671 analysis passes and the warm-up, at 2 s a pass.
         assert!(
-            words
-                .contains("±0.5 % needs about 671 analysis passes (about 22 min at 2.00 s a pass)"),
+            words.contains(
+                "±0.5 % needs about 671 analysis passes (about 22 min of cells at 2.00 s a pass)"
+            ),
             "{words}"
         );
         // The last look's 39 passes give √(670.2/39) times the target half-width.

@@ -652,6 +652,24 @@ fn within_s_ends_a_stop_ladder_at_the_look_its_own_cells_can_pay_for() {
     let spec = Spec::from_json(&ladder.start.spec).unwrap();
     let plan = ladder.stop_plan(&spec).unwrap();
     assert_eq!((plan.look, plan.stopped), (4, Stopped::Within));
+    // The words price a pass as within_s does: the first look's cell walls as written, not
+    // the runner's clock (which counts the runner's own time between cells too).
+    let wall = ladder.column("ladder_wall_s").unwrap();
+    let cells: f64 = ladder
+        .rows
+        .iter()
+        .map(|r| r.fields.get(wall).unwrap().parse::<f64>().unwrap())
+        .sum();
+    let err = stderr(&out);
+    let said: f64 = err
+        .split_once("of cells at ")
+        .and_then(|(_, rest)| rest.split_once(" s a pass"))
+        .map(|(n, _)| n.parse().unwrap())
+        .unwrap_or_else(|| panic!("no pass price in {err}"));
+    assert!(
+        (said - cells / 4.0).abs() < 6e-4,
+        "{said} against {cells} / 4"
+    );
     // The same file with the limit taken out of its recorded spec: the rule gives look 8,
     // and verify says the file ended early.
     let (first, rest) = text.split_once('\n').unwrap();

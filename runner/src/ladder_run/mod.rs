@@ -220,7 +220,6 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         plan: None,
         base_walls: vec![None; order.passes],
         cell_seconds: 0.0,
-        clock: std::time::Instant::now(),
     };
     let mut aborted = run.setup().err();
     if aborted.is_none() {
@@ -258,7 +257,7 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         .as_ref()
         .zip(loaded.spec.stop.as_ref())
         .map(|(plan, stop)| {
-            let pass_s = run.clock.elapsed().as_secs_f64() / passes_run.max(1) as f64;
+            let pass_s = run.cell_seconds / passes_run.max(1) as f64;
             plan.describe(stop, loaded.spec.warmup_passes, pass_s)
         });
     Ok(Outcome {
@@ -305,10 +304,8 @@ pub(super) struct Run<'a> {
     /// fraction of.
     base_walls: Vec<Option<f64>>,
     /// The cells' `ladder_wall_s` so far, as written, summed in the order they ran: what
-    /// `[stop] within_s` prices a pass from (as `verify` sums them from the file).
+    /// a `[stop]` plan prices a pass from, `within_s` too (as `verify` sums them from the file).
     cell_seconds: f64,
-    /// Since the first cell.
-    clock: std::time::Instant,
 }
 
 mod columns;

@@ -36,7 +36,7 @@ impl Run<'_> {
             "{} passes planned, set by {} of {}",
             plan.look, plan.need.metric, plan.need.arm
         );
-        let pass_s = self.clock.elapsed().as_secs_f64() / stop.first_look().max(1) as f64;
+        let pass_s = self.cell_seconds / stop.first_look().max(1) as f64;
         self.progress.replan(
             plan.look * self.order.n_arms(),
             short,
