@@ -108,6 +108,33 @@ fn a_file_with_a_gap_is_reported_with_its_defects() {
         md.contains("<code>gap</code>") || md.contains("`gap`"),
         "{md}"
     );
+    // The terminal's summary and the figures' titles say the same status as the markdown.
+    let out = report(&[path.to_str().unwrap(), "--allow-defects", "--summary"]);
+    let summary = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        summary.contains(": NOT CONNECTED, read with --allow-defects"),
+        "{summary}"
+    );
+    let md_path = path.with_extension("md");
+    let out = report(&[
+        path.to_str().unwrap(),
+        "--allow-defects",
+        "-o",
+        md_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let svgs: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(!svgs.is_empty());
+    assert!(
+        svgs.iter()
+            .all(|svg| svg.contains("[NOT CONNECTED, read with --allow-defects]")),
+        "{svgs:?}"
+    );
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 

@@ -6,5 +6,6 @@ pub mod breakdown_svg;
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod status;
 pub mod svg;
 pub mod terminal;

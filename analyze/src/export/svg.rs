@@ -2,7 +2,6 @@
 //! (one dot per pass, the median as a bar and its 95 % interval as a whisker); across
 //! ladders, a forest plot of each quantity's estimate and interval per ladder.
 
-use crate::analysis::LadderReport;
 use crate::reading::Reading;
 use anyhow::anyhow;
 use plotters::coord::types::RangedCoordf64;
@@ -21,13 +20,8 @@ pub struct ReportFigures {
 }
 
 /// Draws every figure of `reading` into `dir` as `STEM_<ladder>_<tag>_<metric>.svg`,
-/// `…_scan.svg` and `STEM_across_<spec>.svg`; `status` titles a disqualified ladder's figure.
-pub fn draw_report(
-    reading: &Reading,
-    dir: &Path,
-    stem: &str,
-    status: fn(&LadderReport) -> String,
-) -> anyhow::Result<ReportFigures> {
+/// `…_scan.svg` and `STEM_across_<spec>.svg`; a disqualified ladder's figure says so in its title.
+pub fn draw_report(reading: &Reading, dir: &Path, stem: &str) -> anyhow::Result<ReportFigures> {
     let mut used = std::collections::HashSet::new();
     let mut metric_svgs = Vec::new();
     let mut scan_svgs = Vec::new();
@@ -66,7 +60,7 @@ pub fn draw_report(
                 if r.qualified {
                     String::new()
                 } else {
-                    format!(" [{}]", status(r))
+                    format!(" [{}]", super::status::status(r, super::terminal::plain).1)
                 }
             );
             deltas_svg(&dir.join(&name), &title, &columns)?;

@@ -63,26 +63,8 @@ fn render(mut t: Table) -> String {
 
 /// The status line: QUALIFIED, or what disqualified the ladder.
 fn status(r: &LadderReport) -> String {
-    if !r.statistics {
-        return styled(BAD, "NOT CONNECTED (no statistics)");
-    }
-    if r.qualified {
-        return styled(GOOD, "QUALIFIED");
-    }
-    let mut words = Vec::new();
-    if !r.connected {
-        words.push("NOT CONNECTED, read with --allow-defects".to_string());
-    }
-    let reasons: Vec<String> = r
-        .disqualified_by
-        .iter()
-        .filter(|d| *d != "not-connected")
-        .map(|d| plain(d))
-        .collect();
-    if !reasons.is_empty() {
-        words.push(format!("DISQUALIFIED by {}", reasons.join(", ")));
-    }
-    styled(BAD, &words.join("; "))
+    let (qualified, words) = super::status::status(r, plain);
+    styled(if qualified { GOOD } else { BAD }, &words)
 }
 
 fn heading(r: &LadderReport) -> String {

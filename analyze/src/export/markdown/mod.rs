@@ -137,40 +137,9 @@ fn duration(seconds: f64) -> String {
     }
 }
 
-/// `QUALIFIED`, or why the ladder's figures must not be relied on.
+/// `QUALIFIED`, or why the ladder's figures must not be relied on (`export::status`).
 pub fn status(r: &LadderReport) -> String {
-    if !r.statistics {
-        return "NOT CONNECTED (no statistics)".into();
-    }
-    if r.qualified {
-        return "QUALIFIED".into();
-    }
-    let mut words = Vec::new();
-    if !r.connected {
-        words.push("NOT CONNECTED, read with --allow-defects".to_string());
-    }
-    let reasons: Vec<String> = r
-        .disqualified_by
-        .iter()
-        .filter(|d| *d != "not-connected")
-        .map(|d| match d.split_once(':') {
-            Some((kind, arm)) => format!("{kind}:{}", name(arm)),
-            None => d.clone(),
-        })
-        .collect();
-    if !reasons.is_empty() {
-        words.push(format!("DISQUALIFIED by {}", reasons.join(", ")));
-    }
-    words.join("; ")
-}
-
-/// The same, as plain text for a figure's title (drawn, not parsed as markdown).
-pub fn status_plain(r: &LadderReport) -> String {
-    if r.qualified {
-        "QUALIFIED".into()
-    } else {
-        format!("DISQUALIFIED by {}", r.disqualified_by.join(", "))
-    }
+    super::status::status(r, name).1
 }
 
 /// The line above every table of a ladder that is not qualified.
@@ -250,7 +219,7 @@ pub fn write(reading: &Reading, path: &Path) -> anyhow::Result<()> {
             dir.display()
         )
     })?;
-    let figures = svg::draw_report(reading, dir, &stem, status_plain)?;
+    let figures = svg::draw_report(reading, dir, &stem)?;
     let breakdown_svgs = super::breakdown_svg::draw(reading, dir, &stem)?;
     let doc = Doc {
         reports: &reading.reports,
