@@ -12,7 +12,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::time::Duration;
 
 /// What `runner fleet` was asked to do.
@@ -175,14 +175,7 @@ pub fn run_fleet(options: &FleetOptions) -> anyhow::Result<Vec<Member>> {
         .unwrap_or_else(crate::ladder_run::default_tag);
     let host = host_name();
     let runner = std::env::current_exe().context("cannot find the runner's own executable")?;
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
-    }
+    let signal = crate::stop_signal::catch()?;
     let (lines, inbox) = mpsc::channel();
     let mut children = Vec::new();
     for (i, slot) in slots.iter().enumerate() {

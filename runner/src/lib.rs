@@ -18,6 +18,7 @@ pub mod progress;
 pub mod reading;
 pub mod reaper;
 pub mod sbatch;
+pub mod stop_signal;
 pub mod summary;
 pub mod terminal;
 pub mod witness;

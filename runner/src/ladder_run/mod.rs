@@ -161,14 +161,7 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         eprint!("{note}");
         let _ = (&log).write_all(note.as_bytes());
     }
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
-    }
+    let signal = crate::stop_signal::catch()?;
     let parent: BTreeMap<String, String> = std::env::vars().collect();
     let arm_envs = loaded.spec.arms.iter().map(|a| a.env.clone()).collect();
     let argv_bytes = arms

@@ -116,7 +116,7 @@ impl Run<'_> {
     fn one_cell(&mut self, cell: Cell) -> Result<(), String> {
         let arm = &self.order.arms[cell.arm];
         let at = cell_words(cell.pass, cell.slot, arm);
-        if let Some(name) = signal_name(self.signal.load(Ordering::SeqCst)) {
+        if let Some(name) = crate::stop_signal::name(self.signal.load(Ordering::SeqCst)) {
             return Err(format!("interrupted by {name} before {at}"));
         }
         let arm_argv = &self.arms[cell.arm];
@@ -204,7 +204,7 @@ impl Run<'_> {
             )),
             Some(Cut::Signal(sig)) => Err(format!(
                 "interrupted by {} during {at}; the cell was killed",
-                signal_name(sig).unwrap_or("a signal")
+                crate::stop_signal::name(sig).unwrap_or("a signal")
             )),
             None if !ok => Err(self.exit_failure(&at, result.exit)),
             None => Ok(()),
@@ -316,15 +316,5 @@ impl Run<'_> {
                 }
             }
         }
-    }
-}
-
-fn signal_name(signal: usize) -> Option<&'static str> {
-    match signal as i32 {
-        0 => None,
-        signal_hook::consts::SIGINT => Some("SIGINT"),
-        signal_hook::consts::SIGTERM => Some("SIGTERM"),
-        signal_hook::consts::SIGHUP => Some("SIGHUP"),
-        _ => Some("a signal"),
     }
 }

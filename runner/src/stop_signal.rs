@@ -1,0 +1,31 @@
+//! The signals that stop a run (SIGINT, SIGTERM, SIGHUP): caught, not fatal, so that a ladder
+//! ends between cells with its file whole and a fleet forwards the stop to every member.
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+
+const STOPPING: [i32; 3] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+];
+
+/// Catches the stopping signals: the returned number is 0 until one arrives, then its number.
+pub fn catch() -> std::io::Result<Arc<AtomicUsize>> {
+    let received = Arc::new(AtomicUsize::new(0));
+    for sig in STOPPING {
+        signal_hook::flag::register_usize(sig, Arc::clone(&received), sig as usize)?;
+    }
+    Ok(received)
+}
+
+/// The name of a signal `catch` recorded, `None` while none has arrived.
+pub fn name(signal: usize) -> Option<&'static str> {
+    match signal as i32 {
+        0 => None,
+        signal_hook::consts::SIGINT => Some("SIGINT"),
+        signal_hook::consts::SIGTERM => Some("SIGTERM"),
+        signal_hook::consts::SIGHUP => Some("SIGHUP"),
+        _ => Some("a signal"),
+    }
+}
