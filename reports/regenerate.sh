@@ -68,4 +68,7 @@ report precision precision-sweep-self-timed-pad-h100 raw/precision-sweep-h200_h1
 # The sweep goal's design (±0.03 % on every arm, a pooled [stop] whose looks fit 240 s of
 # cells), planned from the same pilot and run three times with `0d31a00`'s binaries.
 report precision precision-sweep-goal-h100 raw/precision-sweep-h200_h100-0d31a00.csv raw/precision-sweep-h200_h100-0d31a00-b.csv raw/precision-sweep-h200_h100-9d70ed5.csv
+# The same design with `[stop] within_s = 240` (the runner prices the looks from the ladder's
+# own cells at its first look), on a noisier H100 whose cells cost more than the pilot's.
+report precision precision-sweep-within-h100 raw/precision-sweep-h200_h100-f6853d8.csv
 python3 reports/l2-sweep-h200/plot.py
