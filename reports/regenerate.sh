@@ -54,6 +54,8 @@ report precision aa-pilot-h100 raw/aa-pilot-h200_h100-b8415b8.csv
 # marked on every table.
 report precision precision-aa-h100-interrupted raw/precision-aa-h200_h100-b8415b8.csv --allow-defects
 report precision precision-aa-h100 raw/precision-aa-h200_h100-010b86f.csv raw/precision-aa-h200_h100-010b86f-b.csv
+# The A/A goal planned the same way at `f6853d8` (`within_s = 120` in its [stop]).
+report precision precision-aa-within-h100 raw/precision-aa-h200_h100-f6853d8.csv
 report precision precision-sweep-h100 raw/precision-sweep-h200_h100-010b86f.csv raw/precision-sweep-h200_h100-010b86f-b.csv
 report precision warmup-decode-h100 raw/warmup-decode-h200_h100-010b86f.csv
 # The sweep planned from its own pilot (the base cell with the pad's spin node), each within
