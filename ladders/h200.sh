@@ -20,8 +20,9 @@
 #   aa, sweep    ladders/precision-{aa,sweep}-h200.template.toml, with `-r` and `[stop]` set by
 #                `analyze plan` from the goal's pilot (aa-pilot-h200_TAG.csv, or
 #                sweep-pilot-h200_TAG.csv: in $OUT, from `pilot` or `sweep-pilot` earlier in the
-#                same call, else in raw/; PILOT names another), within PLAN_WITHIN_S seconds
-#                of cells (default 480); the planned spec is written beside the ladder; AA_PCT
+#                same call, else in raw/; PILOT names another), within the goal's seconds of
+#                cells (120 and 240; PLAN_WITHIN_S sets another for both); the planned spec is
+#                written beside the ladder; AA_PCT
 #                and SWEEP_PCT change their goals' half-widths (0.005 and 0.03); a goal that
 #                does not fit PLAN_WITHIN_S is planned at the narrowest half-width that does
 #                (`analyze plan --or-narrowest`, said in the log)
@@ -59,14 +60,15 @@ ladder() {
     .bin/runner run "ladders/$1.toml" --tag "$tag" --out "$out"
 }
 
-# A planned ladder's cells must end inside the device call (600 s at most, start-up and the
-# other steps of the call besides): a plan that needs more is refused by `analyze plan`, and
-# the written [stop] carries `within_s`, so that a card slower than the pilot's ends in time.
-within=${PLAN_WITHIN_S:-480}
+# A planned ladder's cells must end within its goal's seconds, and inside the device call (600 s
+# at most, start-up and the other steps of the call besides): a plan that needs more is refused
+# by `analyze plan`, and the written [stop] carries `within_s`, so that a card slower than the
+# pilot's ends in time.
 
 # The goal ladder $1 (aa or sweep) at half-width $2 %, planned from its pilot ($1-pilot-h200)
-# within $within s of cells, then run.
+# within $3 s of cells (PLAN_WITHIN_S instead, when set), then run.
 planned() {
+    local within=${PLAN_WITHIN_S:-$3}
     local spec="$out/precision-$1-h200.toml" pilot=${PILOT:-$out/$1-pilot-h200_$tag.csv}
     [ -f "$pilot" ] || pilot="raw/$1-pilot-h200_$tag.csv"
     # A plan refused (a pilot of other cells, one whose fewest passes cannot fit $within s)
@@ -111,8 +113,8 @@ for step in "$@"; do
         energy) ladder energy-l2-h200 ;;
         warmup) ladder warmup-decode-h200 ;;
         decode-vs-3095158) ladder decode-vs-3095158-h200 ;;
-        aa) planned aa "${AA_PCT:-0.005}" ;;
-        sweep) planned sweep "${SWEEP_PCT:-0.03}" ;;
+        aa) planned aa "${AA_PCT:-0.005}" 120 ;;
+        sweep) planned sweep "${SWEEP_PCT:-0.03}" 240 ;;
         *) echo "unknown step $step" >&2; exit 2 ;;
     esac
 done
