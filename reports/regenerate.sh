@@ -55,7 +55,7 @@ report precision aa-pilot-h100 raw/aa-pilot-h200_h100-b8415b8.csv
 report precision precision-aa-h100-interrupted raw/precision-aa-h200_h100-b8415b8.csv --allow-defects
 report precision precision-aa-h100 raw/precision-aa-h200_h100-010b86f.csv raw/precision-aa-h200_h100-010b86f-b.csv
 # The A/A goal planned the same way at `f6853d8` (`within_s = 120` in its [stop]).
-report precision precision-aa-within-h100 raw/precision-aa-h200_h100-f6853d8.csv
+report precision precision-aa-within-h100 raw/precision-aa-h200_h100-f6853d8.csv raw/precision-aa-h200_h100-f6853d8-b.csv
 report precision precision-sweep-h100 raw/precision-sweep-h200_h100-010b86f.csv raw/precision-sweep-h200_h100-010b86f-b.csv
 report precision warmup-decode-h100 raw/warmup-decode-h200_h100-010b86f.csv
 # The sweep planned from its own pilot (the base cell with the pad's spin node), each within
@@ -72,5 +72,5 @@ report precision precision-sweep-self-timed-pad-h100 raw/precision-sweep-h200_h1
 report precision precision-sweep-goal-h100 raw/precision-sweep-h200_h100-0d31a00.csv raw/precision-sweep-h200_h100-0d31a00-b.csv raw/precision-sweep-h200_h100-9d70ed5.csv
 # The same design with `[stop] within_s = 240` (the runner prices the looks from the ladder's
 # own cells at its first look), on a noisier H100 whose cells cost more than the pilot's.
-report precision precision-sweep-within-h100 raw/precision-sweep-h200_h100-f6853d8.csv
+report precision precision-sweep-within-h100 raw/precision-sweep-h200_h100-f6853d8.csv raw/precision-sweep-h200_h100-f6853d8-b.csv
 python3 reports/l2-sweep-h200/plot.py
