@@ -24,7 +24,7 @@
 #                cells (120 and 240; PLAN_WITHIN_S sets another for both); the planned spec is
 #                written beside the ladder; AA_PCT
 #                and SWEEP_PCT change their goals' half-widths (0.005 and 0.03); a goal that
-#                does not fit PLAN_WITHIN_S is planned at the narrowest half-width that does
+#                does not fit its seconds is planned at the narrowest half-width that does
 #                (`analyze plan --or-narrowest`, said in the log)
 # Built here and carried in .bin/ (docs/GPU.md): .bin/engine, .bin/runner, .bin/gpu-tests/,
 # .bin/analyze (stripped: `strip -o .bin/analyze target/release/analyze`, for aa and sweep),
@@ -64,7 +64,7 @@ ladder() {
 # at most, start-up and the other steps of the call besides): a plan that needs more is refused
 # by `analyze plan`, and the written [stop] carries `within_s`, so that a card slower than the
 # pilot's ends in time.
-
+#
 # The goal ladder $1 (aa or sweep) at half-width $2 %, planned from its pilot ($1-pilot-h200)
 # within $3 s of cells (PLAN_WITHIN_S instead, when set), then run.
 planned() {

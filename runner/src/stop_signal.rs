@@ -4,16 +4,16 @@
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-const STOPPING: [i32; 3] = [
-    signal_hook::consts::SIGINT,
-    signal_hook::consts::SIGTERM,
-    signal_hook::consts::SIGHUP,
+const STOPPING: [(i32, &str); 3] = [
+    (signal_hook::consts::SIGINT, "SIGINT"),
+    (signal_hook::consts::SIGTERM, "SIGTERM"),
+    (signal_hook::consts::SIGHUP, "SIGHUP"),
 ];
 
 /// Catches the stopping signals: the returned number is 0 until one arrives, then its number.
 pub fn catch() -> std::io::Result<Arc<AtomicUsize>> {
     let received = Arc::new(AtomicUsize::new(0));
-    for sig in STOPPING {
+    for (sig, _) in STOPPING {
         signal_hook::flag::register_usize(sig, Arc::clone(&received), sig as usize)?;
     }
     Ok(received)
@@ -21,11 +21,9 @@ pub fn catch() -> std::io::Result<Arc<AtomicUsize>> {
 
 /// The name of a signal `catch` recorded, `None` while none has arrived.
 pub fn name(signal: usize) -> Option<&'static str> {
-    match signal as i32 {
-        0 => None,
-        signal_hook::consts::SIGINT => Some("SIGINT"),
-        signal_hook::consts::SIGTERM => Some("SIGTERM"),
-        signal_hook::consts::SIGHUP => Some("SIGHUP"),
-        _ => Some("a signal"),
+    if signal == 0 {
+        return None;
     }
+    let named = STOPPING.iter().find(|&&(sig, _)| sig as usize == signal);
+    Some(named.map_or("a signal", |&(_, name)| name))
 }
