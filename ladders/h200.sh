@@ -16,6 +16,8 @@
 #                3095158; carry .bin/3095158/engine too)
 #   decode-vs-3095158  ladders/decode-vs-3095158-h200.toml (the goals' cell against 3095158,
 #                the decode only; carry .bin/3095158/engine too)
+#   aa-3095158   ladders/aa-3095158-h200.toml (the A/A design of the goals' baseline, 3095158,
+#                to read beside `aa` on the same card; carry .bin/3095158/engine too)
 #   sweep-pilot  ladders/sweep-pilot-h200.toml (the sweep's base cell, with the pad's spin node)
 #   aa, sweep    ladders/precision-{aa,sweep}-h200.template.toml, with `-r` and `[stop]` set by
 #                `analyze plan` from the goal's pilot (aa-pilot-h200_TAG.csv, or
@@ -113,6 +115,7 @@ for step in "$@"; do
         energy) ladder energy-l2-h200 ;;
         warmup) ladder warmup-decode-h200 ;;
         decode-vs-3095158) ladder decode-vs-3095158-h200 ;;
+        aa-3095158) ladder aa-3095158-h200 ;;
         aa) planned aa "${AA_PCT:-0.005}" 120 ;;
         sweep) planned sweep "${SWEEP_PCT:-0.03}" 240 ;;
         *) echo "unknown step $step" >&2; exit 2 ;;

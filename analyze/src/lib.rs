@@ -12,6 +12,7 @@ pub mod export;
 pub mod extras;
 pub mod frames;
 pub mod identity;
+pub mod minute;
 pub mod model;
 pub mod plan;
 pub mod reading;

@@ -40,6 +40,9 @@ pub struct TimeUse {
     /// `Σ w` over every cell.
     pub device_seconds: f64,
     pub arms: Vec<ArmTime>,
+    /// `Σ w` over each pass's cells, indexed by pass.
+    #[serde(skip)]
+    pub pass_seconds: Vec<f64>,
 }
 
 /// Every cell's times, in file order. The wall is `ladder_wall_s` where the file has it
@@ -78,9 +81,15 @@ pub fn time_use(ladder: &Ladder) -> TimeUse {
         .enumerate()
         .map(|(a, record)| arm_time(&record.name, cells.iter().filter(|c| c.arm == a)))
         .collect();
+    let passes = cells.iter().map(|c| c.pass + 1).max().unwrap_or(0);
+    let mut pass_seconds = vec![0.0; passes];
+    for c in &cells {
+        pass_seconds[c.pass] += c.wall;
+    }
     TimeUse {
         device_seconds: cells.iter().map(|c| c.wall).sum(),
         arms,
+        pass_seconds,
     }
 }
 

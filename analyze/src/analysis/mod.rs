@@ -20,6 +20,7 @@ pub use run_info::{RunArm, RunInfo};
 use crate::extras;
 use crate::frames::{Grid, LadderInfo, LoadedFile, SeriesKind};
 use crate::identity::Identity;
+use crate::minute::{self, MinuteHalfwidth};
 use crate::model::{Cells, OrderEffects};
 use crate::stats::{self, Summary};
 use crate::time_use::ArmTime;
@@ -133,6 +134,8 @@ pub struct LadderReport {
     /// `Σ w` over every cell (METHOD.md "Where a ladder's time goes").
     pub device_seconds: Option<f64>,
     pub time_use: Vec<ArmTime>,
+    /// METHOD.md "What a device-minute buys": per metric and non-base arm.
+    pub minute_halfwidths: Vec<MinuteHalfwidth>,
     /// METHOD.md "Variance components"; `None` without repetition rows.
     pub variance_components: Option<VarianceComponents>,
     /// Why the repetition rows could not be read.
@@ -309,6 +312,7 @@ pub fn read(
         breakdown: None,
         device_seconds: None,
         time_use: Vec::new(),
+        minute_halfwidths: Vec::new(),
         variance_components: None,
         variance_note: None,
     };
@@ -360,6 +364,7 @@ pub fn read(
     if let Some(time) = &info.time_use {
         report.device_seconds = Some(time.device_seconds);
         report.time_use = time.arms.clone();
+        report.minute_halfwidths = minute_halfwidths(info, grids, &design, &time.pass_seconds);
     }
     match &info.variance {
         Ok(components) => report.variance_components = components.clone(),
@@ -372,6 +377,42 @@ pub fn read(
         .extend(disqualifications(&report.metrics));
     report.qualified = report.disqualified_by.is_empty();
     report
+}
+
+/// Every metric's non-base arms' `H₆₀`, at the mean device seconds of an analysis pass.
+fn minute_halfwidths(
+    info: &LadderInfo,
+    grids: &[Grid],
+    design: &Design,
+    pass_seconds: &[f64],
+) -> Vec<MinuteHalfwidth> {
+    let passes = info.analysis_passes();
+    let Some(c) = minute::mean_pass_seconds(pass_seconds, passes.clone()) else {
+        return Vec::new();
+    };
+    let metrics = info
+        .series
+        .iter()
+        .zip(grids)
+        .filter_map(|(kind, grid)| match kind {
+            SeriesKind::Metric(i) => Some((&info.metrics[*i], grid)),
+            _ => None,
+        });
+    let mut out = Vec::new();
+    for (metric, grid) in metrics {
+        for a in (0..design.arms()).filter(|&a| a != design.base) {
+            let logs = paired_logs(grid, metric.better, a, design.base, passes.clone());
+            let (arm, base) = (&design.names[a], &design.names[design.base]);
+            out.extend(minute::minute_halfwidth(
+                &metric.column,
+                arm,
+                base,
+                &logs,
+                c,
+            ));
+        }
+    }
+    out
 }
 
 /// The arms, roles and limits of a loaded ladder.

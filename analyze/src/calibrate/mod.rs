@@ -12,7 +12,7 @@ mod breakdown;
 mod live;
 mod rates;
 mod render;
-mod simulate;
+pub(crate) mod simulate;
 
 pub use live::{ledger, render_ledger, Ledger, LedgerRow};
 pub use rates::{Count, Rates};

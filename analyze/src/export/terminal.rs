@@ -163,6 +163,48 @@ fn controls_table(r: &LadderReport) -> Option<String> {
     })
 }
 
+/// Per metric, what a device-minute of this design buys: the arm's `H₆₀` and its interval, or
+/// with several arms the narrowest and the widest.
+fn minute_lines(r: &LadderReport) -> String {
+    let mut out = String::new();
+    let mut columns: Vec<&str> = r
+        .minute_halfwidths
+        .iter()
+        .map(|h| h.column.as_str())
+        .collect();
+    columns.dedup();
+    for column in columns {
+        let arms: Vec<_> = r
+            .minute_halfwidths
+            .iter()
+            .filter(|h| h.column == column)
+            .collect();
+        let widths = arms.iter().map(|h| h.halfwidth_pct);
+        let (least, most) = widths.fold((f64::INFINITY, 0.0f64), |(l, m), w| (l.min(w), m.max(w)));
+        let _ = match arms.as_slice() {
+            [h] => writeln!(
+                out,
+                "A device-minute buys {}: ±{:.4} % [{:.4}, {:.4}] ({} against {}, {:.1} s a pass)",
+                plain(column),
+                h.halfwidth_pct,
+                h.ci_low_pct,
+                h.ci_high_pct,
+                plain(&h.arm),
+                plain(&h.against),
+                h.pass_seconds
+            ),
+            _ => writeln!(
+                out,
+                "A device-minute buys {}: ±{least:.4} to ±{most:.4} % over {} arms ({:.1} s a pass)",
+                plain(column),
+                arms.len(),
+                arms[0].pass_seconds
+            ),
+        };
+    }
+    out
+}
+
 /// The device time and each arm's efficiency on one line, then the variance components.
 fn device_lines(r: &LadderReport) -> String {
     let Some(device) = r.device_seconds else {
@@ -179,6 +221,7 @@ fn device_lines(r: &LadderReport) -> String {
         let _ = write!(out, "; timed/wall: {}", efficiency.join(", "));
     }
     out.push('\n');
+    out.push_str(&minute_lines(r));
     if let Some(note) = &r.variance_note {
         let _ = writeln!(out, "Variance components: none, {}", plain(note));
     }

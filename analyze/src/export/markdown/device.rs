@@ -26,7 +26,38 @@ pub(super) fn device_section(r: &LadderReport, out: &mut String) {
         true => split_table(r, out),
         false => wall_table(r, out),
     }
+    minute_section(r, out);
     variance_section(r, out);
+}
+
+/// `H₆₀` of every metric and arm: what one device-minute of this design buys.
+fn minute_section(r: &LadderReport, out: &mut String) {
+    let Some(first) = r.minute_halfwidths.first() else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\n### What a device-minute buys\n\n\
+         The 95 % half-width one device-minute of these passes ({:.1} s a pass, every arm's cells) gives at many \
+         passes, from each arm's sd of a pass's log ratio: two designs run on one card compare by it, the device \
+         time to one half-width standing as the square of theirs (METHOD.md \"What a device-minute buys\").\n\n\
+         | metric | arm | against | passes | sd of a pass | ± a device-minute | 95 % interval |\n|---|---|---|---:|---:|---:|---|",
+        first.pass_seconds
+    );
+    for h in &r.minute_halfwidths {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.4} % | ±{:.4} % | [{:.4}, {:.4}] |",
+            name(&h.column),
+            name(&h.arm),
+            name(&h.against),
+            h.passes,
+            h.sd_pct,
+            h.halfwidth_pct,
+            h.ci_low_pct,
+            h.ci_high_pct
+        );
+    }
 }
 
 /// Each arm's wall time alone, where the engine printed no split of it.
