@@ -9,3 +9,18 @@ if [ -d .nvrtc/nvidia/cu13/include ]; then
     export ABAB_CUDA_INCLUDE="$PWD/.nvrtc/nvidia/cu13/include"
 fi
 out=${OUT:-raw}
+
+# A device call brings back at most 8 files from $OUT (docs/GPU.md): on exit the side logs and
+# the planned specs there go into one archive, $OUT/side-logs.tar (appended to by each script
+# of the call), so that every ladder file comes back.
+bundle_side_logs() {
+    (
+        cd "$OUT" || exit 0
+        shopt -s nullglob
+        set -- *.stderr.log *.toml
+        [ $# -gt 0 ] && tar -rf side-logs.tar "$@" && rm -f "$@"
+    ) || true
+}
+if [ -n "${OUT:-}" ]; then
+    trap bundle_side_logs EXIT
+fi
