@@ -73,4 +73,7 @@ report precision precision-sweep-goal-h100 raw/precision-sweep-h200_h100-0d31a00
 # The same design with `[stop] within_s = 240` (the runner prices the looks from the ladder's
 # own cells at its first look), on a noisier H100 whose cells cost more than the pilot's.
 report precision precision-sweep-within-h100 raw/precision-sweep-h200_h100-f6853d8.csv raw/precision-sweep-h200_h100-f6853d8-b.csv
+# The goals' A/A design against the A/A design of their baseline, `3095158`, side by side on two
+# H100s (the baseline first: the reference of "What a device-minute buys, per design").
+report precision aa-design-vs-3095158-h100 raw/aa-3095158-h200_h100-849f5a5.csv raw/aa-3095158-h200_h100-849f5a5-b.csv raw/aa-3095158-h200_h100-1a1e72e.csv raw/precision-aa-h200_h100-849f5a5-b.csv raw/precision-aa-h200_h100-1a1e72e.csv
 python3 reports/l2-sweep-h200/plot.py

@@ -2,9 +2,10 @@
 //! 95 % half-width that one minute of this ladder's passes gives at many passes, so that two
 //! designs run on one card compare by the device time a half-width costs them.
 
+use crate::analysis::LadderReport;
 use ladder::stats::{pct_of_log, sample_sd};
 use serde::Serialize;
-use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
+use statrs::distribution::{ChiSquared, ContinuousCDF, FisherSnedecor, Normal};
 
 /// Fewer paired passes give no spread worth a figure.
 const LEAST_PASSES: usize = 3;
@@ -36,13 +37,12 @@ pub fn minute_halfwidth(
     pass_seconds: f64,
 ) -> Option<MinuteHalfwidth> {
     let n = logs.len();
-    if n < LEAST_PASSES || !(pass_seconds > 0.0) {
+    // A NaN or non-positive time prices nothing.
+    if n < LEAST_PASSES || pass_seconds.is_nan() || pass_seconds <= 0.0 {
         return None;
     }
     let s = sample_sd(logs);
-    let df = (n - 1) as f64;
-    let chi2 = ChiSquared::new(df).ok()?;
-    let halfwidth = |sd: f64| pct_of_log(z() * sd * (pass_seconds / 60.0).sqrt());
+    let (halfwidth_pct, ci_low_pct, ci_high_pct) = halfwidths(s, n - 1, pass_seconds)?;
     Some(MinuteHalfwidth {
         column: column.to_string(),
         arm: arm.to_string(),
@@ -50,9 +50,153 @@ pub fn minute_halfwidth(
         passes: n,
         pass_seconds,
         sd_pct: 100.0 * s,
-        halfwidth_pct: halfwidth(s),
-        ci_low_pct: halfwidth(s * (df / chi2.inverse_cdf(0.975)).sqrt()),
-        ci_high_pct: halfwidth(s * (df / chi2.inverse_cdf(0.025)).sqrt()),
+        halfwidth_pct,
+        ci_low_pct,
+        ci_high_pct,
+    })
+}
+
+/// `H₆₀` of a log-ratio sd `s` on `df` degrees of freedom at `c` seconds a pass, and its 95 %
+/// interval from `s`'s.
+fn halfwidths(s: f64, df: usize, c: f64) -> Option<(f64, f64, f64)> {
+    let df = df as f64;
+    let chi2 = ChiSquared::new(df).ok()?;
+    let halfwidth = |sd: f64| pct_of_log(z() * sd * (c / 60.0).sqrt());
+    Some((
+        halfwidth(s),
+        halfwidth(s * (df / chi2.inverse_cdf(0.975)).sqrt()),
+        halfwidth(s * (df / chi2.inverse_cdf(0.025)).sqrt()),
+    ))
+}
+
+/// One design's `H₆₀` pooled over ladders of one spec (METHOD.md "Across ladders").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MinutePool {
+    pub spec: String,
+    pub column: String,
+    pub arm: String,
+    pub against: String,
+    /// The ladders pooled, by tag.
+    pub ladders: Vec<String>,
+    /// `d = Σ(n − 1)`.
+    pub df: usize,
+    /// `c = Σ n·c / Σ n`.
+    pub pass_seconds: f64,
+    pub sd_pct: f64,
+    pub halfwidth_pct: f64,
+    pub ci_low_pct: f64,
+    pub ci_high_pct: f64,
+    /// The device time to one half-width against the reference spec's pool of this metric and
+    /// arm; `None` for the reference's own pools and where it has no such arm.
+    pub time_ratio: Option<TimeRatio>,
+}
+
+/// `ρ = (s²·c) / (s₁²·c₁)` against the reference pool, with its F interval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimeRatio {
+    pub spec: String,
+    pub arm: String,
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+impl TimeRatio {
+    pub fn reading(&self) -> &'static str {
+        match (self.ci_high < 1.0, self.ci_low > 1.0) {
+            (true, _) => "cheaper",
+            (_, true) => "dearer",
+            _ => "not resolved",
+        }
+    }
+}
+
+/// Every design's pool over `reports` (in their order), each of another spec than the first
+/// report's compared with that spec's pool of its metric and arm; none for fewer than two
+/// ladders.
+pub fn pools(reports: &[LadderReport]) -> Vec<MinutePool> {
+    if reports.len() < 2 {
+        return Vec::new();
+    }
+    let mut sums: Vec<(MinutePool, f64, f64)> = Vec::new(); // pool, Σ(n−1)s², Σ n·c
+    for r in reports {
+        let (Some(spec), Some(tag)) = (&r.ladder, &r.tag) else {
+            continue;
+        };
+        for h in &r.minute_halfwidths {
+            let key = |p: &MinutePool| {
+                (&p.spec, &p.column, &p.arm, &p.against) == (spec, &h.column, &h.arm, &h.against)
+            };
+            let at = match sums.iter().position(|(p, ..)| key(p)) {
+                Some(at) => at,
+                None => {
+                    sums.push((empty_pool(spec, h), 0.0, 0.0));
+                    sums.len() - 1
+                }
+            };
+            let (pool, ss, nc) = &mut sums[at];
+            let s = h.sd_pct / 100.0;
+            pool.ladders.push(tag.clone());
+            pool.df += h.passes - 1;
+            *ss += (h.passes - 1) as f64 * s * s;
+            *nc += h.passes as f64 * h.pass_seconds;
+        }
+    }
+    let mut pools: Vec<MinutePool> = sums.into_iter().filter_map(finish).collect();
+    let Some(reference) = pools.first().map(|p| p.spec.clone()) else {
+        return pools;
+    };
+    for i in 0..pools.len() {
+        let p = &pools[i];
+        let twin =
+            |q: &&MinutePool| q.spec == reference && (&q.column, &q.arm) == (&p.column, &p.arm);
+        if p.spec != reference {
+            pools[i].time_ratio = pools.iter().find(twin).and_then(|r| time_ratio(r, p));
+        }
+    }
+    pools
+}
+
+fn empty_pool(spec: &str, h: &MinuteHalfwidth) -> MinutePool {
+    MinutePool {
+        spec: spec.to_string(),
+        column: h.column.clone(),
+        arm: h.arm.clone(),
+        against: h.against.clone(),
+        ladders: Vec::new(),
+        df: 0,
+        pass_seconds: 0.0,
+        sd_pct: f64::NAN,
+        halfwidth_pct: f64::NAN,
+        ci_low_pct: f64::NAN,
+        ci_high_pct: f64::NAN,
+        time_ratio: None,
+    }
+}
+
+/// The pool's `s`, `c` and `H₆₀` from its sums.
+fn finish((mut pool, ss, nc): (MinutePool, f64, f64)) -> Option<MinutePool> {
+    let passes = pool.df + pool.ladders.len();
+    let s = (ss / pool.df as f64).sqrt();
+    pool.pass_seconds = nc / passes as f64;
+    pool.sd_pct = 100.0 * s;
+    (pool.halfwidth_pct, pool.ci_low_pct, pool.ci_high_pct) =
+        halfwidths(s, pool.df, pool.pass_seconds)?;
+    Some(pool)
+}
+
+/// `pool`'s device time to one half-width against `first`'s, with Fisher's F interval.
+fn time_ratio(first: &MinutePool, pool: &MinutePool) -> Option<TimeRatio> {
+    let cost = |p: &MinutePool| (p.sd_pct / 100.0).powi(2) * p.pass_seconds;
+    let ratio = cost(pool) / cost(first);
+    let (d, d1) = (pool.df as f64, first.df as f64);
+    let upper = |a: f64, b: f64| FisherSnedecor::new(a, b).ok().map(|f| f.inverse_cdf(0.975));
+    Some(TimeRatio {
+        spec: first.spec.clone(),
+        arm: first.arm.clone(),
+        ratio,
+        ci_low: ratio / upper(d, d1)?,
+        ci_high: ratio * upper(d1, d)?,
     })
 }
 
@@ -120,6 +264,47 @@ mod tests {
             "passes not run"
         );
         assert_eq!(mean_pass_seconds(&seconds, 4..6), None);
+    }
+
+    fn pool_of(sd: f64, df: usize, c: f64) -> MinutePool {
+        let h = minute_halfwidth("m", "b", "a", &[0.0, 1.0, 2.0], c).unwrap();
+        let mut pool = empty_pool("spec", &h);
+        (pool.sd_pct, pool.df, pool.pass_seconds) = (100.0 * sd, df, c);
+        pool
+    }
+
+    #[test]
+    fn the_time_ratio_is_the_cost_ratio_with_fishers_interval() {
+        let t = time_ratio(&pool_of(0.0160, 30, 7.82), &pool_of(0.0234, 26, 6.62)).unwrap();
+        let want = (0.0234f64 / 0.0160).powi(2) * 6.62 / 7.82;
+        assert!((t.ratio - want).abs() < 1e-12, "{t:?}");
+        // F(0.975; 26, 30) = 2.1124 and F(0.975; 30, 26) = 2.1563.
+        assert!((t.ratio / t.ci_low - 2.1124).abs() < 1e-3, "{t:?}");
+        assert!((t.ci_high / t.ratio - 2.1563).abs() < 1e-3, "{t:?}");
+        assert_eq!(t.reading(), "not resolved");
+    }
+
+    /// Under normal noise the ratio's interval holds the true one in about 95 % of pairs.
+    #[test]
+    fn the_time_ratio_interval_covers_the_truth_95_percent_of_the_time() {
+        let (sd1, sd2, c1, c2, trials): (f64, f64, f64, f64, usize) =
+            (0.0002, 0.0003, 8.0, 6.0, 4000);
+        let truth = (sd2 / sd1).powi(2) * c2 / c1;
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut draw = |sd: f64, n: usize| {
+            let logs: Vec<f64> = (0..n).map(|_| sd * normal(&mut rng)).collect();
+            sample_sd(&logs)
+        };
+        let covered = (0..trials)
+            .filter(|_| {
+                let (first, second) =
+                    (pool_of(draw(sd1, 12), 11, c1), pool_of(draw(sd2, 9), 8, c2));
+                let t = time_ratio(&first, &second).unwrap();
+                t.ci_low <= truth && truth <= t.ci_high
+            })
+            .count();
+        let rate = covered as f64 / trials as f64;
+        assert!((rate - 0.95).abs() < 0.012, "coverage {rate}");
     }
 
     /// Under normal noise the interval holds the true `H₆₀` in about 95 % of ladders.

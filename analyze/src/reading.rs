@@ -4,6 +4,7 @@
 use crate::across::{self, ArmPair, Replication};
 use crate::analysis::{self, ExtrasConfig, LadderReport};
 use crate::frames::{self, Grid, LoadedFile};
+use crate::minute::{self, MinutePool};
 use rayon::prelude::*;
 use std::path::PathBuf;
 
@@ -24,6 +25,8 @@ pub struct Reading {
     pub reports: Vec<LadderReport>,
     pub replications: Vec<Replication>,
     pub pairs: Vec<ArmPair>,
+    /// What a device-minute buys, pooled per design (METHOD.md "Across ladders").
+    pub minute_pools: Vec<MinutePool>,
     pub extras: ExtrasConfig,
 }
 
@@ -45,12 +48,14 @@ pub fn read(paths: &[PathBuf], options: &Options) -> anyhow::Result<Reading> {
     crate::energy::beside(&mut replications, &reports);
     let wanted = across::pairs_to_compare(&loaded.files, &reports, &options.compare);
     let pairs = across::arm_pairs(&loaded.files, &grids, &reports, &wanted);
+    let minute_pools = minute::pools(&reports);
     Ok(Reading {
         files: loaded.files,
         grids,
         reports,
         replications,
         pairs,
+        minute_pools,
         extras: options.extras,
     })
 }

@@ -48,7 +48,8 @@ pub fn run(files: &[PathBuf], outputs: &Outputs, options: &Options) -> anyhow::R
         markdown::write(&reading, path)?;
     }
     if outputs.summary {
-        terminal::print(&terminal::summary(&reading.reports))?;
+        let pools = terminal::minute_pool_lines(&reading.minute_pools);
+        terminal::print(&(terminal::summary(&reading.reports) + &pools))?;
     } else if outputs.markdown.is_none() && outputs.json.is_none() && outputs.csv.is_none() {
         print!(
             "{}",

@@ -160,12 +160,17 @@ fn repetition_rows_pass_verify_and_reach_every_report() {
         summary.contains("Variance components, 8 repetitions a cell (7 analysis passes):"),
         "{summary}"
     );
+    assert!(
+        summary.contains("A device-minute buys decode_tok_s: ±"),
+        "{summary}"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&stdout(&analyze(&["report", file, "--json", "-"]))).unwrap();
     let ladder = &json["ladders"][0];
     assert_eq!(ladder["device_seconds"], 92.0);
     assert_eq!(ladder["time_use"][1]["arm"], "on");
     assert_eq!(ladder["variance_components"]["reps"], 8);
+    assert_eq!(ladder["minute_halfwidths"][0]["pass_seconds"], 11.5);
     assert!(
         ladder["variance_components"]["arms"][0]["within_sd_pct"]
             .as_f64()
@@ -176,10 +181,91 @@ fn repetition_rows_pass_verify_and_reach_every_report() {
     for heading in [
         "### Where the time goes",
         "### Variance components (8 repetitions a cell, 7 analysis passes)",
+        "### What a device-minute buys",
     ] {
         assert!(markdown.contains(heading), "{heading}");
     }
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+/// `H₆₀ = 100·(exp(z·s·√(c/60)) − 1)` with `s` the arm's own spread and `c` an analysis pass's
+/// device seconds: two cells of 5.75 s here.
+#[test]
+fn a_device_minute_buys_the_half_width_of_sixty_over_c_passes() {
+    let report = common::one("minute", reps_sample(4, 13, 1.0, 2.0).file_text());
+    let h = &report.minute_halfwidths[0];
+    let headline = &report.metrics[0].arms[0].figures;
+    let s = headline.sem_pct * (headline.n as f64).sqrt() / 100.0;
+    assert_eq!(
+        (h.arm.as_str(), h.against.as_str(), h.passes),
+        ("on", "off", 12)
+    );
+    assert!((h.pass_seconds - 11.5).abs() < 1e-9, "{}", h.pass_seconds);
+    let want = 100.0 * (1.959964 * s * (11.5f64 / 60.0).sqrt()).exp_m1();
+    assert!(
+        (h.halfwidth_pct - want).abs() < 1e-4 * want,
+        "{h:?} against {want}"
+    );
+    assert!(h.ci_low_pct < want && want < h.ci_high_pct);
+}
+
+/// Two designs, the second's passes three times as noisy: pooled over two ladders each, it
+/// needs about nine times the device time for one half-width, resolved as the dearer.
+#[test]
+fn designs_pool_their_ladders_and_compare_by_device_time() {
+    let design = |name: &str, seed: u64, between_pct: f64| {
+        let mut s = reps_sample(seed, 31, between_pct, 0.0);
+        s.ladder = name.to_string();
+        s.file_text()
+    };
+    let texts = [
+        design("quiet", 1, 0.5),
+        design("quiet", 2, 0.5),
+        design("noisy", 3, 1.5),
+        design("noisy", 4, 1.5),
+    ];
+    let reading = common::read("pools", &texts);
+    let [quiet, noisy] = reading.minute_pools.as_slice() else {
+        panic!("{:?}", reading.minute_pools);
+    };
+    assert_eq!(
+        (quiet.spec.as_str(), quiet.df, quiet.ladders.len()),
+        ("quiet", 58, 2)
+    );
+    assert_eq!(quiet.time_ratio, None, "the reference");
+    // The pooled sd from the ladders' own.
+    let sd = |tag: usize| reading.reports[tag].minute_halfwidths[0].sd_pct;
+    let pooled = ((sd(2).powi(2) + sd(3).powi(2)) / 2.0).sqrt();
+    assert!((noisy.sd_pct - pooled).abs() < 1e-9 * pooled);
+    let t = noisy.time_ratio.as_ref().expect("compared with the first");
+    let want = (noisy.sd_pct / quiet.sd_pct).powi(2) * noisy.pass_seconds / quiet.pass_seconds;
+    assert!((t.ratio - want).abs() < 1e-9 * want);
+    assert!(t.ci_low > 1.0 && t.ratio > 4.0 && t.ratio < 20.0, "{t:?}");
+    assert_eq!((t.spec.as_str(), t.reading()), ("quiet", "dearer"));
+    let files: Vec<String> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            write("pools", &format!("{i}.csv"), text)
+                .display()
+                .to_string()
+        })
+        .collect();
+    let mut args = vec!["report"];
+    args.extend(files.iter().map(String::as_str));
+    args.push("--summary");
+    let summary = stdout(&analyze(&args));
+    assert!(
+        summary.contains("What a device-minute buys, per design"),
+        "{summary}"
+    );
+    assert!(summary.contains("of quiet's: dearer"), "{summary}");
+    args.pop();
+    let markdown = stdout(&analyze(&args));
+    assert!(
+        markdown.contains("## What a device-minute buys, per design"),
+        "{markdown}"
+    );
 }
 
 #[test]

@@ -4,7 +4,8 @@ use crate::reading::Reading;
 use rayon::prelude::*;
 use std::io::Write;
 
-/// The JSON report: `{"method": 2.1, "ladders": [...], "across": [...], "arm_pairs": [...]}`. Ladders are
+/// The JSON report: `{"method": 2.1, "ladders": [...], "across": [...], "arm_pairs": [...],
+/// "minute_pools": [...]}`. Ladders are
 /// serialized in parallel, a chunk at a time so that the text is never all in memory.
 pub fn write(reading: &Reading, mut out: impl Write) -> anyhow::Result<()> {
     out.write_all(b"{\"method\":2.1,\"ladders\":[")?;
@@ -27,6 +28,8 @@ pub fn write(reading: &Reading, mut out: impl Write) -> anyhow::Result<()> {
     serde_json::to_writer(&mut out, &reading.replications)?;
     out.write_all(b",\"arm_pairs\":")?;
     serde_json::to_writer(&mut out, &reading.pairs)?;
+    out.write_all(b",\"minute_pools\":")?;
+    serde_json::to_writer(&mut out, &reading.minute_pools)?;
     out.write_all(b"}\n")?;
     Ok(())
 }

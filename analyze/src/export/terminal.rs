@@ -6,6 +6,7 @@
 
 use super::markdown::breakdown::{amount, ci};
 use crate::analysis::{ArmReading, LadderReport, MetricReport};
+use crate::minute::MinutePool;
 use anstyle::{AnsiColor, Style};
 use comfy_table::{presets, ContentArrangement, Table};
 use ladder::sentence;
@@ -200,6 +201,42 @@ fn minute_lines(r: &LadderReport) -> String {
                 arms.len(),
                 arms[0].pass_seconds
             ),
+        };
+    }
+    out
+}
+
+/// Each design's pooled `H₆₀` on a line, with its device time to one half-width against its
+/// metric's first design.
+pub fn minute_pool_lines(pools: &[MinutePool]) -> String {
+    let mut out = String::new();
+    if !pools.is_empty() {
+        out.push_str("What a device-minute buys, per design (pooled over its ladders):\n");
+    }
+    for p in pools {
+        let _ = write!(
+            out,
+            "  {} {} ({} ladders, df {}, {:.2} s a pass): ±{:.4} % [{:.4}, {:.4}]",
+            plain(&p.spec),
+            plain(&p.arm),
+            p.ladders.len(),
+            p.df,
+            p.pass_seconds,
+            p.halfwidth_pct,
+            p.ci_low_pct,
+            p.ci_high_pct
+        );
+        let _ = match &p.time_ratio {
+            Some(t) => writeln!(
+                out,
+                "; device time to one half-width ×{:.2} [{:.2}, {:.2}] of {}'s: {}",
+                t.ratio,
+                t.ci_low,
+                t.ci_high,
+                plain(&t.spec),
+                t.reading()
+            ),
+            None => writeln!(out),
         };
     }
     out

@@ -90,6 +90,54 @@ fn split_table(r: &LadderReport, out: &mut String) {
     }
 }
 
+/// `H₆₀` pooled per design over the ladders, each against its metric's first design.
+pub(super) fn minute_pools_section(pools: &[MinutePool], out: &mut String) {
+    if pools.is_empty() {
+        return;
+    }
+    out.push_str(
+        "\n## What a device-minute buys, per design\n\n\
+         Each design's sd of a pass's log ratio pooled over its ladders (degrees of freedom added), its mean \
+         device seconds a pass, and the half-width a device-minute of it buys. A design of another spec than \
+         the first file's is compared with the first spec's design of its metric and arm by the device time it \
+         needs for one half-width, with Fisher's F interval (METHOD.md \"Across ladders\"). Cards differ: \
+         compare designs run side by side on the same cards.\n\n\
+         | spec | metric | arm | ladders | df | a pass | sd of a pass | ± a device-minute | 95 % interval | device time to one half-width |\n\
+         |---|---|---|---|---:|---:|---:|---:|---|---|\n",
+    );
+    for p in pools {
+        let unmatched = match p.spec == pools[0].spec {
+            true => "the reference",
+            false => "n/a: no such arm in the reference",
+        };
+        let ratio = p.time_ratio.as_ref().map_or(unmatched.into(), |t| {
+            format!(
+                "×{:.2} [{:.2}, {:.2}] against {} ({})",
+                t.ratio,
+                t.ci_low,
+                t.ci_high,
+                name(&t.spec),
+                t.reading()
+            )
+        });
+        let _ =
+            writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {:.2} s | {:.4} % | ±{:.4} % | [{:.4}, {:.4}] | {ratio} |",
+            name(&p.spec),
+            name(&p.column),
+            name(&p.arm),
+            p.ladders.iter().map(|t| name(t)).collect::<Vec<_>>().join(", "),
+            p.df,
+            p.pass_seconds,
+            p.sd_pct,
+            p.halfwidth_pct,
+            p.ci_low_pct,
+            p.ci_high_pct
+        );
+    }
+}
+
 /// The variance components, or why the repetition rows could not be read.
 fn variance_section(r: &LadderReport, out: &mut String) {
     if let Some(note) = &r.variance_note {

@@ -18,6 +18,7 @@ use super::svg;
 use crate::across::{ArmPair, Replication};
 use crate::analysis::{Contrast, ExtrasConfig, Figures, LadderReport, MetricReport};
 use crate::identity::Identity;
+use crate::minute::MinutePool;
 use crate::reading::Reading;
 use crate::witness::Witness;
 use anyhow::Context;
@@ -29,6 +30,7 @@ pub struct Doc<'a> {
     pub reports: &'a [LadderReport],
     pub replications: &'a [Replication],
     pub pairs: &'a [ArmPair],
+    pub minute_pools: &'a [MinutePool],
     /// Per report, per metric: the figure's file name beside the markdown (empty: none).
     pub metric_svgs: &'a [Vec<String>],
     /// Per report, per metric: the scan figure's file name (empty: none).
@@ -47,6 +49,7 @@ impl<'a> Doc<'a> {
             reports: &reading.reports,
             replications: &reading.replications,
             pairs: &reading.pairs,
+            minute_pools: &reading.minute_pools,
             metric_svgs: &[],
             scan_svgs: &[],
             forest_svgs: &[],
@@ -200,6 +203,7 @@ pub fn render(doc: &Doc) -> String {
         sections::ladder_section(doc, i, r, &mut out);
     }
     across::across_section(doc, &mut out);
+    device::minute_pools_section(doc.minute_pools, &mut out);
     out
 }
 
@@ -225,6 +229,7 @@ pub fn write(reading: &Reading, path: &Path) -> anyhow::Result<()> {
         reports: &reading.reports,
         replications: &reading.replications,
         pairs: &reading.pairs,
+        minute_pools: &reading.minute_pools,
         metric_svgs: &figures.metrics,
         scan_svgs: &figures.scans,
         forest_svgs: &figures.forests,
