@@ -18,6 +18,9 @@
 #                the decode only; carry .bin/3095158/engine too)
 #   aa-3095158   ladders/aa-3095158-h200.toml (the A/A design of the goals' baseline, 3095158,
 #                to read beside `aa` on the same card; carry .bin/3095158/engine too)
+#   aa-full-warmup, aa-short-warmup  ladders/aa-{full,short}-warmup-h200.toml (this build's
+#                A/A cell with the full warm-up rep and with a 16-token warm-up decode, to read
+#                beside aa-3095158)
 #   sweep-pilot  ladders/sweep-pilot-h200.toml (the sweep's base cell, with the pad's spin node)
 #   aa, sweep    ladders/precision-{aa,sweep}-h200.template.toml, with `-r` and `[stop]` set by
 #                `analyze plan` from the goal's pilot (aa-pilot-h200_TAG.csv, or
@@ -116,6 +119,7 @@ for step in "$@"; do
         warmup) ladder warmup-decode-h200 ;;
         decode-vs-3095158) ladder decode-vs-3095158-h200 ;;
         aa-3095158) ladder aa-3095158-h200 ;;
+        aa-full-warmup | aa-short-warmup) ladder "$step-h200" ;;
         aa) planned aa "${AA_PCT:-0.005}" 120 ;;
         sweep) planned sweep "${SWEEP_PCT:-0.03}" 240 ;;
         *) echo "unknown step $step" >&2; exit 2 ;;
