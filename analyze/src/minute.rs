@@ -2,7 +2,6 @@
 //! 95 % half-width that one minute of this ladder's passes gives at many passes, so that two
 //! designs run on one card compare by the device time a half-width costs them.
 
-use crate::analysis::LadderReport;
 use ladder::stats::{pct_of_log, sample_sd};
 use serde::Serialize;
 use statrs::distribution::{ChiSquared, ContinuousCDF, FisherSnedecor, Normal};
@@ -111,21 +110,21 @@ impl TimeRatio {
     }
 }
 
-/// Every design's pool over `reports` (in their order), each of another spec than the first
-/// report's compared with that spec's pool of its metric and arm; none for fewer than two
+/// One ladder's figures as the pools read them: its spec's name, its tag and its `H₆₀`s.
+pub type LadderMinutes<'a> = (&'a str, &'a str, &'a [MinuteHalfwidth]);
+
+/// Every design's pool over `ladders` (in their order), each of another spec than the first
+/// ladder's compared with that spec's pool of its metric and arm; none for fewer than two
 /// ladders.
-pub fn pools(reports: &[LadderReport]) -> Vec<MinutePool> {
-    if reports.len() < 2 {
+pub fn pools(ladders: &[LadderMinutes]) -> Vec<MinutePool> {
+    if ladders.len() < 2 {
         return Vec::new();
     }
     let mut sums: Vec<(MinutePool, f64, f64)> = Vec::new(); // pool, Σ(n−1)s², Σ n·c
-    for r in reports {
-        let (Some(spec), Some(tag)) = (&r.ladder, &r.tag) else {
-            continue;
-        };
-        for h in &r.minute_halfwidths {
+    for &(spec, tag, minutes) in ladders {
+        for h in minutes {
             let key = |p: &MinutePool| {
-                (&p.spec, &p.column, &p.arm, &p.against) == (spec, &h.column, &h.arm, &h.against)
+                p.spec == spec && (&p.column, &p.arm, &p.against) == (&h.column, &h.arm, &h.against)
             };
             let at = match sums.iter().position(|(p, ..)| key(p)) {
                 Some(at) => at,
@@ -136,7 +135,7 @@ pub fn pools(reports: &[LadderReport]) -> Vec<MinutePool> {
             };
             let (pool, ss, nc) = &mut sums[at];
             let s = h.sd_pct / 100.0;
-            pool.ladders.push(tag.clone());
+            pool.ladders.push(tag.to_string());
             pool.df += h.passes - 1;
             *ss += (h.passes - 1) as f64 * s * s;
             *nc += h.passes as f64 * h.pass_seconds;

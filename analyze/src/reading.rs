@@ -48,7 +48,17 @@ pub fn read(paths: &[PathBuf], options: &Options) -> anyhow::Result<Reading> {
     crate::energy::beside(&mut replications, &reports);
     let wanted = across::pairs_to_compare(&loaded.files, &reports, &options.compare);
     let pairs = across::arm_pairs(&loaded.files, &grids, &reports, &wanted);
-    let minute_pools = minute::pools(&reports);
+    let minutes: Vec<minute::LadderMinutes> = reports
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r.ladder.as_deref()?,
+                r.tag.as_deref()?,
+                &r.minute_halfwidths[..],
+            ))
+        })
+        .collect();
+    let minute_pools = minute::pools(&minutes);
     Ok(Reading {
         files: loaded.files,
         grids,
