@@ -76,4 +76,9 @@ report precision precision-sweep-within-h100 raw/precision-sweep-h200_h100-f6853
 # The goals' A/A design against the A/A design of their baseline, `3095158`, side by side on two
 # H100s (the baseline first: the reference of "What a device-minute buys, per design").
 report precision aa-design-vs-3095158-h100 raw/aa-3095158-h200_h100-849f5a5.csv raw/aa-3095158-h200_h100-849f5a5-b.csv raw/aa-3095158-h200_h100-1a1e72e.csv raw/precision-aa-h200_h100-849f5a5-b.csv raw/precision-aa-h200_h100-1a1e72e.csv
+# Which part of the goal's A/A cell moved its precision: the baseline, this build with the full
+# warm-up and with the 16-token warm-up, on a third H100 (baseline, full, short, short, full,
+# baseline); then the short warm-up against the full one (the full first).
+report precision aa-warmup-vs-3095158-h100 raw/aa-3095158-h200_h100-b391b1b.csv raw/aa-3095158-h200_h100-b391b1b-b.csv raw/aa-full-warmup-h200_h100-b391b1b.csv raw/aa-full-warmup-h200_h100-b391b1b-b.csv raw/aa-short-warmup-h200_h100-b391b1b.csv raw/aa-short-warmup-h200_h100-b391b1b-b.csv
+report precision aa-short-vs-full-warmup-h100 raw/aa-full-warmup-h200_h100-b391b1b.csv raw/aa-full-warmup-h200_h100-b391b1b-b.csv raw/aa-short-warmup-h200_h100-b391b1b.csv raw/aa-short-warmup-h200_h100-b391b1b-b.csv
 python3 reports/l2-sweep-h200/plot.py
