@@ -5,6 +5,7 @@
 //! [`print`] finds a terminal that wants it (not under `NO_COLOR`).
 
 use super::markdown::breakdown::{amount, ci};
+use super::markdown::device::{half_width, width};
 use crate::analysis::{ArmReading, LadderReport, MetricReport};
 use crate::minute::MinutePool;
 use anstyle::{AnsiColor, Style};
@@ -185,19 +186,19 @@ fn minute_lines(r: &LadderReport) -> String {
         let _ = match arms.as_slice() {
             [h] => writeln!(
                 out,
-                "A device-minute buys {}: ±{:.4} % [{:.4}, {:.4}] ({} against {}, {:.1} s a pass)",
+                "A device-minute buys {}: {} ({} against {}, {:.1} s a pass)",
                 plain(column),
-                h.halfwidth_pct,
-                h.ci_low_pct,
-                h.ci_high_pct,
+                half_width(h.halfwidth_pct, h.ci_low_pct, h.ci_high_pct),
                 plain(&h.arm),
                 plain(&h.against),
                 h.pass_seconds
             ),
             _ => writeln!(
                 out,
-                "A device-minute buys {}: ±{least:.4} to ±{most:.4} % over {} arms ({:.1} s a pass)",
+                "A device-minute buys {}: ±{} to ±{} % over {} arms ({:.1} s a pass)",
                 plain(column),
+                width(least, least),
+                width(most, least),
                 arms.len(),
                 arms[0].pass_seconds
             ),
@@ -216,15 +217,14 @@ pub fn minute_pool_lines(pools: &[MinutePool]) -> String {
     for p in pools {
         let _ = write!(
             out,
-            "  {} {} ({} ladders, df {}, {:.2} s a pass): ±{:.4} % [{:.4}, {:.4}]",
+            "  {} {} ({} ladder{}, df {}, {:.2} s a pass): {}",
             plain(&p.spec),
             plain(&p.arm),
             p.ladders.len(),
+            if p.ladders.len() == 1 { "" } else { "s" },
             p.df,
             p.pass_seconds,
-            p.halfwidth_pct,
-            p.ci_low_pct,
-            p.ci_high_pct
+            half_width(p.halfwidth_pct, p.ci_low_pct, p.ci_high_pct)
         );
         let _ = match &p.time_ratio {
             Some(t) => writeln!(

@@ -8,6 +8,23 @@ fn share(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{:.1} %", 100.0 * v))
 }
 
+/// `v` with the decimals that give `scale` three significant digits (one to four), so that a
+/// half-width of ±0.0113 % and one of ±4.35 % each read in their own precision.
+pub(crate) fn width(v: f64, scale: f64) -> String {
+    let magnitude = scale.abs().log10().floor();
+    let decimals = if magnitude.is_finite() {
+        (2.0 - magnitude).clamp(1.0, 4.0) as usize
+    } else {
+        4
+    };
+    format!("{v:.decimals$}")
+}
+
+/// `±H % [lo, hi]`, each in `H`'s precision.
+pub(crate) fn half_width(h: f64, lo: f64, hi: f64) -> String {
+    format!("±{} % [{}, {}]", width(h, h), width(lo, h), width(hi, h))
+}
+
 fn seconds(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.1}"))
 }
@@ -47,15 +64,15 @@ fn minute_section(r: &LadderReport, out: &mut String) {
     for h in &r.minute_halfwidths {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.4} % | ±{:.4} % | [{:.4}, {:.4}] |",
+            "| {} | {} | {} | {} | {} % | ±{} % | [{}, {}] |",
             name(&h.column),
             name(&h.arm),
             name(&h.against),
             h.passes,
-            h.sd_pct,
-            h.halfwidth_pct,
-            h.ci_low_pct,
-            h.ci_high_pct
+            width(h.sd_pct, h.sd_pct),
+            width(h.halfwidth_pct, h.halfwidth_pct),
+            width(h.ci_low_pct, h.halfwidth_pct),
+            width(h.ci_high_pct, h.halfwidth_pct)
         );
     }
 }
@@ -120,20 +137,23 @@ pub(super) fn minute_pools_section(pools: &[MinutePool], out: &mut String) {
                 t.reading()
             )
         });
-        let _ =
-            writeln!(
+        let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.2} s | {:.4} % | ±{:.4} % | [{:.4}, {:.4}] | {ratio} |",
+            "| {} | {} | {} | {} | {} | {:.2} s | {} % | ±{} % | [{}, {}] | {ratio} |",
             name(&p.spec),
             name(&p.column),
             name(&p.arm),
-            p.ladders.iter().map(|t| name(t)).collect::<Vec<_>>().join(", "),
+            p.ladders
+                .iter()
+                .map(|t| name(t))
+                .collect::<Vec<_>>()
+                .join(", "),
             p.df,
             p.pass_seconds,
-            p.sd_pct,
-            p.halfwidth_pct,
-            p.ci_low_pct,
-            p.ci_high_pct
+            width(p.sd_pct, p.sd_pct),
+            width(p.halfwidth_pct, p.halfwidth_pct),
+            width(p.ci_low_pct, p.halfwidth_pct),
+            width(p.ci_high_pct, p.halfwidth_pct)
         );
     }
 }
@@ -170,6 +190,24 @@ fn variance_section(r: &LadderReport, out: &mut String) {
             num(a.within_sd_pct),
             num(a.pass_sd_pct),
             100.0 * a.between_share
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_width_reads_in_three_significant_digits_of_its_scale() {
+        assert_eq!(width(0.0113, 0.0113), "0.0113");
+        assert_eq!(width(0.0082, 0.0082), "0.0082", "four decimals at most");
+        assert_eq!(width(4.3483, 4.3483), "4.35");
+        assert_eq!(width(123.44, 123.44), "123.4", "one decimal at least");
+        assert_eq!(width(0.02, 0.0113), "0.0200", "in the scale's precision");
+        assert_eq!(
+            half_width(0.0113, 0.009, 0.0151),
+            "±0.0113 % [0.0090, 0.0151]"
         );
     }
 }

@@ -7,7 +7,7 @@
 mod across;
 pub(crate) mod breakdown;
 mod card;
-mod device;
+pub(crate) mod device;
 mod energy;
 mod sections;
 mod summary;
