@@ -186,6 +186,8 @@ fn finish((mut pool, ss, nc): (MinutePool, f64, f64)) -> Option<MinutePool> {
 
 /// `pool`'s device time to one half-width against `first`'s, with Fisher's F interval.
 fn time_ratio(first: &MinutePool, pool: &MinutePool) -> Option<TimeRatio> {
+    // The percent's scale cancels in the ratio (so `/ 100` mutated to `* 100` or `% 100`, for
+    // sds below 100 %, is an equivalent mutant).
     let cost = |p: &MinutePool| (p.sd_pct / 100.0).powi(2) * p.pass_seconds;
     let ratio = cost(pool) / cost(first);
     let (d, d1) = (pool.df as f64, first.df as f64);
@@ -281,6 +283,65 @@ mod tests {
         assert!((t.ratio / t.ci_low - 2.1124).abs() < 1e-3, "{t:?}");
         assert!((t.ci_high / t.ratio - 2.1563).abs() < 1e-3, "{t:?}");
         assert_eq!(t.reading(), "not resolved");
+    }
+
+    fn figure(arm: &str, passes: usize, sd_pct: f64, pass_seconds: f64) -> MinuteHalfwidth {
+        let mut h = minute_halfwidth("m", arm, "base", &[0.0, 1.0, 2.0], pass_seconds).unwrap();
+        (h.passes, h.sd_pct) = (passes, sd_pct);
+        h
+    }
+
+    #[test]
+    fn pools_need_two_ladders() {
+        let one = [figure("x", 5, 0.02, 10.0)];
+        assert!(pools(&[("a", "t1", &one[..])]).is_empty());
+        let two = pools(&[("a", "t1", &one[..]), ("a", "t2", &one[..])]);
+        assert_eq!(two.len(), 1);
+        assert_eq!(two[0].ladders, ["t1", "t2"]);
+    }
+
+    /// `d = Σ(n − 1)`, `s² = Σ(n − 1)s²/d`, `c = Σ n·c / Σ n`, and the pool's `H₆₀` from them.
+    #[test]
+    fn a_pool_adds_degrees_of_freedom_and_weights_a_pass_by_its_ladders_passes() {
+        let (first, second) = ([figure("x", 5, 0.02, 10.0)], [figure("x", 9, 0.04, 20.0)]);
+        let pool = &pools(&[("a", "t1", &first[..]), ("a", "t2", &second[..])])[0];
+        assert_eq!(pool.df, 12);
+        let c = (5.0 * 10.0 + 9.0 * 20.0) / 14.0;
+        assert!(
+            (pool.pass_seconds - c).abs() < 1e-12,
+            "{}",
+            pool.pass_seconds
+        );
+        let s = ((4.0 * 0.0002f64.powi(2) + 8.0 * 0.0004f64.powi(2)) / 12.0).sqrt();
+        assert!((pool.sd_pct - 100.0 * s).abs() < 1e-12);
+        let (h, lo, hi) = halfwidths(s, 12, c).unwrap();
+        assert_eq!(
+            (pool.halfwidth_pct, pool.ci_low_pct, pool.ci_high_pct),
+            (h, lo, hi)
+        );
+    }
+
+    /// Arms of one spec are not designs of their own: each arm of another spec is compared
+    /// with the first spec's arm of its name, and the first spec's arms with nothing.
+    #[test]
+    fn each_arm_is_compared_with_the_first_specs_arm_of_its_name() {
+        let first = [figure("x", 9, 0.02, 10.0), figure("y", 9, 0.04, 10.0)];
+        let other = [figure("x", 9, 0.02, 10.0), figure("y", 9, 0.02, 10.0)];
+        let ladders = [("a", "t1", &first[..]), ("b", "t2", &other[..])];
+        let pools = pools(&ladders);
+        let ratio = |spec: &str, arm: &str| {
+            let p = pools
+                .iter()
+                .find(|p| p.spec == spec && p.arm == arm)
+                .unwrap();
+            p.time_ratio.as_ref().map(|t| (t.arm.clone(), t.ratio))
+        };
+        assert_eq!(ratio("a", "x"), None);
+        assert_eq!(ratio("a", "y"), None);
+        assert_eq!(ratio("b", "x"), Some(("x".into(), 1.0)));
+        let (arm, r) = ratio("b", "y").unwrap();
+        assert_eq!(arm, "y");
+        assert!((r - 0.25).abs() < 1e-12, "{r}");
     }
 
     /// Under normal noise the ratio's interval holds the true one in about 95 % of pairs.
