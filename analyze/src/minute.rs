@@ -285,6 +285,34 @@ mod tests {
         assert_eq!(t.reading(), "not resolved");
     }
 
+    #[test]
+    fn a_ratio_is_cheaper_or_dearer_only_where_its_interval_leaves_1() {
+        let reading = |ci_low, ci_high| {
+            let (spec, arm, ratio) = (String::new(), String::new(), 1.0);
+            TimeRatio {
+                spec,
+                arm,
+                ratio,
+                ci_low,
+                ci_high,
+            }
+            .reading()
+        };
+        assert_eq!(reading(0.2, 0.9), "cheaper");
+        assert_eq!(reading(1.1, 3.0), "dearer");
+        assert_eq!(reading(0.5, 2.0), "not resolved");
+        assert_eq!(
+            reading(0.5, 1.0),
+            "not resolved",
+            "an interval that reaches 1"
+        );
+        assert_eq!(
+            reading(1.0, 2.0),
+            "not resolved",
+            "an interval that reaches 1"
+        );
+    }
+
     fn figure(arm: &str, passes: usize, sd_pct: f64, pass_seconds: f64) -> MinuteHalfwidth {
         let mut h = minute_halfwidth("m", arm, "base", &[0.0, 1.0, 2.0], pass_seconds).unwrap();
         (h.passes, h.sd_pct) = (passes, sd_pct);
