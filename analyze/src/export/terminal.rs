@@ -207,8 +207,8 @@ fn minute_lines(r: &LadderReport) -> String {
     out
 }
 
-/// Each design's pooled `H₆₀` on a line, with its device time to one half-width against its
-/// metric's first design.
+/// Each design's pooled `H₆₀` on a line, with its device time to one half-width against the
+/// first file's spec's design of its metric and arm.
 pub fn minute_pool_lines(pools: &[MinutePool]) -> String {
     let mut out = String::new();
     if !pools.is_empty() {

@@ -107,7 +107,7 @@ fn split_table(r: &LadderReport, out: &mut String) {
     }
 }
 
-/// `H₆₀` pooled per design over the ladders, each against its metric's first design.
+/// `H₆₀` pooled per design over the ladders, each against the first file's spec's of its arm.
 pub(super) fn minute_pools_section(pools: &[MinutePool], out: &mut String) {
     if pools.is_empty() {
         return;
