@@ -25,6 +25,11 @@ pub(crate) fn half_width(h: f64, lo: f64, hi: f64) -> String {
     format!("±{} % [{}, {}]", width(h, h), width(lo, h), width(hi, h))
 }
 
+/// Two table cells, `±H %` and `[lo, hi]`, each in `H`'s precision.
+fn half_width_cells(h: f64, lo: f64, hi: f64) -> String {
+    format!("±{} % | [{}, {}]", width(h, h), width(lo, h), width(hi, h))
+}
+
 fn seconds(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.1}"))
 }
@@ -64,15 +69,13 @@ fn minute_section(r: &LadderReport, out: &mut String) {
     for h in &r.minute_halfwidths {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} % | ±{} % | [{}, {}] |",
+            "| {} | {} | {} | {} | {} % | {} |",
             name(&h.column),
             name(&h.arm),
             name(&h.against),
             h.passes,
             width(h.sd_pct, h.sd_pct),
-            width(h.halfwidth_pct, h.halfwidth_pct),
-            width(h.ci_low_pct, h.halfwidth_pct),
-            width(h.ci_high_pct, h.halfwidth_pct)
+            half_width_cells(h.halfwidth_pct, h.ci_low_pct, h.ci_high_pct)
         );
     }
 }
@@ -139,7 +142,7 @@ pub(super) fn minute_pools_section(pools: &[MinutePool], out: &mut String) {
         });
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.2} s | {} % | ±{} % | [{}, {}] | {ratio} |",
+            "| {} | {} | {} | {} | {} | {:.2} s | {} % | {} | {ratio} |",
             name(&p.spec),
             name(&p.column),
             name(&p.arm),
@@ -151,9 +154,7 @@ pub(super) fn minute_pools_section(pools: &[MinutePool], out: &mut String) {
             p.df,
             p.pass_seconds,
             width(p.sd_pct, p.sd_pct),
-            width(p.halfwidth_pct, p.halfwidth_pct),
-            width(p.ci_low_pct, p.halfwidth_pct),
-            width(p.ci_high_pct, p.halfwidth_pct)
+            half_width_cells(p.halfwidth_pct, p.ci_low_pct, p.ci_high_pct)
         );
     }
 }
