@@ -10,6 +10,9 @@
 #   tests        the GPU tests of the known-effect pad, the breakdown rows and the joules
 #   known-effect ladders/known-effect-h200.toml
 #   pilot        ladders/aa-pilot-h200.toml
+#   layouts      one stamped cell of `--layouts 3`, then ladders/aa-layouts-h200.toml (the
+#                pilot's cell built 4 times in one process, each in another placement; read
+#                beside pilot)
 #   l2, mtp      ladders/breakdown-{l2,mtp}-h200.toml
 #   energy       ladders/energy-l2-h200.toml (decodes long enough for the energy counter)
 #   warmup       ladders/warmup-decode-h200.toml (a short warm-up against the reference build
@@ -113,6 +116,10 @@ for step in "$@"; do
             ;;
         known-effect) ladder known-effect-h200 ;;
         pilot) ladder aa-pilot-h200 ;;
+        layouts)
+            ENGINE_BACKEND=cuda stamped "${model[@]}" -r 1 --layouts 3 --warmup 1 --warmup-decode 16
+            ladder aa-layouts-h200
+            ;;
         sweep-pilot) ladder sweep-pilot-h200 ;;
         l2 | mtp) ladder "breakdown-$step-h200" ;;
         energy) ladder energy-l2-h200 ;;

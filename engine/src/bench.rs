@@ -438,6 +438,47 @@ pub fn run_from<B: Backend>(
     })
 }
 
+/// The runs of one plan on models built in turn (`engine bench --layouts`) as one result: the
+/// timed reps of all in order, their means, the start-up to the first timed rep of the first.
+/// Refuses runs that generated different tokens or speculated differently.
+pub fn merge_layouts(results: Vec<BenchResult>) -> Result<BenchResult> {
+    let mut runs = results.into_iter();
+    let Some(mut merged) = runs.next() else {
+        bail!("no run to merge")
+    };
+    for (k, r) in runs.enumerate() {
+        if r.output_digest != merged.output_digest || r.spec != merged.spec {
+            bail!(
+                "layout {} generated different tokens than layout 1: the engine's output \
+                 depends on where its memory lies",
+                k + 2
+            );
+        }
+        merged.reps.extend(r.reps);
+        merged.timed_seconds += r.timed_seconds;
+        merged.device_mem_peak_mib = merged.device_mem_peak_mib.max(r.device_mem_peak_mib);
+        merged.decode_pad = match (merged.decode_pad, r.decode_pad) {
+            (Some(a), Some(b)) => Some(DecodePad {
+                waited_seconds: a.waited_seconds + b.waited_seconds,
+                rounds: a.rounds + b.rounds,
+                ..a
+            }),
+            _ => None,
+        };
+        merged.l2 = r.l2;
+    }
+    let n = merged.reps.len() as f64;
+    merged.prefill_seconds_mean = merged.reps.iter().map(|r| r.prefill_s).sum::<f64>() / n;
+    merged.decode_seconds_mean = merged.reps.iter().map(|r| r.decode_s).sum::<f64>() / n;
+    merged.plan.reps = merged.reps.len();
+    merged.roofline_fraction = roofline(
+        merged.plan.read_ceiling_gbs,
+        merged.decode_bytes,
+        merged.decode_seconds_mean,
+    );
+    Ok(merged)
+}
+
 /// RFC 4180 quoting where needed.
 pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {

@@ -69,6 +69,11 @@ pub struct BenchArgs {
     /// Tokens each warm-up repetition decodes per prompt (default: as many as a timed one).
     #[arg(long, value_name = "N")]
     pub warmup_decode: Option<usize>,
+    /// CUDA: build the model this many times in turn, each after a placement spacer of a
+    /// random number of 2 MiB pages, with its own warm-up and `-r` timed reps: a cell that
+    /// samples N placements of its memory. The summary row averages all N × REPS timed reps.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub layouts: u64,
     /// Prompt positions per prefill pass.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=8192))]
     pub prefill_chunk: u64,

@@ -58,6 +58,12 @@ fn bench(args: &BenchArgs, start: Instant) -> Result<()> {
     let gpu_options = GpuOptions::from_env()?;
     let plan = args.plan(&options::environment)?;
     let slow = options::slow_op(&options::environment)?;
+    if args.layouts > 1 && matches!(args.rows, Rows::Ops) {
+        bail!(
+            "--rows ops times the kernels on a model of its own: run it without --layouts {}",
+            args.layouts
+        );
+    }
     let opened = open_backend(&args.model, !args.no_cuda_graph, l2_arm)?;
     // Everything runs on a pool worker, so the kernels' parallel splits use the worker's own
     // queue (the global injector allocates every 63 jobs).
@@ -78,6 +84,13 @@ fn bench(args: &BenchArgs, start: Instant) -> Result<()> {
     );
     let (result, extra) = match opened {
         Opened::Cpu => {
+            if args.layouts > 1 {
+                bail!(
+                    "--layouts {} places the model's device memory again: it needs the CUDA \
+                     backend (--backend cuda or ENGINE_BACKEND=cuda), or leave it out",
+                    args.layouts
+                );
+            }
             if l2_arm.mode != L2Mode::Off {
                 bail!(
                     "ENGINE_L2={} needs the CUDA backend (--backend cuda or ENGINE_BACKEND=cuda)",
@@ -131,11 +144,19 @@ fn bench(args: &BenchArgs, start: Instant) -> Result<()> {
             }
             let mut meter = card_meter();
             let mut model = build(cfg.clone(), &source, arm, *b, &plan)?;
-            let mut result = bench::run_from(&mut model, &plan, start, meter.as_mut())?;
-            result.l2 = model
-                .backend
-                .l2_audit()
-                .context("reading the L2 state back from the graphs and the device")?;
+            let mut runs = vec![cuda_run(&mut model, &plan, start, meter.as_mut())?];
+            for layout in 2..=args.layouts as usize {
+                let backend = model.into_backend().fresh();
+                let spacer = backend.gpu.placement_spacer(layout)?;
+                eprintln!(
+                    "layout {layout}/{}: the model built again after a {} MiB spacer",
+                    args.layouts,
+                    spacer.len() >> 20
+                );
+                model = build(cfg.clone(), &source, arm, backend, &plan)?;
+                runs.push(cuda_run(&mut model, &plan, start, meter.as_mut())?);
+            }
+            let result = bench::merge_layouts(runs)?;
             let extra = match args.rows {
                 Rows::Ops => {
                     // Both models would not fit beside a large model's weights.
@@ -157,6 +178,21 @@ fn bench(args: &BenchArgs, start: Instant) -> Result<()> {
     write!(std::io::stdout().lock(), "{}", rows::csv(&result, &extra))
         .context("cannot write the result to stdout")?;
     Ok(())
+}
+
+/// One run of the plan on a CUDA model, with the L2 state read back after it.
+fn cuda_run(
+    model: &mut Model<CudaBackend>,
+    plan: &BenchPlan,
+    start: Instant,
+    meter: &mut dyn Meter,
+) -> Result<BenchResult> {
+    let mut result = bench::run_from(model, plan, start, meter)?;
+    result.l2 = model
+        .backend
+        .l2_audit()
+        .context("reading the L2 state back from the graphs and the device")?;
+    Ok(result)
 }
 
 /// The card's energy counter and memory through NVML, or no figures (and why, on stderr).

@@ -100,6 +100,12 @@ pub struct Model<B: Backend> {
 pub const ROUND_ROWS: usize = MAX_DRAFT + 2;
 
 impl<B: Backend> Model<B> {
+    /// The backend, with the model's weights, state and buffers let go (`engine bench
+    /// --layouts`: the model built again in another placement).
+    pub fn into_backend(self) -> B {
+        self.backend
+    }
+
     /// Builds the model on `backend` for prefill chunks of up to `prefill_chunk` positions.
     pub fn new(
         cfg: ModelConfig,

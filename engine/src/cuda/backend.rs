@@ -189,6 +189,13 @@ impl CudaBackend {
         })
     }
 
+    /// A backend on this one's device and kernels, with nothing this one built (graphs,
+    /// scratch, derived weights, the L2 session) carried over: the start of a model built
+    /// again in another placement (`engine bench --layouts`).
+    pub fn fresh(self) -> Self {
+        Self::on(self.gpu, self.use_graphs, self.l2_arm)
+    }
+
     /// The backend on an opened device (one with a timeline, [`Gpu::with_timeline`], logs
     /// every operation's launches into it).
     pub fn on(gpu: Gpu, graphs: bool, l2_arm: L2Arm) -> Self {

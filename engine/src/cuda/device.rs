@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, ensure, Context, Result};
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUfunction_attribute};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream};
 use cudarc::nvrtc::Ptx;
 
 use super::nvrtc::{default_cache_dir, entry_points, Compiler, KERNEL_FILES};
@@ -106,6 +106,28 @@ impl Gpu {
             .local_size_bytes()
             .with_context(|| format!("reading the local memory of kernel {name}"))?;
         Ok((registers as u32, local as u32))
+    }
+
+    /// A block of device memory of a random number of whole 2 MiB pages (0 to 1 GiB) that
+    /// shifts where everything allocated after it lies, so that a model built again after it
+    /// reads its weights from other physical pages (`engine bench --layouts`). Call it with
+    /// nothing of the last model left: the stream is synchronized first, so that the memory
+    /// the last model freed is back with the driver.
+    pub fn placement_spacer(&self, layout: usize) -> Result<CudaSlice<u8>> {
+        const PAGE: usize = 2 << 20;
+        self.synchronize()?;
+        let mut h = blake3::Hasher::new();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        h.update(&now.as_nanos().to_le_bytes());
+        h.update(&std::process::id().to_le_bytes());
+        h.update(&layout.to_le_bytes());
+        let draw = u64::from_le_bytes(h.finalize().as_bytes()[..8].try_into().expect("8 bytes"));
+        let bytes = (draw % 513) as usize * PAGE;
+        self.stream
+            .alloc_zeros(bytes.max(1))
+            .with_context(|| format!("allocating a {} MiB placement spacer", bytes >> 20))
     }
 
     /// Waits for all work queued on the stream and reports any asynchronous kernel error.
