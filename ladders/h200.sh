@@ -24,6 +24,9 @@
 #   aa-full-warmup, aa-short-warmup  ladders/aa-{full,short}-warmup-h200.toml (this build's
 #                A/A cell with the full warm-up rep and with a 16-token warm-up decode, to read
 #                beside aa-3095158)
+#   long-pilot, aa-long  ladders/aa-long-pilot-h200.toml and the A/A goal planned from it
+#                (ladders/precision-aa-long-h200.template.toml, as aa): the goal's cell with a
+#                decode four times longer and a prompt four times shorter (`-pg 128,1024`)
 #   sweep-pilot  ladders/sweep-pilot-h200.toml (the sweep's base cell, with the pad's spin node)
 #   aa, sweep    ladders/precision-{aa,sweep}-h200.template.toml, with `-r` and `[stop]` set by
 #                `analyze plan` from the goal's pilot (aa-pilot-h200_TAG.csv, or
@@ -128,6 +131,8 @@ for step in "$@"; do
         aa-3095158) ladder aa-3095158-h200 ;;
         aa-full-warmup | aa-short-warmup) ladder "$step-h200" ;;
         aa) planned aa "${AA_PCT:-0.005}" 120 ;;
+        long-pilot) ladder aa-long-pilot-h200 ;;
+        aa-long) planned aa-long "${AA_PCT:-0.005}" 120 ;;
         sweep) planned sweep "${SWEEP_PCT:-0.03}" 240 ;;
         *) echo "unknown step $step" >&2; exit 2 ;;
     esac
