@@ -134,6 +134,25 @@ fn bad_input_is_named_with_the_allowed_values() {
     fails(&["bench", "--draft-tokens", "2"], &[], &["--spec"]);
     fails(&["bench", "--backend", "gpu"], &[], &["--backend", "cuda"]);
     fails(
+        &[
+            "bench",
+            "--preset",
+            "tiny",
+            "--backend",
+            "cpu",
+            "--layouts",
+            "2",
+        ],
+        &[],
+        &["--layouts 2", "CUDA backend", "leave it out"],
+    );
+    fails(
+        &["bench", "--layouts", "2", "--rows", "ops"],
+        &[],
+        &["--rows ops", "without --layouts 2"],
+    );
+    fails(&["bench", "--layouts", "0"], &[], &["--layouts", "0"]);
+    fails(
         &["bench", "--backend", "cuda"],
         &[],
         &["--backend cuda", "cpu"],

@@ -809,3 +809,21 @@ fn a_five_percent_pad_slows_the_decode_to_1_over_1_05() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_model_built_again_after_a_placement_spacer_generates_the_same_tokens() {
+    let _device = one_at_a_time();
+    let c = cfg();
+    let src = WeightSource::Synthetic { seed: 5 };
+    let prompt = engine::bench::prompts(5, 1, 40, c.vocab).remove(0);
+    let mut first = Model::new(c.clone(), &src, Arm::default(), cuda(true), 16).unwrap();
+    let (before, _) = generate(&mut first, &prompt, 16, 24, None);
+    let backend = first.into_backend().fresh();
+    let spacer = backend.gpu.placement_spacer(2).unwrap();
+    assert_eq!(spacer.len() % (2 << 20), 0, "whole 2 MiB pages");
+    assert!(spacer.len() <= 1 << 30);
+    let mut again = Model::new(c, &src, Arm::default(), backend, 16).unwrap();
+    let (after, _) = generate(&mut again, &prompt, 16, 24, None);
+    assert_eq!(after, before, "the same tokens from the other placement");
+}
