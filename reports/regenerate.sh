@@ -81,4 +81,9 @@ report precision aa-design-vs-3095158-h100 raw/aa-3095158-h200_h100-849f5a5.csv 
 # baseline); then the short warm-up against the full one (the full first).
 report precision aa-warmup-vs-3095158-h100 raw/aa-3095158-h200_h100-b391b1b.csv raw/aa-3095158-h200_h100-b391b1b-b.csv raw/aa-full-warmup-h200_h100-b391b1b.csv raw/aa-full-warmup-h200_h100-b391b1b-b.csv raw/aa-short-warmup-h200_h100-b391b1b.csv raw/aa-short-warmup-h200_h100-b391b1b-b.csv
 report precision aa-short-vs-full-warmup-h100 raw/aa-full-warmup-h200_h100-b391b1b.csv raw/aa-full-warmup-h200_h100-b391b1b-b.csv raw/aa-short-warmup-h200_h100-b391b1b.csv raw/aa-short-warmup-h200_h100-b391b1b-b.csv
+# Does a cell's offset come from where its memory lies? The A/A pilot beside the same cell built
+# four times a process in other placements (`--layouts 4`), on one quiet H100 (the pilot first).
+report precision aa-layouts-vs-pilot-h100 raw/aa-pilot-h200_h100-8a48097.csv raw/aa-layouts-h200_h100-8a48097.csv
+# The A/A goal planned from that quiet card's pilot within 120 s, twice.
+report precision precision-aa-quiet-h100 raw/precision-aa-h200_h100-8a48097.csv raw/precision-aa-h200_h100-8a48097-b.csv
 python3 reports/l2-sweep-h200/plot.py
