@@ -65,3 +65,22 @@ fn layouts_that_generated_other_tokens_are_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn the_merged_pad_counts_every_layouts_rounds_and_waits() {
+    let padded = BenchPlan {
+        decode_pad_pct: Some(5.0),
+        ..plan(3, 2)
+    };
+    let (a, _) = run(&padded);
+    let (b, _) = run(&padded);
+    let (pa, pb) = (a.decode_pad.unwrap(), b.decode_pad.unwrap());
+    let merged = merge_layouts(vec![a, b])
+        .unwrap()
+        .decode_pad
+        .expect("a pad");
+    assert_eq!(merged.rounds, pa.rounds + pb.rounds);
+    let waited = pa.waited_seconds + pb.waited_seconds;
+    assert!((merged.waited_seconds - waited).abs() < 1e-12);
+    assert_eq!(merged.pct, 5.0);
+}
