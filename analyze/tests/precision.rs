@@ -866,6 +866,60 @@ fn plan_refuses_a_template_whose_base_cell_is_not_the_pilots() {
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
+#[test]
+fn plan_refuses_a_pilot_or_a_template_of_several_layouts() {
+    let mut layouts = reps_sample(4, 12, 1.0, 2.0);
+    layouts
+        .command
+        .extend(["--layouts".to_string(), "4".to_string()]);
+    let path = write("plan-layouts", "pilot.csv", &layouts.file_text());
+    let out = analyze(&["plan", path.to_str().unwrap(), "--halfwidth", "0.5"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for needle in [
+        "pilot.csv's base cell runs `--layouts 4`",
+        "without --layouts",
+    ] {
+        assert!(err.contains(needle), "`{needle}` missing from: {err}");
+    }
+    // A pilot without it, and a template that builds its model in four layouts.
+    let plain = path.with_file_name("plain.csv");
+    std::fs::write(&plain, reps_sample(4, 12, 1.0, 2.0).file_text()).unwrap();
+    let template = two_arm_template(&plain);
+    let text = std::fs::read_to_string(&template).unwrap();
+    let four = text.replace("\"-r\", \"1\"]", "\"-r\", \"1\", \"--layouts\", \"4\"]");
+    assert_ne!(four, text);
+    std::fs::write(&template, four).unwrap();
+    let written = path.with_file_name("goal.toml");
+    let (p, t, o) = (
+        plain.to_str().unwrap(),
+        template.to_str().unwrap(),
+        written.to_str().unwrap(),
+    );
+    for other in [&[][..], &["--other-cells"][..]] {
+        let mut args = vec![
+            "plan",
+            p,
+            "--halfwidth",
+            "0.5",
+            "--template",
+            t,
+            "--write",
+            o,
+        ];
+        args.extend(other);
+        let out = analyze(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("the template's base cell runs `--layouts 4`"),
+            "{err}"
+        );
+        assert!(!written.exists());
+    }
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
 /// The repository's goal templates and the pilots `ladders/h200.sh` plans them from.
 #[test]
 fn the_goal_templates_run_their_pilots_cells() {
@@ -877,6 +931,10 @@ fn the_goal_templates_run_their_pilots_cells() {
     let (aa, sweep) = (cell("aa-pilot-h200.toml"), cell("sweep-pilot-h200.toml"));
     assert_eq!(
         aa.difference(&cell("precision-aa-h200.template.toml")),
+        None
+    );
+    assert_eq!(
+        cell("aa-long-pilot-h200.toml").difference(&cell("precision-aa-long-h200.template.toml")),
         None
     );
     assert_eq!(

@@ -120,6 +120,8 @@ pub struct Sample {
     /// Repetition rows and the start-up and timed columns (`engine bench --rows reps`); the
     /// metrics' noise then comes from these, not from `noise_pct`.
     pub reps: Option<SampleReps>,
+    /// The spec's `command` (default `target/release/engine bench`).
+    pub command: Vec<String>,
     /// Breakdown rows and a `[breakdown]` naming their columns (`engine bench --rows ops`);
     /// not with `reps`.
     pub breakdown: Option<SampleBreakdown>,
@@ -162,6 +164,7 @@ impl Sample {
             foreign_cells: Vec::new(),
             throttled_cells: Vec::new(),
             reps: None,
+            command: vec!["target/release/engine".into(), "bench".into()],
             breakdown: None,
             card: None,
             started: DateTime::parse_from_rfc3339("2026-11-29T10:00:00Z")
@@ -196,7 +199,7 @@ impl Sample {
             .collect();
         let mut spec = json!({
             "name": self.ladder,
-            "command": ["target/release/engine", "bench"],
+            "command": self.command,
             "passes": self.passes,
             "warmup_passes": self.warmup_passes,
             "order": self.scheme,
@@ -266,7 +269,7 @@ impl Sample {
                 .collect(),
             spec,
             spec_blake3: blake3::hash(toml_text.as_bytes()).to_hex().to_string(),
-            command: vec!["target/release/engine".into(), "bench".into()],
+            command: self.command.clone(),
             binary: BinaryRecord {
                 path: "target/release/engine".into(),
                 blake3: blake3::hash(b"engine").to_hex().to_string(),

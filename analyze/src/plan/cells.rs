@@ -54,6 +54,28 @@ impl Cell {
     }
 }
 
+/// The engine's flag of a cell that builds its model once per layout (`--layouts N`).
+const LAYOUTS_FLAG: &str = "--layouts";
+
+impl Cell {
+    /// `N` where the cell runs `--layouts N` (or `--layouts=N`) with `N` other than 1: a cell
+    /// whose repetitions a plan cannot price alike (METHOD.md "The pilot's cells").
+    pub fn layouts(&self) -> Option<&str> {
+        let mut words = self.argv.iter();
+        while let Some(word) = words.next() {
+            let value = match word.strip_prefix(LAYOUTS_FLAG) {
+                Some("") => words.next().map(String::as_str),
+                Some(rest) => rest.strip_prefix('='),
+                None => None,
+            };
+            if let Some(n) = value.filter(|n| n.trim() != "1") {
+                return Some(n);
+            }
+        }
+        None
+    }
+}
+
 /// `KEY="value"`, or `KEY unset`.
 fn setting(key: &str, value: Option<&String>) -> String {
     value.map_or(format!("{key} unset"), |v| format!("{key}={v:?}"))
@@ -93,6 +115,18 @@ mod tests {
     const PILOT: &str = "name = \"p\"\ncommand = [\"e\", \"bench\", \"-r\", \"4\", \"--rows\", \"reps\", \"-pg\", \"8,8\"]\n\
         output = \"csv\"\npasses = 4\n[env]\nB = \"cuda\"\n[[arm]]\nname = \"a\"\nrole = \"base\"\n\
         [[arm]]\nname = \"a2\"\nrole = \"reflexive\"\n[[metric]]\ncolumn = \"x\"\nbetter = \"higher\"\n";
+
+    #[test]
+    fn a_cell_of_several_layouts_is_named_by_its_count() {
+        let with = |words: &str| PILOT.replace("\"-pg\"", &format!("{words}, \"-pg\""));
+        let layouts = |text: &str| Cell::base_of(&spec(text)).layouts().map(String::from);
+        assert_eq!(layouts(&with("\"--layouts\", \"4\"")).as_deref(), Some("4"));
+        assert_eq!(layouts(&with("\"--layouts=3\"")).as_deref(), Some("3"));
+        assert_eq!(layouts(&with("\"--layouts\", \"1\"")), None);
+        assert_eq!(layouts(&with("\"--layouts=1\"")), None);
+        assert_eq!(layouts(&with("\"--layoutsx\", \"4\"")), None);
+        assert_eq!(layouts(PILOT), None);
+    }
 
     #[test]
     fn the_repetitions_and_their_rows_are_not_part_of_a_cell() {

@@ -56,6 +56,8 @@ pub fn pilot(path: &Path) -> anyhow::Result<Pilot> {
     if components.arms.is_empty() {
         bail!("{shown}: the pilot has no arm besides its base, so there is no paired log ratio to plan for; run it with the arms the ladder will have");
     }
+    let cell = Cell::base_of(&spec);
+    refuse_layouts(&cell, &format!("the pilot {shown}"))?;
     let n = cells.len() as f64;
     let mean = |f: &dyn Fn(&(f64, f64, f64)) -> f64| cells.iter().map(f).sum::<f64>() / n;
     let reps = components.reps;
@@ -74,8 +76,22 @@ pub fn pilot(path: &Path) -> anyhow::Result<Pilot> {
         startup_s: mean(&|&(_, startup, _)| startup),
         rep_s,
         components: components.arms,
-        cell: Cell::base_of(&spec),
+        cell,
     })
+}
+
+/// Refuses a cell of `--layouts N` (N ≠ 1), which a plan cannot price (METHOD.md "The
+/// pilot's cells").
+fn refuse_layouts(cell: &Cell, whose: &str) -> anyhow::Result<()> {
+    if let Some(n) = cell.layouts() {
+        bail!(
+            "{whose}'s base cell runs `--layouts {n}`: each layout pays a build between its \
+             repetitions and moves the metric by its placement, so `start-up + r × repetition` \
+             does not price it and `-r` would count a layout's repetitions; plan from a pilot \
+             and a template without --layouts, or size that ladder by hand"
+        );
+    }
+    Ok(())
 }
 
 /// The file's ladder, when it is one connected run.
@@ -117,7 +133,9 @@ impl Pilot {
         template: &Spec,
         other_cells: bool,
     ) -> anyhow::Result<Option<String>> {
-        let Some(why) = self.cell.difference(&Cell::base_of(template)) else {
+        let cell = Cell::base_of(template);
+        refuse_layouts(&cell, "the template")?;
+        let Some(why) = self.cell.difference(&cell) else {
             return Ok(None);
         };
         if !other_cells {
