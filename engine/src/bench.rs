@@ -395,11 +395,10 @@ pub fn run_from<B: Backend>(
     };
     let after = m.backend.prefetch_counts();
     let device_mem_peak_mib = held_after_warmup.max(meter.held_mib());
-    let n = reps.len() as f64;
     let generated = (plan.reps * plan.prompts * plan.n_gen).max(1) as f64;
     let ctx = (plan.n_prompt + plan.n_gen / 2) as f64;
     let spec = reps[0].spec;
-    let decode_seconds_mean = reps.iter().map(|r| r.decode_s).sum::<f64>() / n;
+    let (prefill_seconds_mean, decode_seconds_mean) = rep_means(&times);
     let round_bytes = bytes_per_round(&m.cfg, ctx, plan.draft_tokens);
     // Bytes a rep's decode moved: its rounds, and plain steps for the rest.
     let moved = match plan.draft_tokens {
@@ -415,7 +414,7 @@ pub fn run_from<B: Backend>(
         backend: m.backend.name().to_string(),
         plan: plan.clone(),
         threads: rayon::current_num_threads(),
-        prefill_seconds_mean: reps.iter().map(|r| r.prefill_s).sum::<f64>() / n,
+        prefill_seconds_mean,
         decode_seconds_mean,
         spec,
         output_digest: digest(first_tokens.as_deref().unwrap_or_default()),
@@ -467,9 +466,7 @@ pub fn merge_layouts(results: Vec<BenchResult>) -> Result<BenchResult> {
         };
         merged.l2 = r.l2;
     }
-    let n = merged.reps.len() as f64;
-    merged.prefill_seconds_mean = merged.reps.iter().map(|r| r.prefill_s).sum::<f64>() / n;
-    merged.decode_seconds_mean = merged.reps.iter().map(|r| r.decode_s).sum::<f64>() / n;
+    (merged.prefill_seconds_mean, merged.decode_seconds_mean) = rep_means(&merged.reps);
     merged.plan.reps = merged.reps.len();
     merged.roofline_fraction = roofline(
         merged.plan.read_ceiling_gbs,
@@ -477,6 +474,13 @@ pub fn merge_layouts(results: Vec<BenchResult>) -> Result<BenchResult> {
         merged.decode_seconds_mean,
     );
     Ok(merged)
+}
+
+/// The mean prefill and decode seconds of the timed reps.
+fn rep_means(reps: &[RepTimes]) -> (f64, f64) {
+    let n = reps.len() as f64;
+    let mean = |f: fn(&RepTimes) -> f64| reps.iter().map(f).sum::<f64>() / n;
+    (mean(|r| r.prefill_s), mean(|r| r.decode_s))
 }
 
 /// RFC 4180 quoting where needed.
