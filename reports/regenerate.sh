@@ -86,4 +86,11 @@ report precision aa-short-vs-full-warmup-h100 raw/aa-full-warmup-h200_h100-b391b
 report precision aa-layouts-vs-pilot-h100 raw/aa-pilot-h200_h100-8a48097.csv raw/aa-layouts-h200_h100-8a48097.csv
 # The A/A goal planned from that quiet card's pilot within 120 s, twice.
 report precision precision-aa-quiet-h100 raw/precision-aa-h200_h100-8a48097.csv raw/precision-aa-h200_h100-8a48097-b.csv
+# The long-decode cell (`-pg 128,1024`, pre-registered at `a5bb2cd`) on a fourth H100: its pilot
+# and the goal planned from it, twice, in the card's first minutes.
+report precision aa-long-h100 raw/aa-long-pilot-h200_h100-88da899.csv raw/precision-aa-long-h200_h100-88da899.csv raw/precision-aa-long-h200_h100-88da899-b.csv
+# Then both designs side by side on that card, each planned from its own pilot: pilots (the
+# first design's first), then long, short; short, long; long, short.
+report precision aa-long-vs-short-h100 raw/precision-aa-h200_h100-88da899-c.csv raw/precision-aa-h200_h100-88da899-d.csv raw/precision-aa-h200_h100-88da899-e.csv raw/precision-aa-long-h200_h100-88da899-c.csv raw/precision-aa-long-h200_h100-88da899-d.csv raw/precision-aa-long-h200_h100-88da899-e.csv
+report precision aa-long-vs-short-pilots-h100 raw/aa-pilot-h200_h100-88da899-c.csv raw/aa-long-pilot-h200_h100-88da899-c.csv
 python3 reports/l2-sweep-h200/plot.py
