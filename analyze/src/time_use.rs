@@ -3,12 +3,9 @@
 //! its efficiency, and over every cell into the ladder's device seconds.
 
 use ladder::ladder_file::WALL_COLUMN;
+use ladder::repetitions::{STARTUP_COLUMN, TIMED_COLUMN};
 use ladder::Ladder;
 use serde::Serialize;
-
-/// The engine's columns, read on a cell's summary row.
-pub const STARTUP_COLUMN: &str = "startup_seconds";
-pub const TIMED_COLUMN: &str = "timed_seconds";
 
 /// One cell's times, in seconds, from its summary row.
 #[derive(Clone, Copy, Debug, PartialEq)]

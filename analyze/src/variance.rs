@@ -4,14 +4,12 @@
 //! much of a pass's variance lies between processes, which only more passes remove, and how
 //! much between repetitions, which more repetitions a cell also remove.
 
+use ladder::repetitions::REP_COLUMN;
 use ladder::spec::MetricSpec;
 use ladder::stats::log_ratio;
 use ladder::Ladder;
 use serde::Serialize;
 use std::ops::Range;
-
-/// The engine's repetition number, 1…R on a repetition row and 0 on the summary row.
-pub const REP_COLUMN: &str = "rep";
 
 /// The components of every metric and non-base arm of one ladder.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -238,5 +236,8 @@ mod tests {
         // Means closer than the repetitions allow: no between-cell variance.
         let (between, within, _) = one_way(&[vec![0.0, 4.0], vec![1.0, 3.0]]);
         assert_eq!((between, within), (0.0, 5.0));
+        // Three repetitions: MSW = (2 + 2)/(2·2) = 1, MSB = 3·(2.25 + 2.25)/1 = 13.5.
+        let three = one_way(&[vec![0.0, 1.0, 2.0], vec![3.0, 4.0, 5.0]]);
+        assert_eq!(three, ((13.5 - 1.0) / 3.0, 1.0, 13.5));
     }
 }

@@ -280,6 +280,122 @@ fn unreadable_repetition_rows_are_named() {
     assert!(report.variance_components.is_none());
 }
 
+/// The sample's file with `edit(pass, arm, row, fields)` applied to every data row, `fields`
+/// found by their header names through `at`; a row for which it returns false is dropped.
+fn edit_rows(
+    text: &str,
+    edit: impl Fn(usize, &str, usize, &mut [String], &dyn Fn(&str) -> usize) -> bool,
+) -> String {
+    let mut out = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') || names.is_empty() {
+            if !line.starts_with('#') {
+                names = line.split(',').map(str::to_string).collect();
+            }
+            out.push(line.to_string());
+            continue;
+        }
+        let at = |name: &str| names.iter().position(|n| n == name).unwrap();
+        let mut fields: Vec<String> = line.split(',').map(str::to_string).collect();
+        let number = |name: &str| fields[at(name)].parse::<usize>().unwrap();
+        let (pass, row) = (number("ladder_pass"), number("ladder_row"));
+        let arm = fields[at("ladder_arm")].clone();
+        if edit(pass, &arm, row, &mut fields, &at) {
+            out.push(fields.join(","));
+        }
+    }
+    out.join("\n") + "\n"
+}
+
+/// The components of a ladder file, or the note saying why there are none; `name` keeps
+/// tests that run at once out of each other's folders.
+fn components(name: &str, text: String) -> Result<analyze::variance::VarianceComponents, String> {
+    let report = common::one(name, text);
+    match (report.variance_components, report.variance_note) {
+        (Some(v), None) => Ok(v),
+        (None, Some(note)) => Err(note),
+        other => panic!("components and a note, or neither: {other:?}"),
+    }
+}
+
+#[test]
+fn two_analysis_passes_are_enough_and_one_is_refused() {
+    // 1 warm-up pass: 3 passes leave two analysis passes, 2 leave one.
+    let two = components("two", reps_sample(4, 3, 1.0, 2.0).file_text()).unwrap();
+    assert_eq!((two.reps, two.passes), (8, 2));
+    let one = components("one", reps_sample(4, 2, 1.0, 2.0).file_text()).unwrap_err();
+    assert!(
+        one.contains("has 1 complete analysis pass(es); the components need two"),
+        "{one}"
+    );
+}
+
+#[test]
+fn one_repetition_a_cell_is_refused_with_the_fix() {
+    let mut sample = reps_sample(5, 8, 1.0, 2.0);
+    sample.reps.as_mut().unwrap().count = 1;
+    let note = components("r1", sample.file_text()).unwrap_err();
+    assert!(note.contains("run the engine with -r 2 or more"), "{note}");
+}
+
+#[test]
+fn a_repetition_value_that_is_not_a_positive_number_is_named() {
+    let text = reps_sample(6, 8, 1.0, 2.0).file_text();
+    for bad in ["0.000000", "-1.0", "inf"] {
+        let broken = edit_rows(&text, |pass, arm, row, fields, at| {
+            if (pass, arm, row) == (3, "on", 2) {
+                fields[at("decode_tok_s")] = bad.to_string();
+            }
+            true
+        });
+        let note = components(&format!("bad{bad}"), broken).unwrap_err();
+        assert!(
+            note.contains(&format!(
+                "decode_tok_s is {bad:?} on a repetition row, not a positive number"
+            )),
+            "{bad}: {note}"
+        );
+    }
+}
+
+/// A cell's summary row (`ladder_row` 0) is never one of its repetitions, whatever its `rep`
+/// column says.
+#[test]
+fn the_summary_row_is_never_a_repetition() {
+    let text = reps_sample(7, 8, 1.0, 2.0).file_text();
+    let claims_one = edit_rows(&text, |_, _, row, fields, at| {
+        if row == 0 {
+            fields[at("rep")] = "1".into();
+        }
+        true
+    });
+    assert_ne!(claims_one, text);
+    assert_eq!(
+        components("claims", claims_one),
+        components("summary", text)
+    );
+}
+
+/// A pass where one of the two cells has no repetition rows (a file read with
+/// `--allow-defects`: `verify` wants as many rows in every cell) adds no group: the
+/// components are those of the passes where both cells have them.
+#[test]
+fn a_pass_without_one_cells_repetitions_is_left_out() {
+    // No between-cell spread and a 1 % effect: a pass read as an empty group (a mean of 0
+    // against the others' 1 %) would show as a between-cell sd near 0.4 %.
+    let text = reps_sample(8, 8, 0.0, 0.1).file_text();
+    let short = edit_rows(&text, |pass, arm, row, _, _| {
+        (pass, arm) != (4, "on") || row == 0
+    });
+    let reading = common::read_with("short", &[short], true);
+    let v = reading.reports[0].variance_components.clone().unwrap();
+    let whole = components("whole", text).unwrap();
+    assert_eq!(v.reps, 8);
+    assert!(v.arms[0].between_sd_pct < 0.05, "{:?}", v.arms[0]);
+    assert!((v.arms[0].within_sd_pct / whole.arms[0].within_sd_pct - 1.0).abs() < 0.2);
+}
+
 #[test]
 fn plan_reads_a_pilot_and_prints_the_cheapest_design() {
     let path = write(

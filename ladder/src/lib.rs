@@ -10,6 +10,7 @@ pub mod names;
 pub mod order;
 pub mod pooled;
 pub mod refusals;
+pub mod repetitions;
 /// The synthetic ladder generator, for tests and benchmarks (feature `sample`).
 #[cfg(feature = "sample")]
 pub mod sample;

@@ -22,7 +22,7 @@ mod reps;
 
 pub use breakdown::{SampleBreakdown, KEY_COLUMN, LAUNCHES_COLUMN, TOTAL_COLUMN, VALUE_COLUMN};
 pub use card::{SampleCard, ENERGY_COLUMN};
-pub use reps::{SampleReps, REP_COLUMN, STARTUP_COLUMN, TIMED_COLUMN};
+pub use reps::SampleReps;
 
 use crate::ladder_file::{
     csv_line, timestamp, witness_column, ArmRecord, BinaryRecord, EndRecord, HostRecord,
@@ -30,6 +30,7 @@ use crate::ladder_file::{
     WALL_COLUMN,
 };
 use crate::order::{Order, Scheme};
+use crate::repetitions::{REP_COLUMN, STARTUP_COLUMN, TIMED_COLUMN};
 use crate::spec::{Better, StopSpec, StopSpread};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;

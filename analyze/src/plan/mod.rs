@@ -12,9 +12,10 @@ pub use first_look::{first_look, looks, FirstLook};
 pub use planned_spec::{apply, write, Applied};
 pub use search::{CostModel, Design, MAX_REPS};
 
-use crate::time_use::{self, STARTUP_COLUMN, TIMED_COLUMN};
+use crate::time_use;
 use crate::variance::{self, ArmComponents};
 use anyhow::{bail, Context};
+use ladder::repetitions::{STARTUP_COLUMN, TIMED_COLUMN};
 use ladder::spec::Spec;
 use std::fmt::Write;
 use std::path::Path;

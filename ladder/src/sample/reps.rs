@@ -11,11 +11,6 @@
 use super::{Noise, SampleMetric};
 use crate::spec::Better;
 
-/// The engine columns a repetition ladder adds after the others.
-pub const STARTUP_COLUMN: &str = "startup_seconds";
-pub const TIMED_COLUMN: &str = "timed_seconds";
-pub const REP_COLUMN: &str = "rep";
-
 /// The seconds a cell spends after its last timed repetition (exit and harness).
 const EXIT_S: f64 = 0.25;
 
@@ -119,6 +114,7 @@ impl SampleReps {
 mod tests {
     use super::*;
     use crate::ladder_file::Role;
+    use crate::repetitions::{REP_COLUMN, TIMED_COLUMN};
     use crate::sample::{Sample, SampleArm};
 
     fn sample() -> Sample {
