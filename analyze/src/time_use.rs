@@ -115,3 +115,18 @@ fn arm_time<'a>(name: &str, cells: impl Iterator<Item = &'a CellTime>) -> ArmTim
         startup_share: share(startup),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An arm that ran no cell (a file cut off before its first) has no sums, not sums of 0.
+    #[test]
+    fn an_arm_without_cells_has_no_times() {
+        let none = arm_time("late", std::iter::empty());
+        assert_eq!(
+            (none.cells, none.startup_s, none.timed_s, none.efficiency),
+            (0, None, None, None)
+        );
+    }
+}

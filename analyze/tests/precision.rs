@@ -142,6 +142,40 @@ fn the_time_goes_to_start_up_repetitions_and_the_rest() {
     assert!(walls > 12.0 * 10.0 && walls < 12.0 * 10.1);
 }
 
+/// A cell without its `ladder_wall_s` is timed by its own timestamps.
+#[test]
+fn a_cell_without_its_wall_is_timed_by_its_timestamps() {
+    let text = reps_sample(1, 6, 0.0, 0.0).file_text();
+    let blank = edit_rows(&text, |_, _, _, fields, at| {
+        fields[at("ladder_wall_s")].clear();
+        true
+    });
+    let report = common::one("time_blank", blank);
+    assert!((report.device_seconds.unwrap() - 12.0 * 5.75).abs() < 1e-6);
+}
+
+/// A start-up or timed value that is negative or not finite is no time: the arm's sum, its
+/// efficiency and its start-up share are missing, not wrong.
+#[test]
+fn a_negative_or_infinite_time_is_missing() {
+    let text = reps_sample(1, 6, 0.0, 0.0).file_text();
+    for bad in ["-1.0", "inf"] {
+        let broken = edit_rows(&text, |pass, arm, row, fields, at| {
+            if (pass, arm, row) == (2, "on", 0) {
+                fields[at("timed_seconds")] = bad.to_string();
+                fields[at("startup_seconds")] = bad.to_string();
+            }
+            true
+        });
+        let on = time_of(&common::one(&format!("time_{bad}"), broken), "on");
+        assert_eq!(
+            (on.timed_s, on.efficiency, on.startup_s, on.startup_share),
+            (None, None, None, None),
+            "{bad}"
+        );
+    }
+}
+
 #[test]
 fn repetition_rows_pass_verify_and_reach_every_report() {
     let path = write("cli", "reps.csv", &reps_sample(2, 8, 1.0, 2.0).file_text());
