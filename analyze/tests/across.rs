@@ -23,6 +23,15 @@ fn ladder(name: &str, tag: &str, seed: u64, arms: &[&str]) -> String {
     sample.file_text()
 }
 
+/// Each pair compared: its arm, its reference and how many ladders read it.
+fn compared(reading: &analyze::reading::Reading) -> Vec<(&str, &str, usize)> {
+    reading
+        .pairs
+        .iter()
+        .map(|p| (p.arm.as_str(), p.against.as_str(), p.readings.len()))
+        .collect()
+}
+
 #[test]
 fn every_ladder_of_one_spec_joins_its_replication() {
     let three: Vec<String> = (1..=3)
@@ -50,11 +59,7 @@ fn a_pair_is_read_in_every_ladder_once_two_specs_carry_it() {
         ladder("x", "t3", 3, &["off", "on", "extra"]),
     ];
     let reading = common::read("pairs", &files);
-    let pairs: Vec<(&str, &str, usize)> = reading
-        .pairs
-        .iter()
-        .map(|p| (p.arm.as_str(), p.against.as_str(), p.readings.len()))
-        .collect();
+    let pairs = compared(&reading);
     // `extra` is only in spec x, whose two ladders are a replication, not a comparison.
     assert_eq!(pairs, [("on", "off", 3)]);
     let on_off = &reading.pairs[0];
@@ -75,11 +80,7 @@ fn every_pair_that_two_specs_carry_is_compared() {
         ladder("y", "t2", 2, &["on", "off", "extra"]),
     ];
     let reading = common::read("every", &files);
-    let pairs: Vec<(&str, &str, usize)> = reading
-        .pairs
-        .iter()
-        .map(|p| (p.arm.as_str(), p.against.as_str(), p.readings.len()))
-        .collect();
+    let pairs = compared(&reading);
     // In the order the first ladder declares them, each later arm against an earlier one.
     assert_eq!(
         pairs,
