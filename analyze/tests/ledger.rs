@@ -1,0 +1,98 @@
+//! The live ledger (`analyze calibrate --live FILES…`, METHOD.md "The live ledger"): per host
+//! and card, the inert control tests that failed, the ladders with a failed one and the
+//! known-effect tests that held, counted from the files, beside simulated twins, and every
+//! file it could not read named.
+
+use analyze::calibrate::{ledger, render_ledger};
+use ladder::sample::{Sample, SampleArm};
+use ladder::Role;
+use std::path::PathBuf;
+
+const TWINS: usize = 200;
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("analyze_ledger_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A base, a reflexive control whose cells carry `reflexive_pct`, and, when asked, a
+/// known-effect arm of a true and declared −1 %.
+fn sample(tag: &str, seed: u64, reflexive_pct: f64, known: bool) -> Sample {
+    let mut arms = vec![
+        SampleArm::new("a", Role::Base, 0.0),
+        SampleArm::new("a-again", Role::Reflexive, reflexive_pct),
+    ];
+    if known {
+        arms.push(SampleArm::known_effect("pad", -1.0, -1.0));
+    }
+    let mut s = Sample::new("ledger", tag, arms);
+    (s.seed, s.noise_limit_pct) = (seed, None);
+    s
+}
+
+#[test]
+fn the_ledger_counts_each_control_and_names_what_it_could_not_read() {
+    let held = write("held.csv", &sample("held", 1, 0.0, true).file_text());
+    // A reflexive arm 2 % off at 0.1 % noise: its control fails.
+    let failed = write("failed.csv", &sample("failed", 2, 2.0, false).file_text());
+    let text = sample("cut", 3, 0.0, false).file_text();
+    let cut = write("cut.csv", &text[..text.len() * 2 / 3]);
+    let again = write("again.csv", &sample("again", 4, 0.0, false).file_text());
+
+    let l = ledger(&[held, failed, cut.clone(), again], TWINS, 7).unwrap();
+    assert_eq!(l.rows.len(), 1, "one host and card");
+    let row = &l.rows[0];
+    assert_eq!(row.ladders, 3);
+    let kn = |c: &analyze::calibrate::Count| (c.k, c.n);
+    assert_eq!(kn(&row.inert_failed), (1, 3));
+    assert_eq!(kn(&row.ladders_failed), (1, 3));
+    assert_eq!(kn(&row.known_held), (1, 1));
+    // Every twin runs its ladder's design: one inert test each, one known-effect test in one.
+    assert_eq!(row.simulated_inert_failed.n, 3 * TWINS);
+    assert_eq!(row.simulated_ladders_failed.n, 3 * TWINS);
+    assert_eq!(row.simulated_known_held.n, TWINS);
+    assert!(row.simulated_inert_failed.rate < 0.15, "{row:?}");
+    assert!(row.simulated_known_held.rate > 0.8, "{row:?}");
+    assert_eq!(l.skipped.len(), 1);
+    assert_eq!(l.skipped[0].0, cut.display().to_string());
+    assert!(l.skipped[0].1.contains("NOT connected"), "{:?}", l.skipped);
+
+    let table = render_ledger(&l);
+    assert!(
+        table.contains("| 3 | 33.3 % [0.8 %, 90.6 %] (1/3) |"),
+        "{table}"
+    );
+    assert!(table.contains("(1/1)"), "{table}");
+    assert!(table.contains("Not read (1):"), "{table}");
+}
+
+/// A ladder without an inert control adds to no inert count and to no ladder count, and a
+/// ladder without a known-effect arm reads "none" there.
+#[test]
+fn a_ladder_without_a_kind_of_control_adds_nothing_to_its_counts() {
+    let mut plain = Sample::new(
+        "plain",
+        "t1",
+        vec![
+            SampleArm::new("a", Role::Base, 0.0),
+            SampleArm::new("b", Role::Arm, 1.0),
+        ],
+    );
+    plain.noise_limit_pct = None;
+    let only = write("plain.csv", &plain.file_text());
+    let l = ledger(&[only], TWINS, 7).unwrap();
+    let row = &l.rows[0];
+    assert_eq!(row.ladders, 1);
+    assert_eq!(
+        (row.inert_failed.n, row.ladders_failed.n, row.known_held.n),
+        (0, 0, 0)
+    );
+    let table = render_ledger(&l);
+    assert!(
+        table.contains("| 1 | none | n/a | none | n/a | none | n/a |"),
+        "{table}"
+    );
+}
