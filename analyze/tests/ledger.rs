@@ -3,6 +3,8 @@
 //! known-effect tests that held, counted from the files, beside simulated twins, and every
 //! file it could not read named.
 
+mod common;
+
 use analyze::calibrate::{ledger, render_ledger};
 use ladder::sample::{Sample, SampleArm};
 use ladder::Role;
@@ -11,11 +13,7 @@ use std::path::PathBuf;
 const TWINS: usize = 200;
 
 fn write(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("analyze_ledger_{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
+    common::write("ledger", name, text)
 }
 
 /// A base, a reflexive control whose cells carry `reflexive_pct`, and, when asked, a

@@ -30,13 +30,7 @@ fn reps_sample(seed: u64, passes: usize, between_pct: f64, within_pct: f64) -> S
     s
 }
 
-fn write(dir: &str, name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("analyze_precision_{}_{dir}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
+use common::write;
 
 fn analyze(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_analyze"))

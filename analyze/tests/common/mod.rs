@@ -89,6 +89,15 @@ impl Hand {
     }
 }
 
+/// Writes `text` to `name` in a folder `dir` of this test process's own, kept for the test.
+pub fn write(dir: &str, name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("analyze_files_{}_{dir}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 /// Writes `texts` to fresh files and reads them as `analyze report` does (no bootstrap).
 pub fn read(name: &str, texts: &[String]) -> Reading {
     read_with(name, texts, false)
