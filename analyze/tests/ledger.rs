@@ -7,6 +7,7 @@ mod common;
 
 use analyze::calibrate::{ledger, render_ledger};
 use ladder::sample::{Sample, SampleArm};
+use ladder::spec::Better;
 use ladder::Role;
 use std::path::PathBuf;
 
@@ -67,8 +68,9 @@ fn the_ledger_counts_each_control_and_names_what_it_could_not_read() {
     assert!(table.contains("Not read (1):"), "{table}");
 }
 
-/// A ladder without an inert control adds to no inert count and to no ladder count, and a
-/// ladder without a known-effect arm reads "none" there.
+/// A ladder without an inert control adds to no inert count and to no ladder count (a
+/// structural zero is a control, but not an inert one), and a ladder without a known-effect
+/// arm reads "none" there.
 #[test]
 fn a_ladder_without_a_kind_of_control_adds_nothing_to_its_counts() {
     let mut plain = Sample::new(
@@ -77,9 +79,10 @@ fn a_ladder_without_a_kind_of_control_adds_nothing_to_its_counts() {
         vec![
             SampleArm::new("a", Role::Base, 0.0),
             SampleArm::new("b", Role::Arm, 1.0),
+            SampleArm::new("sz", Role::StructuralZero, 0.0),
         ],
     );
-    plain.noise_limit_pct = None;
+    (plain.noise_limit_pct, plain.split) = (None, true);
     let only = write("plain.csv", &plain.file_text());
     let l = ledger(&[only], TWINS, 7).unwrap();
     let row = &l.rows[0];
@@ -93,4 +96,21 @@ fn a_ladder_without_a_kind_of_control_adds_nothing_to_its_counts() {
         table.contains("| 1 | none | n/a | none | n/a | none | n/a |"),
         "{table}"
     );
+}
+
+/// A twin reads a lower-is-better metric's known effect as the ladder does (better is
+/// positive): its known-effect control holds about as often as one of a higher-is-better metric.
+#[test]
+fn a_twin_of_a_lower_is_better_metric_recovers_its_known_effect() {
+    let mut s = sample("lower", 5, 0.0, true);
+    s.metrics[0].better = Better::Lower;
+    let file = write("lower.csv", &s.file_text());
+    let l = ledger(&[file], TWINS, 7).unwrap();
+    let row = &l.rows[0];
+    assert_eq!(
+        row.known_held.k, 1,
+        "the real ladder's control holds: {row:?}"
+    );
+    assert_eq!(row.simulated_known_held.n, TWINS);
+    assert!(row.simulated_known_held.rate > 0.8, "{row:?}");
 }

@@ -132,14 +132,13 @@ pub fn ledger(files: &[PathBuf], simulated: usize, seed: u64) -> anyhow::Result<
     let mut rows: BTreeMap<(String, String), (usize, Record, Record)> = BTreeMap::new();
     let mut skipped = Vec::new();
     for (i, (file, report)) in reading.files.iter().zip(&reading.reports).enumerate() {
-        let (Some(info), Some(run)) = (file.ladder.as_ref(), report.run.as_ref()) else {
+        // Read without defects allowed, a connected file is one with statistics.
+        let (Some(info), Some(run), true) =
+            (file.ladder.as_ref(), report.run.as_ref(), report.connected)
+        else {
             skipped.push((report.file.clone(), report.verdict.clone()));
             continue;
         };
-        if !report.connected || !report.statistics {
-            skipped.push((report.file.clone(), report.verdict.clone()));
-            continue;
-        }
         let row = rows
             .entry((run.host.clone(), run.card_label()))
             .or_default();
@@ -237,4 +236,45 @@ pub fn render_ledger(ledger: &Ledger) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ladder::sample::{Sample, SampleArm};
+
+    /// The twin draws its cells at the ladder's own noise: σ̂ of a cell, relative, near the
+    /// noise the sample's values were drawn at (0.4 %), not a multiple of it.
+    #[test]
+    fn a_twin_draws_its_cells_at_the_ladders_own_noise() {
+        let arms = vec![
+            SampleArm::new("a", Role::Base, 0.0),
+            SampleArm::new("a-again", Role::Reflexive, 0.0),
+        ];
+        let mut sample = Sample::new("twin", "t1", arms);
+        (sample.noise_pct, sample.passes, sample.noise_limit_pct) = (0.4, 40, None);
+        let dir = std::env::temp_dir().join(format!("abab-live-twin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("twin.csv");
+        std::fs::write(&file, sample.file_text()).unwrap();
+        let options = ReadOptions {
+            allow_defects: false,
+            extras: ExtrasConfig {
+                resamples: 0,
+                seed: 1,
+            },
+            compare: Vec::new(),
+            margin_pct: None,
+        };
+        let reading = reading::read(&[file], &options).unwrap();
+        let info = reading.files[0].ladder.as_ref().unwrap();
+        let plan = twin(info, &reading.reports[0]).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(plan.noise.len(), 1);
+        assert!(
+            (0.003..0.005).contains(&plan.noise[0]),
+            "σ̂ {} where the cells were drawn at 0.004",
+            plan.noise[0]
+        );
+    }
 }
