@@ -18,7 +18,6 @@ __device__ __forceinline__ u64 globaltimer_ns() {
 #define PAD_TURNAROUND 3    // the last turnaround counted
 #define PAD_WAITED 4        // nanoseconds waited since the host last read them
 #define PAD_ROUNDS 5        // rounds padded since then
-#define PAD_FLOOR 6         // nanoseconds every pad spins before its wait, P = 0's too
 
 // Grid (1), block (1): the first launch of a padded round.
 extern "C" __global__ void round_start(u64* pad) {
@@ -40,14 +39,7 @@ extern "C" __global__ void decode_pad(u64* pad) {
     const double fraction = __longlong_as_double((long long)pad[PAD_FRACTION]);
     const u64 waited = pad[PAD_WAITED];
     const u64 rounds = pad[PAD_ROUNDS];
-    const u64 floor = pad[PAD_FLOOR];
-    // The floor first, in every round at every P (engine/src/pad.rs, FLOOR_NS), counted in
-    // the round's own time; the wait counts from its last reading.
-    const u64 floor_from = globaltimer_ns();
-    u64 now = floor_from;
-    while (now - floor_from < floor) {
-        now = globaltimer_ns();
-    }
+    const u64 now = globaltimer_ns();
     const u64 own = now - start;
     const u64 turnaround = previous != 0 && start - previous <= own ? start - previous : last_turnaround;
     const u64 wait = (u64)(fraction * (double)(own + turnaround));

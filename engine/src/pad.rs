@@ -8,14 +8,6 @@
 
 use std::time::{Duration, Instant};
 
-/// What every pad spins first, at P = 0 too, before it reads the clock its wait counts from.
-/// A device prepares the launch after a kernel while the kernel runs, so a kernel that ends at
-/// once exposes that work and a longer one hides it: without a floor, P > 0 hid about 0.48 µs
-/// a round that P = 0 paid, and a 0.1 % pad of the 35B-A3B on an H100 read −0.081 %, not
-/// −0.0999 % (five ladders, reports/known-effect/). Behind the floor both hide it alike, and a
-/// pad adds to the round what it waited.
-pub const FLOOR_NS: u64 = 4_000;
-
 /// The turnaround counted before a round: the time since the previous padded round ended,
 /// where that is no longer than the round itself (the rounds ran back to back), else the last
 /// turnaround counted (a prefill, the end of a rep, or nothing lies before: the first round).
@@ -59,19 +51,22 @@ impl HostPad {
         self.round_start = Instant::now();
     }
 
-    /// Spins [`FLOOR_NS`], then [`wait_ns`] of the round begun at the last
-    /// [`HostPad::start_round`], the floor counted in the round's own time. A spin, not
+    /// Spins [`wait_ns`] of the round begun at the last [`HostPad::start_round`]. A spin, not
     /// a sleep: a sleep wakes up late by however long the scheduler takes, and the pad must
     /// add what it says. No `spin_loop` (PAUSE) hint: in a virtual machine a PAUSE loop makes
     /// the hypervisor take the vCPU away (pause-loop exiting), which slowed the rounds after
     /// each pad too: a 10 % pad read as +13 to +16 % on the 2-core VM, +10.3 % without it.
     pub fn end_round(&mut self) {
-        let now = spin(Instant::now(), Duration::from_nanos(FLOOR_NS));
+        let now = Instant::now();
         let own = nanos(now - self.round_start);
         let since = self.previous_end.map(|end| nanos(self.round_start - end));
         let turnaround = turnaround_ns(own, since, self.last_turnaround_ns);
         let wait = Duration::from_nanos(wait_ns(self.fraction, own, turnaround));
-        let end = spin(now, wait);
+        // Ends on the reading that passes `wait`, with none after it, as the kernel does.
+        let mut end = now;
+        while end - now < wait {
+            end = Instant::now();
+        }
         self.last_turnaround_ns = turnaround;
         self.previous_end = Some(end);
         self.waited += end - now;
@@ -84,16 +79,6 @@ impl HostPad {
         (self.waited, self.rounds) = (Duration::ZERO, 0);
         waited
     }
-}
-
-/// Spins until `wait` has passed since `from`, and returns the reading that passed it, with
-/// none after it (as the kernel does): a `wait` of zero reads nothing.
-fn spin(from: Instant, wait: Duration) -> Instant {
-    let mut end = from;
-    while end - from < wait {
-        end = Instant::now();
-    }
-    end
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -143,17 +128,15 @@ mod tests {
         assert_eq!(pad.take_waited(), (0.0, 0), "taken");
     }
 
-    /// At P = 0 the pad spins its floor and waits nothing after it, not one reading of the
-    /// clock: what P > 0 adds to a round is then what it waited.
+    /// At P = 0 the pad waits nothing at all, not one reading of the clock: what P > 0 adds
+    /// to a round is then what it waited.
     #[test]
-    fn a_pad_of_zero_spins_its_floor_and_waits_nothing() {
+    fn a_pad_of_zero_waits_nothing() {
         let mut pad = HostPad::new(0.0);
-        let t = Instant::now();
         for _ in 0..100 {
             pad.start_round();
             pad.end_round();
         }
-        assert!(t.elapsed() >= Duration::from_nanos(100 * FLOOR_NS));
         assert_eq!(pad.take_waited(), (0.0, 100));
     }
 }

@@ -2,6 +2,7 @@
 //! wrong on real ladders, per host and card, beside the rates of simulated ladders of the
 //! same designs at the same noise (METHOD.md "The live ledger").
 
+use super::known_offset::{self, Offset, PooledOffset};
 use super::rates::{Count, Tally};
 use super::render::{count, pct};
 use super::simulate::{NoiseModel, Scale};
@@ -32,6 +33,8 @@ pub struct LedgerRow {
     pub simulated_inert_failed: Count,
     pub simulated_ladders_failed: Count,
     pub simulated_known_held: Count,
+    /// The known-effect tests' reading against their declared effects, pooled.
+    pub known_offset: Option<PooledOffset>,
 }
 
 /// Every host and card read, and the files left out with the reason.
@@ -48,6 +51,8 @@ struct Record {
     inert: (usize, usize),
     ladders: (usize, usize),
     known: (usize, usize),
+    /// A real ladder's known-effect tests against their declared effects.
+    offsets: Vec<Offset>,
 }
 
 impl Record {
@@ -68,18 +73,26 @@ impl Record {
     }
 }
 
-/// The controls of a real ladder: per inert test whether it held; per known-effect test.
-fn controls_of(report: &LadderReport) -> (Vec<bool>, Vec<bool>) {
-    let (mut inert, mut known) = (Vec::new(), Vec::new());
+/// The controls of a real ladder: per inert test whether it held; per known-effect test
+/// whether it held, and its offset from the declared effect.
+fn controls_of(report: &LadderReport) -> (Vec<bool>, Vec<bool>, Vec<Offset>) {
+    let (mut inert, mut known, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
     for c in report.metrics.iter().flat_map(|m| &m.controls) {
         let held = c.holds == Some(true);
         match c.role {
-            Role::KnownEffect => known.push(held),
+            Role::KnownEffect => {
+                known.push(held);
+                let mean = (c.estimate_pct / 100.0).ln_1p();
+                offsets.extend(
+                    c.expected_pct
+                        .map(|e| Offset::of(mean, c.se_log, c.se_df, e)),
+                );
+            }
             r if r.is_inert_control() => inert.push(held),
             _ => {}
         }
     }
-    (inert, known)
+    (inert, known, offsets)
 }
 
 /// The ladder's own design at each metric's own noise (σ̂ of the additive model).
@@ -143,8 +156,9 @@ pub fn ledger(files: &[PathBuf], simulated: usize, seed: u64) -> anyhow::Result<
             .entry((run.host.clone(), run.card_label()))
             .or_default();
         row.0 += 1;
-        let (inert, known) = controls_of(report);
+        let (inert, known, offsets) = controls_of(report);
         row.1.add(&inert, &known);
+        row.1.offsets.extend(offsets);
         if let Some(plan) = twin(info, report) {
             for t in plan.tallies(
                 NoiseModel::Independent,
@@ -172,6 +186,7 @@ pub fn ledger(files: &[PathBuf], simulated: usize, seed: u64) -> anyhow::Result<
                 simulated_inert_failed,
                 simulated_ladders_failed,
                 simulated_known_held,
+                known_offset: known_offset::pool(&real.offsets, seed),
             }
         })
         .collect();
@@ -180,6 +195,61 @@ pub fn ledger(files: &[PathBuf], simulated: usize, seed: u64) -> anyhow::Result<
         skipped,
         simulated_per_ladder: simulated,
     })
+}
+
+/// The known-effect tests read against their declared effects, where a row has any.
+fn render_offsets(out: &mut String, rows: &[LedgerRow]) {
+    let read: Vec<(&LedgerRow, &PooledOffset)> = rows
+        .iter()
+        .filter_map(|r| r.known_offset.as_ref().map(|o| (r, o)))
+        .collect();
+    if read.is_empty() {
+        return;
+    }
+    out.push_str(
+        "\nKnown-effect controls against their declared effects: is a failure the planted \
+         effect's or the intervals'? The offset pooled by inverse variance, and the Birge ratio, \
+         the tests' scatter about it in units of their own standard errors.\n\n\
+         | host | card | tests | read − declared [95 % CI] | Birge ratio | honest intervals give | reading |\n\
+         |---|---|---:|---|---:|---|---|\n",
+    );
+    for (r, o) in read {
+        let (birge, range) = match (o.birge, o.birge_range) {
+            (Some(b), Some((lo, hi))) => (format!("{b:.2}"), format!("{lo:.2} to {hi:.2}")),
+            _ => ("n/a".to_string(), "n/a".to_string()),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:+.4} % [{:+.4} %, {:+.4} %] | {birge} | {range} | {} |",
+            r.host,
+            r.card,
+            o.tests,
+            o.pct,
+            o.low_pct,
+            o.high_pct,
+            offset_reading(o)
+        );
+    }
+}
+
+/// METHOD.md "The plant or the intervals?" in words.
+fn offset_reading(o: &PooledOffset) -> &'static str {
+    let off = o.low_pct > 0.0 || o.high_pct < 0.0;
+    match (o.birge.zip(o.birge_range), off) {
+        (Some((b, (_, hi))), _) if b > hi => {
+            "the estimates scatter more than their intervals allow"
+        }
+        (Some((b, (lo, _))), true) if b >= lo => {
+            "the planted effect is off by this much; the intervals scatter as they say"
+        }
+        (Some((b, (lo, _))), false) if b >= lo => "as declared; the intervals scatter as they say",
+        (Some(_), true) => {
+            "the planted effect is off by this much; the estimates scatter less than their intervals allow"
+        }
+        (Some(_), false) => "as declared; the estimates scatter less than their intervals allow",
+        (None, true) => "the planted effect is off by this much (one test: no scatter to read)",
+        (None, false) => "as declared (one test: no scatter to read)",
+    }
 }
 
 fn add_tally(record: &mut Record, t: &Tally) {
@@ -229,6 +299,7 @@ pub fn render_ledger(ledger: &Ledger) -> String {
         "\n{} simulated ladders per real ladder (independent normal cells at each metric's σ̂).",
         ledger.simulated_per_ladder
     );
+    render_offsets(&mut out, &ledger.rows);
     if !ledger.skipped.is_empty() {
         let _ = writeln!(out, "\nNot read ({}):", ledger.skipped.len());
         for (file, why) in &ledger.skipped {

@@ -9,11 +9,13 @@
 //! measured here is what a report says.
 
 mod breakdown;
+mod known_offset;
 mod live;
 mod rates;
 mod render;
 pub(crate) mod simulate;
 
+pub use known_offset::PooledOffset;
 pub use live::{ledger, render_ledger, Ledger, LedgerRow};
 pub use rates::{Count, Rates};
 pub use render::render;

@@ -30,17 +30,14 @@ pub struct PadState {
     pub turnaround_ns: u64,
     pub waited_ns: u64,
     pub rounds: u64,
-    /// What every pad spins before its wait ([`crate::pad::FLOOR_NS`]).
-    pub floor_ns: u64,
 }
 
 impl PadState {
-    pub const WORDS: usize = 7;
+    pub const WORDS: usize = 6;
 
     pub fn new(fraction: f64) -> Self {
         Self {
             fraction,
-            floor_ns: crate::pad::FLOOR_NS,
             ..Self::default()
         }
     }
@@ -53,7 +50,6 @@ impl PadState {
             self.turnaround_ns,
             self.waited_ns,
             self.rounds,
-            self.floor_ns,
         ]
     }
 
@@ -65,7 +61,6 @@ impl PadState {
             turnaround_ns: w[3],
             waited_ns: w[4],
             rounds: w[5],
-            floor_ns: w[6],
         }
     }
 }
