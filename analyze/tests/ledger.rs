@@ -160,9 +160,13 @@ fn plants_that_differ_between_ladders_scatter_more_than_their_intervals_allow() 
     let o = l.rows[0].known_offset.as_ref().unwrap();
     let (b, (_, hi)) = (o.birge.unwrap(), o.birge_range.unwrap());
     assert!(b > hi, "{o:?}");
+    let lo = o.birge_range.unwrap().0;
+    let table = render_ledger(&l);
     assert!(
-        render_ledger(&l).contains("the estimates scatter more than their intervals allow"),
-        "{o:?}"
+        table.contains(&format!(
+            "| {b:.2} | {lo:.2} to {hi:.2} | the estimates scatter more than their intervals allow |"
+        )),
+        "{table}"
     );
 }
 

@@ -124,6 +124,15 @@ mod tests {
         assert!(close(birge.unwrap(), 0.8f64.sqrt(), 1e-12));
     }
 
+    /// Three equal errors: δ̄ = 0.02, Q = (0.01² + 0 + 0.01²)/0.01² = 2 on 2 degrees of freedom,
+    /// B = 1.
+    #[test]
+    fn the_birge_ratio_divides_by_the_tests_less_one() {
+        let (mean, _, birge) = weighted([(0.01, 0.01), (0.02, 0.01), (0.03, 0.01)].into_iter());
+        assert!(close(mean, 0.02, 1e-15));
+        assert!(close(birge.unwrap(), 1.0, 1e-12));
+    }
+
     /// With errors known almost exactly (many degrees of freedom) the simulated interval is
     /// the normal one, ±1.96 standard errors, and the Birge ratio's range that of √(χ²₁).
     #[test]

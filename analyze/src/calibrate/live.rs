@@ -314,6 +314,44 @@ mod tests {
     use super::*;
     use ladder::sample::{Sample, SampleArm};
 
+    /// Each reading of METHOD.md "The plant or the intervals?", at its edges: an interval that
+    /// touches 0 contains it, and a ratio on either end of its range is inside it.
+    #[test]
+    fn the_offset_reads_in_words_by_its_interval_and_ratio() {
+        let read = |low_pct, high_pct, birge: Option<f64>| {
+            offset_reading(&PooledOffset {
+                tests: 3,
+                pct: (low_pct + high_pct) / 2.0,
+                low_pct,
+                high_pct,
+                birge,
+                birge_range: birge.map(|_| (0.5, 2.0)),
+            })
+        };
+        let more = "the estimates scatter more than their intervals allow";
+        let off = "the planted effect is off by this much; the intervals scatter as they say";
+        let declared = "as declared; the intervals scatter as they say";
+        let off_less = "the planted effect is off by this much; the estimates scatter less than \
+                        their intervals allow";
+        let less = "as declared; the estimates scatter less than their intervals allow";
+        assert_eq!(read(0.1, 0.3, Some(2.01)), more);
+        assert_eq!(read(-0.1, 0.1, Some(2.01)), more);
+        assert_eq!(read(0.1, 0.3, Some(2.0)), off);
+        assert_eq!(read(-0.3, -0.1, Some(0.5)), off);
+        assert_eq!(read(0.0, 0.3, Some(1.0)), declared);
+        assert_eq!(read(-0.3, 0.0, Some(1.0)), declared);
+        assert_eq!(read(0.1, 0.3, Some(0.49)), off_less);
+        assert_eq!(read(-0.1, 0.1, Some(0.49)), less);
+        assert_eq!(
+            read(0.1, 0.3, None),
+            "the planted effect is off by this much (one test: no scatter to read)"
+        );
+        assert_eq!(
+            read(-0.1, 0.1, None),
+            "as declared (one test: no scatter to read)"
+        );
+    }
+
     /// The twin draws its cells at the ladder's own noise: σ̂ of a cell, relative, near the
     /// noise the sample's values were drawn at (0.4 %), not a multiple of it.
     #[test]
