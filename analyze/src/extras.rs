@@ -23,7 +23,7 @@ pub fn bootstrap_median_ci(deltas: &[f64], resamples: usize, seed: u64) -> Optio
         })
         .collect();
     medians.sort_unstable_by(f64::total_cmp);
-    let at = |q: f64| medians[((q * resamples as f64).ceil() as usize).clamp(1, resamples) - 1];
+    let at = |q: f64| crate::stats::nearest_rank(&medians, q);
     Some((at(0.025), at(0.975)))
 }
 

@@ -19,6 +19,13 @@ pub fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// The `p` quantile of `sorted` (ascending, not empty) by the nearest rank: the value at rank
+/// `⌈p·n⌉`, at least the first.
+pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
+    let n = sorted.len();
+    sorted[((p * n as f64).ceil() as usize).clamp(1, n) - 1]
+}
+
 /// Estimate, sem, 95 % interval and median of one quantity, as percents (the t test's p,
 /// which only Holm's family needs, is [`LogSeries::p_value`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -101,6 +108,15 @@ pub fn holm_verdict(estimate: f64, adjusted_p: f64) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_quantile_is_the_nearest_rank() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(nearest_rank(&v, 0.5), 3.0);
+        assert_eq!(nearest_rank(&v, 0.95), 5.0);
+        assert_eq!(nearest_rank(&v, 0.0), 1.0);
+        assert_eq!(nearest_rank(&v, 0.2), 1.0);
+    }
 
     #[test]
     fn an_interval_that_touches_zero_is_not_resolved() {

@@ -26,12 +26,10 @@ pub struct Control {
     pub expected_pct: Option<f64>,
     /// False when the interval could not be computed: the control fails.
     pub readable: bool,
-    /// The standard error of the mean log ratio the interval is built on, and its degrees of
-    /// freedom (the live ledger pools known-effect offsets with them).
+    /// The mean log ratio the interval is built on, with its spread and degrees of freedom
+    /// (the live ledger pools known-effect offsets with them).
     #[serde(skip)]
-    pub se_log: f64,
-    #[serde(skip)]
-    pub se_df: usize,
+    pub series: LogSeries,
     /// Structural zero: every real arm against it, the gain from where the mechanism points.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gains: Vec<Contrast>,
@@ -106,8 +104,7 @@ pub fn control(
         rule: "",
         expected_pct: expected.filter(|_| role == Role::KnownEffect),
         readable,
-        se_log: series.se(),
-        se_df: series.df,
+        series,
         gains: Vec::new(),
     };
     match (expected, design.equivalence_margin_pct) {

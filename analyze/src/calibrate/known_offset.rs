@@ -3,6 +3,7 @@
 //! (METHOD.md "The live ledger", "The plant or the intervals?").
 
 use super::simulate::normal;
+use crate::stats::nearest_rank;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::Serialize;
@@ -81,7 +82,9 @@ pub fn pool(tests: &[Offset], seed: u64) -> Option<PooledOffset> {
             ((m / s).abs(), b.unwrap_or(f64::NAN))
         })
         .unzip();
-    let half = se * quantile(&mut ts, 0.95);
+    ts.sort_unstable_by(f64::total_cmp);
+    birges.sort_unstable_by(f64::total_cmp);
+    let half = se * nearest_rank(&ts, 0.95);
     let pct = |l: f64| 100.0 * l.exp_m1();
     Some(PooledOffset {
         tests: usable.len(),
@@ -89,20 +92,13 @@ pub fn pool(tests: &[Offset], seed: u64) -> Option<PooledOffset> {
         low_pct: pct(mean - half),
         high_pct: pct(mean + half),
         birge,
-        birge_range: birge.map(|_| (quantile(&mut birges, 0.025), quantile(&mut birges, 0.975))),
+        birge_range: birge.map(|_| (nearest_rank(&birges, 0.025), nearest_rank(&birges, 0.975))),
     })
 }
 
 /// `√(χ²_df / df)`: an estimated standard deviation over its true one.
 fn chi_sd(df: usize, rng: &mut SmallRng) -> f64 {
     ((0..df).map(|_| normal(rng).powi(2)).sum::<f64>() / df as f64).sqrt()
-}
-
-/// The `p` quantile of `values` (sorted in place), the nearest rank.
-fn quantile(values: &mut [f64], p: f64) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let rank = ((p * values.len() as f64).ceil() as usize).clamp(1, values.len());
-    values[rank - 1]
 }
 
 #[cfg(test)]
@@ -182,14 +178,5 @@ mod tests {
                 .tests,
             1
         );
-    }
-
-    #[test]
-    fn the_quantile_is_the_nearest_rank() {
-        let mut v = [5.0, 1.0, 4.0, 2.0, 3.0];
-        assert_eq!(quantile(&mut v, 0.5), 3.0);
-        assert_eq!(quantile(&mut v, 0.95), 5.0);
-        assert_eq!(quantile(&mut v, 0.0), 1.0);
-        assert_eq!(quantile(&mut v, 0.2), 1.0);
     }
 }

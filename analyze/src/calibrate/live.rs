@@ -82,11 +82,8 @@ fn controls_of(report: &LadderReport) -> (Vec<bool>, Vec<bool>, Vec<Offset>) {
         match c.role {
             Role::KnownEffect => {
                 known.push(held);
-                let mean = (c.estimate_pct / 100.0).ln_1p();
-                offsets.extend(
-                    c.expected_pct
-                        .map(|e| Offset::of(mean, c.se_log, c.se_df, e)),
-                );
+                let s = &c.series;
+                offsets.extend(c.expected_pct.map(|e| Offset::of(s.mean, s.se(), s.df, e)));
             }
             r if r.is_inert_control() => inert.push(held),
             _ => {}
@@ -362,9 +359,8 @@ mod tests {
         ];
         let mut sample = Sample::new("twin", "t1", arms);
         (sample.noise_pct, sample.passes, sample.noise_limit_pct) = (0.4, 40, None);
-        let dir = std::env::temp_dir().join(format!("abab-live-twin-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("twin.csv");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("twin.csv");
         std::fs::write(&file, sample.file_text()).unwrap();
         let options = ReadOptions {
             allow_defects: false,
@@ -378,7 +374,6 @@ mod tests {
         let reading = reading::read(&[file], &options).unwrap();
         let info = reading.files[0].ladder.as_ref().unwrap();
         let plan = twin(info, &reading.reports[0]).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(plan.noise.len(), 1);
         assert!(
             (0.003..0.005).contains(&plan.noise[0]),
