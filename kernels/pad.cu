@@ -18,6 +18,8 @@ __device__ __forceinline__ u64 globaltimer_ns() {
 #define PAD_TURNAROUND 3    // the last turnaround counted
 #define PAD_WAITED 4        // nanoseconds waited since the host last read them
 #define PAD_ROUNDS 5        // rounds padded since then
+#define PAD_OWN_TOTAL 6     // the rounds' own nanoseconds since then
+#define PAD_TURNAROUND_TOTAL 7  // the turnarounds counted since then
 
 // Grid (1), block (1): the first launch of a padded round.
 extern "C" __global__ void round_start(u64* pad) {
@@ -39,6 +41,8 @@ extern "C" __global__ void decode_pad(u64* pad) {
     const double fraction = __longlong_as_double((long long)pad[PAD_FRACTION]);
     const u64 waited = pad[PAD_WAITED];
     const u64 rounds = pad[PAD_ROUNDS];
+    const u64 own_total = pad[PAD_OWN_TOTAL];
+    const u64 turnaround_total = pad[PAD_TURNAROUND_TOTAL];
     const u64 now = globaltimer_ns();
     const u64 own = now - start;
     const u64 turnaround = previous != 0 && start - previous <= own ? start - previous : last_turnaround;
@@ -54,6 +58,8 @@ extern "C" __global__ void decode_pad(u64* pad) {
     pad[PAD_PREVIOUS_END] = end;
     pad[PAD_WAITED] = waited + (end - now);
     pad[PAD_ROUNDS] = rounds + 1;
+    pad[PAD_OWN_TOTAL] = own_total + own;
+    pad[PAD_TURNAROUND_TOTAL] = turnaround_total + turnaround;
 }
 
 // Grid (1), block (1): the clock's first `n + 1` distinct readings, so that the host can read

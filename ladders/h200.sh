@@ -9,6 +9,8 @@
 #                one cell without a warm-up and with a row per rep
 #   tests        the GPU tests of the known-effect pad, the breakdown rows and the joules
 #   known-effect ladders/known-effect-h200.toml
+#   known-effect-parts  ladders/known-effect-parts-h200.toml (pads of 0.1 and 1 %, with the
+#                rounds' own time and turnaround as the pads counted them)
 #   pilot        ladders/aa-pilot-h200.toml
 #   layouts      one stamped cell of `--layouts 3`, then ladders/aa-layouts-h200.toml (the
 #                pilot's cell built 4 times in one process, each in another placement; read
@@ -117,7 +119,7 @@ for step in "$@"; do
             .bin/gpu-tests/cuda_breakdown --ignored --nocapture
             .bin/gpu-tests/cuda_energy --ignored --nocapture
             ;;
-        known-effect) ladder known-effect-h200 ;;
+        known-effect | known-effect-parts) ladder "$step-h200" ;;
         pilot) ladder aa-pilot-h200 ;;
         layouts)
             ENGINE_BACKEND=cuda stamped "${model[@]}" -r 1 --layouts 3 --warmup 1 --warmup-decode 16

@@ -11,6 +11,7 @@
 
 use crate::config::ModelConfig;
 use crate::options::Prefetch;
+use crate::pad::PadTally;
 use crate::state::PoolMap;
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, WeightStore, Weights};
 use anyhow::Result;
@@ -179,9 +180,8 @@ pub trait Backend: WeightStore + Sized {
     /// Waits the pad of the round begun at [`Backend::start_round`] once the work enqueued
     /// before has run: the last operation of a padded decode round.
     fn pad_round(&mut self);
-    /// The seconds the pads waited and the rounds they ended since the last call (or since
-    /// [`Backend::set_round_pad`]).
-    fn take_pad_waited(&mut self) -> Result<(f64, u64)>;
+    /// What the pads counted since the last call (or since [`Backend::set_round_pad`]).
+    fn take_pad_tally(&mut self) -> Result<PadTally>;
     /// Zeroes the whole pool (a new sequence starts from a zero state).
     fn clear_pool(&mut self, pool: &mut Self::Pool);
     fn write_tokens(&mut self, dst: &mut Self::Tok, at: usize, host: &[u32]);

@@ -7,6 +7,7 @@ use crate::decode::SpecStats;
 use crate::meter::{joules, Meter, NoMeter};
 use crate::model::Model;
 use crate::options::Named;
+use crate::pad::PadTally;
 use crate::synthetic::prompt_token;
 use crate::tensors::{tensor_specs, Traffic};
 use anyhow::{bail, Result};
@@ -63,16 +64,14 @@ impl BenchPlan {
 pub struct DecodePad {
     /// The percentage asked: of every round's own time ([`crate::pad`]).
     pub pct: f64,
-    /// The seconds the timed reps' pads waited, all of them, as their clock read them.
-    pub waited_seconds: f64,
-    /// The rounds they ended: every timed round.
-    pub rounds: u64,
+    /// What the timed reps' pads counted, on their clock: every timed round.
+    pub tally: PadTally,
 }
 
 impl DecodePad {
     /// The mean wait of a timed round.
     pub fn round_seconds(&self) -> f64 {
-        self.waited_seconds / self.rounds.max(1) as f64
+        self.tally.per_round(self.tally.waited_seconds)
     }
 }
 
@@ -291,16 +290,16 @@ fn rep<B: Backend>(
 
 /// The pads the timed reps waited, said on stderr.
 fn timed_pad<B: Backend>(m: &mut Model<B>, pct: f64) -> Result<DecodePad> {
-    let (waited_seconds, rounds) = m.backend.take_pad_waited()?;
-    let pad = DecodePad {
-        pct,
-        waited_seconds,
-        rounds,
-    };
+    let tally = m.backend.take_pad_tally()?;
+    let pad = DecodePad { pct, tally };
     eprintln!(
         "decode pad: {pct} % of every round's own time, {:.1} µs a round on average over the \
-         timed reps' {rounds} rounds (ENGINE_DECODE_PAD_PCT)",
-        pad.round_seconds() * 1e6
+         timed reps' {} rounds (ENGINE_DECODE_PAD_PCT); a round's own time {:.1} µs and its \
+         turnaround {:.1} µs",
+        pad.round_seconds() * 1e6,
+        tally.rounds,
+        tally.per_round(tally.own_seconds) * 1e6,
+        tally.per_round(tally.turnaround_seconds) * 1e6,
     );
     Ok(pad)
 }
@@ -344,7 +343,7 @@ pub fn run_from<B: Backend>(
         rep(m, &warmup_plan, &prompts, &mut outs, meter)?;
     }
     // The warm-up's pads are not the timed reps'.
-    m.backend.take_pad_waited()?;
+    m.backend.take_pad_tally()?;
     let before = m.backend.prefetch_counts();
     let mut reps = Vec::with_capacity(plan.reps);
     let mut times = Vec::with_capacity(plan.reps);
@@ -458,8 +457,7 @@ pub fn merge_layouts(results: Vec<BenchResult>) -> Result<BenchResult> {
         merged.device_mem_peak_mib = merged.device_mem_peak_mib.max(r.device_mem_peak_mib);
         merged.decode_pad = match (merged.decode_pad, r.decode_pad) {
             (Some(a), Some(b)) => Some(DecodePad {
-                waited_seconds: a.waited_seconds + b.waited_seconds,
-                rounds: a.rounds + b.rounds,
+                tally: a.tally + b.tally,
                 ..a
             }),
             _ => None,
@@ -543,7 +541,7 @@ impl BenchResult {
 prefill_seconds_mean,prefill_tok_s,decode_seconds_mean,decode_tok_s,decode_us_per_token,\
 total_seconds_mean,startup_seconds,timed_seconds,spec,draft_tokens,spec_rounds,spec_fallback_steps,spec_acceptance_rate,output_digest,\
 state_pool_bytes,prefetch,pool_layout,prefetch_bytes_per_token,prefetch_walked_bytes_per_token,seed,bytes_per_round,read_ceiling_gbs,\
-roofline_fraction,decode_pad_pct,decode_pad_us,decode_j_per_token,prefill_j_per_token,device_mem_peak_mib";
+roofline_fraction,decode_pad_pct,decode_pad_us,decode_pad_own_us,decode_pad_turnaround_us,decode_j_per_token,prefill_j_per_token,device_mem_peak_mib";
 
     /// The CSV header: the run's columns, then the L2 audit's.
     pub fn header() -> String {
@@ -605,6 +603,15 @@ roofline_fraction,decode_pad_pct,decode_pad_us,decode_j_per_token,prefill_j_per_
                 .unwrap_or_default(),
             self.decode_pad
                 .map(|p| format!("{:.3}", p.round_seconds() * 1e6))
+                .unwrap_or_default(),
+            self.decode_pad
+                .map(|p| format!("{:.3}", p.tally.per_round(p.tally.own_seconds) * 1e6))
+                .unwrap_or_default(),
+            self.decode_pad
+                .map(|p| {
+                    let t = p.tally;
+                    format!("{:.3}", t.per_round(t.turnaround_seconds) * 1e6)
+                })
                 .unwrap_or_default(),
             self.decode_j_per_token()
                 .map(|j| format!("{j:.6}"))

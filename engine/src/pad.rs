@@ -23,6 +23,38 @@ pub fn wait_ns(fraction: f64, own_ns: u64, turnaround_ns: u64) -> u64 {
     (fraction * own_ns.saturating_add(turnaround_ns) as f64) as u64
 }
 
+/// What the pads of a span counted, on their own clock: the time they waited, the rounds' own
+/// time and turnarounds their waits were a fraction of, and the rounds. A pad's wait that
+/// does not reach the decode's wall shows here as rounds whose own time or turnaround shrank.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PadTally {
+    pub waited_seconds: f64,
+    pub own_seconds: f64,
+    pub turnaround_seconds: f64,
+    pub rounds: u64,
+}
+
+impl PadTally {
+    /// The mean of `seconds` over the rounds counted.
+    pub fn per_round(&self, seconds: f64) -> f64 {
+        seconds / self.rounds.max(1) as f64
+    }
+}
+
+/// Both spans together.
+impl std::ops::Add for PadTally {
+    type Output = PadTally;
+
+    fn add(self, other: PadTally) -> PadTally {
+        PadTally {
+            waited_seconds: self.waited_seconds + other.waited_seconds,
+            own_seconds: self.own_seconds + other.own_seconds,
+            turnaround_seconds: self.turnaround_seconds + other.turnaround_seconds,
+            rounds: self.rounds + other.rounds,
+        }
+    }
+}
+
 /// The pad on the host's clock (the CPU backend's rounds).
 #[derive(Debug)]
 pub struct HostPad {
@@ -30,8 +62,7 @@ pub struct HostPad {
     round_start: Instant,
     previous_end: Option<Instant>,
     last_turnaround_ns: u64,
-    waited: Duration,
-    rounds: u64,
+    tally: PadTally,
 }
 
 impl HostPad {
@@ -41,8 +72,7 @@ impl HostPad {
             round_start: Instant::now(),
             previous_end: None,
             last_turnaround_ns: 0,
-            waited: Duration::ZERO,
-            rounds: 0,
+            tally: PadTally::default(),
         }
     }
 
@@ -69,15 +99,18 @@ impl HostPad {
         }
         self.last_turnaround_ns = turnaround;
         self.previous_end = Some(end);
-        self.waited += end - now;
-        self.rounds += 1;
+        self.tally = self.tally
+            + PadTally {
+                waited_seconds: (end - now).as_secs_f64(),
+                own_seconds: own as f64 * 1e-9,
+                turnaround_seconds: turnaround as f64 * 1e-9,
+                rounds: 1,
+            };
     }
 
-    /// The seconds waited and the rounds padded since the last call.
-    pub fn take_waited(&mut self) -> (f64, u64) {
-        let waited = (self.waited.as_secs_f64(), self.rounds);
-        (self.waited, self.rounds) = (Duration::ZERO, 0);
-        waited
+    /// What the pads counted since the last call.
+    pub fn take_tally(&mut self) -> PadTally {
+        std::mem::take(&mut self.tally)
     }
 }
 
@@ -119,13 +152,27 @@ mod tests {
             while t.elapsed() < work {}
             pad.end_round();
         }
-        let (waited, rounds) = pad.take_waited();
-        assert_eq!(rounds, 3);
+        let tally = pad.take_tally();
+        assert_eq!(tally.rounds, 3);
+        let work_s = 3.0 * work.as_secs_f64();
         assert!(
-            waited >= 3.0 * work.as_secs_f64(),
-            "3 rounds of 2 ms waited {waited} s"
+            tally.own_seconds >= work_s && tally.own_seconds < 2.0 * work_s,
+            "3 rounds of 2 ms counted {} s of their own",
+            tally.own_seconds
         );
-        assert_eq!(pad.take_waited(), (0.0, 0), "taken");
+        // Each wait is the round's own time and its turnaround, less the clock's last step.
+        let rule = tally.own_seconds + tally.turnaround_seconds;
+        assert!(
+            tally.waited_seconds >= rule - 3e-6,
+            "waited {} s for {rule} s",
+            tally.waited_seconds
+        );
+        assert!(
+            tally.turnaround_seconds < tally.own_seconds,
+            "back to back, turnarounds of {} s",
+            tally.turnaround_seconds
+        );
+        assert_eq!(pad.take_tally(), PadTally::default(), "taken");
     }
 
     /// At P = 0 the pad waits nothing at all, not one reading of the clock: what P > 0 adds
@@ -137,6 +184,7 @@ mod tests {
             pad.start_round();
             pad.end_round();
         }
-        assert_eq!(pad.take_waited(), (0.0, 100));
+        let tally = pad.take_tally();
+        assert_eq!((tally.waited_seconds, tally.rounds), (0.0, 100));
     }
 }

@@ -222,7 +222,7 @@ fn bad_input_is_named_with_the_allowed_values() {
     );
 }
 
-/// `ENGINE_DECODE_PAD_PCT`: two columns after the run's own, before the card's and the L2
+/// `ENGINE_DECODE_PAD_PCT`: four columns after the run's own, before the card's and the L2
 /// audit's, empty when unset; the pad said once on stderr; the same tokens and rounds as without it.
 #[test]
 fn the_decode_pad_has_its_columns_and_changes_no_token() {
@@ -239,16 +239,21 @@ fn the_decode_pad_has_its_columns_and_changes_no_token() {
         .to_string();
     assert!(
         header.contains(
-            ",roofline_fraction,decode_pad_pct,decode_pad_us,decode_j_per_token,\
+            ",roofline_fraction,decode_pad_pct,decode_pad_us,decode_pad_own_us,\
+             decode_pad_turnaround_us,decode_j_per_token,\
              prefill_j_per_token,device_mem_peak_mib,l2_"
         ),
         "{header}"
     );
     let base = row(&base);
-    assert_eq!(
-        (&*base["decode_pad_pct"], &*base["decode_pad_us"]),
-        ("", "")
-    );
+    for col in [
+        "decode_pad_pct",
+        "decode_pad_us",
+        "decode_pad_own_us",
+        "decode_pad_turnaround_us",
+    ] {
+        assert_eq!(base[col], "", "unset: {col}");
+    }
     let o = engine(&args, &[("ENGINE_DECODE_PAD_PCT", "5")]);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert_eq!(
@@ -260,8 +265,15 @@ fn the_decode_pad_has_its_columns_and_changes_no_token() {
     assert!(err.contains("rounds (ENGINE_DECODE_PAD_PCT)"), "{err}");
     let padded = row(&o);
     assert_eq!(padded["decode_pad_pct"], "5");
-    let us: f64 = padded["decode_pad_us"].parse().unwrap();
-    assert!(us > 0.0, "{us}");
+    let us = |col: &str| -> f64 { padded[col].parse().unwrap() };
+    // The pad is 5 % of the round's own time and turnaround, both read on its clock.
+    let counted = us("decode_pad_own_us") + us("decode_pad_turnaround_us");
+    assert!(us("decode_pad_own_us") > 0.0, "{padded:?}");
+    assert!(
+        (us("decode_pad_us") / counted - 0.05).abs() < 0.005,
+        "{} µs waited of {counted} µs",
+        us("decode_pad_us")
+    );
     for col in ["output_digest", "spec_rounds", "spec_fallback_steps"] {
         assert_eq!(padded[col], base[col], "{col}");
     }

@@ -764,7 +764,8 @@ fn a_five_percent_pad_slows_the_decode_to_1_over_1_05() {
                     eprintln!(
                         "draft {draft:?}: the pads waited {:.2} % of the timed decode, {:.2} µs \
                          a round",
-                        100.0 * pad.waited_seconds / (r.decode_seconds_mean * r.reps.len() as f64),
+                        100.0 * pad.tally.waited_seconds
+                            / (r.decode_seconds_mean * r.reps.len() as f64),
                         pad.round_seconds() * 1e6
                     );
                 }

@@ -63,7 +63,11 @@ fn every_timed_round_waits_p_percent_of_itself() {
         let (r, rounds) = run(&plan);
         let pad = r.decode_pad.expect("the pad was asked for");
         let per_rep = per_rep(&plan, rounds);
-        assert_eq!(pad.rounds, per_rep * plan.reps as u64, "draft {draft:?}");
+        assert_eq!(
+            pad.tally.rounds,
+            per_rep * plan.reps as u64,
+            "draft {draft:?}"
+        );
         let steps = r.spec.rounds + r.spec.fallback_steps;
         match draft {
             None => assert_eq!(per_rep, (plan.n_gen * plan.prompts) as u64),
@@ -73,14 +77,28 @@ fn every_timed_round_waits_p_percent_of_itself() {
             ),
         }
         let decode = r.decode_seconds_mean * plan.reps as f64;
-        let share = pad.waited_seconds / decode;
+        let share = pad.tally.waited_seconds / decode;
         assert!(
             (0.85..=0.92).contains(&share),
             "draft {draft:?}: the pads waited {} s of a {decode} s decode ({share:.3}, 10/11 \
              expected)",
-            pad.waited_seconds
+            pad.tally.waited_seconds
         );
-        assert!((pad.round_seconds() * pad.rounds as f64 - pad.waited_seconds).abs() < 1e-12);
+        let t = pad.tally;
+        assert!((pad.round_seconds() * t.rounds as f64 - t.waited_seconds).abs() < 1e-12);
+        // What each wait was P % of: the rounds' own time and turnarounds, the rest of the
+        // decode.
+        let counted = t.own_seconds + t.turnaround_seconds;
+        let ratio = t.waited_seconds / counted;
+        assert!(
+            (9.99..=10.2).contains(&ratio),
+            "draft {draft:?}: waited {ratio} times what the rounds counted"
+        );
+        assert!(
+            (0.9..=1.0).contains(&((counted + t.waited_seconds) / decode)),
+            "draft {draft:?}: {counted} s counted and {} s waited of a {decode} s decode",
+            t.waited_seconds
+        );
     }
 }
 
@@ -99,11 +117,11 @@ fn the_pad_is_a_share_of_the_round_alone() {
     };
     let (r, _) = run(&plan);
     let pad = r.decode_pad.expect("the pad was asked for");
-    assert_eq!(pad.rounds, 1);
+    assert_eq!(pad.tally.rounds, 1);
     assert!(
-        pad.waited_seconds * 80.0 < r.prefill_seconds_mean,
+        pad.tally.waited_seconds * 80.0 < r.prefill_seconds_mean,
         "a 5 % pad of one round waited {} s, the prefill of 240 positions took {} s",
-        pad.waited_seconds,
+        pad.tally.waited_seconds,
         r.prefill_seconds_mean
     );
 }
@@ -119,8 +137,8 @@ fn the_pad_needs_no_warmup_rep() {
     plan.check().unwrap();
     let (r, rounds) = run(&plan);
     let pad = r.decode_pad.expect("the pad was asked for");
-    assert_eq!(pad.rounds, rounds, "every round is a timed one");
-    assert!(pad.waited_seconds > 0.0);
+    assert_eq!(pad.tally.rounds, rounds, "every round is a timed one");
+    assert!(pad.tally.waited_seconds > 0.0);
 }
 
 /// The timing itself, on the build machine's two noisy cores: alternated runs of P = 20

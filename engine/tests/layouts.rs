@@ -79,8 +79,25 @@ fn the_merged_pad_counts_every_layouts_rounds_and_waits() {
         .unwrap()
         .decode_pad
         .expect("a pad");
-    assert_eq!(merged.rounds, pa.rounds + pb.rounds);
-    let waited = pa.waited_seconds + pb.waited_seconds;
-    assert!((merged.waited_seconds - waited).abs() < 1e-12);
+    let (m, ta, tb) = (merged.tally, pa.tally, pb.tally);
+    assert_eq!(m.rounds, ta.rounds + tb.rounds);
+    for (what, merged, a, b) in [
+        (
+            "waited",
+            m.waited_seconds,
+            ta.waited_seconds,
+            tb.waited_seconds,
+        ),
+        ("own", m.own_seconds, ta.own_seconds, tb.own_seconds),
+        (
+            "turnaround",
+            m.turnaround_seconds,
+            ta.turnaround_seconds,
+            tb.turnaround_seconds,
+        ),
+    ] {
+        assert!(a > 0.0 && b > 0.0, "{what}: {a} and {b} s");
+        assert!((merged - (a + b)).abs() < 1e-12, "{what}");
+    }
     assert_eq!(merged.pct, 5.0);
 }

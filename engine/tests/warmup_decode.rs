@@ -37,7 +37,7 @@ fn a_padded_bench_runs_the_same_short_warmup() {
     // No extra rep times the pad: the warm-up is as short with it as without it.
     let (padded, rounds) = run(&plan(Some(3), Some(5.0)));
     let pad = padded.decode_pad.expect("a pad");
-    assert_eq!(pad.rounds, 2 * 2 * 24, "the timed rounds");
+    assert_eq!(pad.tally.rounds, 2 * 2 * 24, "the timed rounds");
     assert_eq!(rounds, 2 * 3 + 2 * 2 * 24);
 }
 

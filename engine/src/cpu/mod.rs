@@ -10,7 +10,7 @@ use crate::backend::{
 };
 use crate::config::{ModelConfig, MAX_GDN_DIM};
 use crate::options::{CpuOp, Prefetch, SlowOp};
-use crate::pad::HostPad;
+use crate::pad::{HostPad, PadTally};
 use crate::state::PoolMap;
 use crate::synthetic::{round_bf16, synthetic_value, Init};
 use crate::weights::{AttnWeights, FfnWeights, GdnWeights, MoeWeights, SwiGlu, WeightStore};
@@ -225,8 +225,11 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn take_pad_waited(&mut self) -> Result<(f64, u64)> {
-        Ok(self.pad.as_mut().map_or((0.0, 0), HostPad::take_waited))
+    fn take_pad_tally(&mut self) -> Result<PadTally> {
+        Ok(self
+            .pad
+            .as_mut()
+            .map_or_else(PadTally::default, HostPad::take_tally))
     }
 
     fn clear_pool(&mut self, pool: &mut Vec<u32>) {

@@ -32,6 +32,7 @@ use crate::backend::{
 };
 use crate::config::{Ffn, ModelConfig};
 use crate::options::{FoldNorms, L2Arm, Prefetch};
+use crate::pad::PadTally;
 use crate::state::PoolMap;
 use crate::synthetic::Init;
 use crate::weights::{
@@ -1113,20 +1114,15 @@ impl Backend for CudaBackend {
         );
     }
 
-    /// Reads what the pads waited and counts from zero again, the rest of the state kept.
-    fn take_pad_waited(&mut self) -> Result<(f64, u64)> {
+    /// Reads what the pads counted and counts from zero again, the rest of the state kept.
+    fn take_pad_tally(&mut self) -> Result<PadTally> {
         self.take_error()?;
         let Some(state) = self.round_pad.as_mut() else {
-            return Ok((0.0, 0));
+            return Ok(PadTally::default());
         };
         let read = self.gpu.read_pad(state)?;
-        let kept = PadState {
-            waited_ns: 0,
-            rounds: 0,
-            ..read
-        };
-        self.gpu.write_pad(kept, state)?;
-        Ok((read.waited_ns as f64 * 1e-9, read.rounds))
+        self.gpu.write_pad(read.counts_taken(), state)?;
+        Ok(read.tally())
     }
 
     fn clear_pool(&mut self, pool: &mut CudaSlice<u8>) {

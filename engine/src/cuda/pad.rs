@@ -9,6 +9,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig};
 
 use super::args::{dim, output};
 use super::Gpu;
+use crate::pad::PadTally;
 
 /// Distinct clock readings taken to find its step.
 const TICKS: usize = 64;
@@ -28,12 +29,15 @@ pub struct PadState {
     /// When the previous pad ended; 0 before the first.
     pub previous_end_ns: u64,
     pub turnaround_ns: u64,
+    /// The counts since the host last took them ([`PadState::tally`]).
     pub waited_ns: u64,
     pub rounds: u64,
+    pub own_total_ns: u64,
+    pub turnaround_total_ns: u64,
 }
 
 impl PadState {
-    pub const WORDS: usize = 6;
+    pub const WORDS: usize = 8;
 
     pub fn new(fraction: f64) -> Self {
         Self {
@@ -50,6 +54,8 @@ impl PadState {
             self.turnaround_ns,
             self.waited_ns,
             self.rounds,
+            self.own_total_ns,
+            self.turnaround_total_ns,
         ]
     }
 
@@ -61,6 +67,29 @@ impl PadState {
             turnaround_ns: w[3],
             waited_ns: w[4],
             rounds: w[5],
+            own_total_ns: w[6],
+            turnaround_total_ns: w[7],
+        }
+    }
+
+    /// The counts in seconds.
+    pub fn tally(&self) -> PadTally {
+        PadTally {
+            waited_seconds: self.waited_ns as f64 * 1e-9,
+            own_seconds: self.own_total_ns as f64 * 1e-9,
+            turnaround_seconds: self.turnaround_total_ns as f64 * 1e-9,
+            rounds: self.rounds,
+        }
+    }
+
+    /// The state with its counts taken: zero, the rest kept.
+    pub fn counts_taken(self) -> Self {
+        Self {
+            waited_ns: 0,
+            rounds: 0,
+            own_total_ns: 0,
+            turnaround_total_ns: 0,
+            ..self
         }
     }
 }

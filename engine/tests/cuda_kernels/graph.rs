@@ -128,6 +128,16 @@ fn a_captured_pad_waits_the_fraction_written_after_capture() {
                  ns, turnaround {turnaround} ns, waited {waited} ns for {want} ns"
             );
             assert_eq!(after.turnaround_ns, turnaround, "the turnaround counted");
+            assert_eq!(
+                after.turnaround_total_ns - before.turnaround_total_ns,
+                turnaround,
+                "the turnarounds' total"
+            );
+            assert_eq!(
+                after.own_total_ns - before.own_total_ns,
+                own,
+                "the rounds' own total"
+            );
             if fraction == 0.0 {
                 assert_eq!(
                     waited, 0,
