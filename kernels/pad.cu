@@ -28,13 +28,10 @@ extern "C" __global__ void round_start(u64* pad) {
 }
 
 // Grid (1), block (1): the last launch of a padded round; the rule is engine/src/pad.rs's
-// turnaround_ns and wait_ns. A plain load, not a read-only one: the host rewrites the state
+// turnaround_ns and wait_ns. Plain loads, not read-only ones: the host rewrites the state
 // between replays.
 extern "C" __global__ void decode_pad(u64* pad) {
     pdl_begin();
-    // Every load before the clock is read: the spin counts from `now`, so a load after it
-    // would sit inside every wait but not inside P = 0's, and each pad would add that much
-    // less than it says (0.46 µs a round on an H100, 0.018 % of the 35B-A3B's round).
     const u64 start = pad[PAD_ROUND_START];
     const u64 previous = pad[PAD_PREVIOUS_END];
     const u64 last_turnaround = pad[PAD_TURNAROUND];
@@ -47,16 +44,24 @@ extern "C" __global__ void decode_pad(u64* pad) {
     const u64 own = now - start;
     const u64 turnaround = previous != 0 && start - previous <= own ? start - previous : last_turnaround;
     const u64 wait = (u64)(fraction * (double)(own + turnaround));
-    // The spin ends on the reading that passes `wait`, and no reading follows it: at P = 0
-    // none is taken, so that what P > 0 adds to the kernel is `end - now` exactly (a reading
-    // after the spin, in every wait and in P = 0's too, made each pad 0.4 µs short on an H100).
-    u64 end = now;
-    while (end - now < wait) {
-        end = globaltimer_ns();
+    // A load stalls only the instruction that uses its value, so `now` is read before the loads
+    // above arrive, and every pad, P = 0's too, spends their latency after it (0.48 µs on an
+    // H100). The spin therefore counts from a reading taken once the wait is known, which
+    // P = 0 never takes: what P > 0 adds is then `spun` (a spin counted from `now` added 19 %
+    // less than it waited at 0.1 %). It ends on the reading that passes `wait`, with none after.
+    u64 spun = 0;
+    if (wait > 0) {
+        const u64 from = globaltimer_ns();
+        u64 end = from;
+        while (end - from < wait) {
+            end = globaltimer_ns();
+        }
+        spun = end - from;
     }
     pad[PAD_TURNAROUND] = turnaround;
-    pad[PAD_PREVIOUS_END] = end;
-    pad[PAD_WAITED] = waited + (end - now);
+    // The end on `now`'s footing in every pad, so that P > 0's turnarounds read as P = 0's.
+    pad[PAD_PREVIOUS_END] = now + spun;
+    pad[PAD_WAITED] = waited + spun;
     pad[PAD_ROUNDS] = rounds + 1;
     pad[PAD_OWN_TOTAL] = own_total + own;
     pad[PAD_TURNAROUND_TOTAL] = turnaround_total + turnaround;

@@ -9,8 +9,9 @@
 #                one cell without a warm-up and with a row per rep
 #   tests        the GPU tests of the known-effect pad, the breakdown rows and the joules
 #   known-effect ladders/known-effect-h200.toml
-#   known-effect-parts  ladders/known-effect-parts-h200.toml (pads of 0.1 and 1 %, with the
-#                rounds' own time and turnaround as the pads counted them)
+#   known-effect-parts  ladders/known-effect-parts-h200.toml (pads of 0.1 and 1 %, the rounds'
+#                own time and turnaround as the pads counted them, and d5c7e4b's pad beside
+#                them: carry .bin/d5c7e4b/engine too)
 #   pilot        ladders/aa-pilot-h200.toml
 #   layouts      one stamped cell of `--layouts 3`, then ladders/aa-layouts-h200.toml (the
 #                pilot's cell built 4 times in one process, each in another placement; read

@@ -92,16 +92,13 @@ impl HostPad {
         let since = self.previous_end.map(|end| nanos(self.round_start - end));
         let turnaround = turnaround_ns(own, since, self.last_turnaround_ns);
         let wait = Duration::from_nanos(wait_ns(self.fraction, own, turnaround));
-        // Ends on the reading that passes `wait`, with none after it, as the kernel does.
-        let mut end = now;
-        while end - now < wait {
-            end = Instant::now();
-        }
+        let spun = spin(wait);
         self.last_turnaround_ns = turnaround;
-        self.previous_end = Some(end);
+        // On `now`'s footing, as the spin's start: P > 0's turnarounds read as P = 0's.
+        self.previous_end = Some(now + spun);
         self.tally = self.tally
             + PadTally {
-                waited_seconds: (end - now).as_secs_f64(),
+                waited_seconds: spun.as_secs_f64(),
                 own_seconds: own as f64 * 1e-9,
                 turnaround_seconds: turnaround as f64 * 1e-9,
                 rounds: 1,
@@ -112,6 +109,23 @@ impl HostPad {
     pub fn take_tally(&mut self) -> PadTally {
         std::mem::take(&mut self.tally)
     }
+}
+
+/// Spins `wait` from a reading taken once the wait is known, which a wait of zero never takes:
+/// what the work before it costs, P = 0 pays too, so that what a pad adds is what it spun (on
+/// the device the state's loads arrive after the round's end is read, and a spin counted from
+/// that reading added less than it waited). Ends on the reading that passes `wait`, with none
+/// after it, as the kernel does.
+fn spin(wait: Duration) -> Duration {
+    if wait.is_zero() {
+        return Duration::ZERO;
+    }
+    let from = Instant::now();
+    let mut end = from;
+    while end - from < wait {
+        end = Instant::now();
+    }
+    end - from
 }
 
 fn nanos(d: Duration) -> u64 {
