@@ -87,7 +87,7 @@ fn every_timed_round_waits_p_percent_of_itself() {
         let t = pad.tally;
         assert!((pad.round_seconds() * t.rounds as f64 - t.waited_seconds).abs() < 1e-12);
         // What each wait was P % of: the rounds' own time and turnarounds, the rest of the
-        // decode.
+        // decode (the first round's turnaround is the last one before it, outside the decode).
         let counted = t.own_seconds + t.turnaround_seconds;
         let ratio = t.waited_seconds / counted;
         assert!(
@@ -95,7 +95,7 @@ fn every_timed_round_waits_p_percent_of_itself() {
             "draft {draft:?}: waited {ratio} times what the rounds counted"
         );
         assert!(
-            (0.9..=1.0).contains(&((counted + t.waited_seconds) / decode)),
+            (0.9..=1.01).contains(&((counted + t.waited_seconds) / decode)),
             "draft {draft:?}: {counted} s counted and {} s waited of a {decode} s decode",
             t.waited_seconds
         );

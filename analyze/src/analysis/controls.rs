@@ -127,3 +127,96 @@ pub fn control(
     }
     c
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Figures;
+
+    fn design(roles: &[Role], margin_pct: Option<f64>) -> Design {
+        Design {
+            names: (0..roles.len()).map(|a| format!("arm{a}")).collect(),
+            roles: roles.to_vec(),
+            expected: vec![None; roles.len()],
+            base: 0,
+            noise_limit_pct: None,
+            equivalence_margin_pct: margin_pct,
+            family: 1,
+        }
+    }
+
+    fn contrast_of(a: usize, against: usize) -> Contrast {
+        Contrast {
+            arm: format!("arm{a}"),
+            against: format!("arm{against}"),
+            figures: Figures {
+                estimate_pct: 0.0,
+                sem_pct: 0.0,
+                ci_low_pct: 0.0,
+                ci_high_pct: 0.0,
+                median_pct: 0.0,
+                n: 0,
+                verdict: "",
+            },
+        }
+    }
+
+    #[test]
+    fn a_structural_zero_reads_every_real_arm_against_it_and_no_control() {
+        let roles = [
+            Role::Base,
+            Role::Arm,
+            Role::StructuralZero,
+            Role::Reflexive,
+            Role::Arm,
+        ];
+        let c = control(
+            &design(&roles, None),
+            2,
+            "m",
+            &[0.01, 0.02, 0.015],
+            Spread::Own,
+            &contrast_of,
+        );
+        let gains: Vec<_> = c
+            .gains
+            .iter()
+            .map(|g| (g.arm.as_str(), g.against.as_str()))
+            .collect();
+        assert_eq!(gains, [("arm1", "arm2"), ("arm4", "arm2")]);
+        assert_eq!((c.holds, c.rule), (None, ""));
+    }
+
+    /// exp overflows on the interval's high end alone: a half-open interval is not a reading.
+    #[test]
+    fn an_interval_with_one_end_not_finite_cannot_be_read() {
+        let d = design(&[Role::Base, Role::Reflexive], None);
+        let c = control(&d, 1, "m", &[0.0, 800.0], Spread::Own, &contrast_of);
+        assert!(
+            c.ci_low_pct.is_finite() && c.ci_high_pct.is_infinite(),
+            "{c:?}"
+        );
+        assert!(!c.readable);
+        assert_eq!(c.holds, Some(false));
+        assert_eq!(c.reading(None).0, "cannot be read");
+    }
+
+    #[test]
+    fn a_control_outside_its_margin_is_told_from_one_too_wide_for_it() {
+        let d = design(&[Role::Base, Role::Reflexive], Some(1.0));
+        let read = |logs: &[f64]| {
+            let c = control(&d, 1, "m", logs, Spread::Own, &contrast_of);
+            assert_eq!((c.holds, c.rule), (Some(false), "within ±margin"));
+            c.reading(Some(1.0)).1
+        };
+        let wide = read(&[-0.03, 0.03, 0.0]);
+        assert!(
+            wide.contains("too wide to show the control holds"),
+            "{wide}"
+        );
+        let above = read(&[0.05, 0.051, 0.052]);
+        assert!(above.contains("lies outside ±1 %"), "{above}");
+        let below = read(&[-0.05, -0.051, -0.052]);
+        assert!(below.contains("lies outside ±1 %"), "{below}");
+    }
+}
