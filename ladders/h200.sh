@@ -9,6 +9,8 @@
 #                one cell without a warm-up and with a row per rep
 #   tests        the GPU tests of the known-effect pad, the breakdown rows and the joules
 #   known-effect ladders/known-effect-h200.toml
+#   known-effect-quick  ladders/known-effect-quick-h200.toml (the same without `unset`, to 12
+#                passes: a short call)
 #   known-effect-parts  ladders/known-effect-parts-h200.toml (pads of 0.1 and 1 %, the rounds'
 #                own time and turnaround as the pads counted them, and d5c7e4b's pad beside
 #                them: carry .bin/d5c7e4b/engine too)
@@ -120,7 +122,7 @@ for step in "$@"; do
             .bin/gpu-tests/cuda_breakdown --ignored --nocapture
             .bin/gpu-tests/cuda_energy --ignored --nocapture
             ;;
-        known-effect | known-effect-parts) ladder "$step-h200" ;;
+        known-effect | known-effect-parts | known-effect-quick) ladder "$step-h200" ;;
         pilot) ladder aa-pilot-h200 ;;
         layouts)
             ENGINE_BACKEND=cuda stamped "${model[@]}" -r 1 --layouts 3 --warmup 1 --warmup-decode 16
