@@ -133,7 +133,7 @@ fn planted(name: &str, truths: &[f64]) -> Vec<PathBuf> {
 #[test]
 fn a_plant_off_its_declared_effect_reads_as_the_plants_offset() {
     let l = ledger(&planted("off", &[-0.9; 4]), 20, 7).unwrap();
-    let o = l.rows[0].known_offset.as_ref().unwrap();
+    let o = &l.rows[0].known_offsets[0].offset;
     assert_eq!(o.tests, 4);
     // 100·(0.991/0.99 − 1) = +0.101 %.
     assert!(o.low_pct > 0.0 && o.low_pct < 0.101, "{o:?}");
@@ -142,14 +142,64 @@ fn a_plant_off_its_declared_effect_reads_as_the_plants_offset() {
     assert!(b < hi, "{o:?}");
     let table = render_ledger(&l);
     assert!(
-        table.contains("| 4 | +0.1") && table.contains("the planted effect is off by this much"),
+        table.contains("| 4 | 4 | +0.1")
+            && table.contains("the planted effect is off by this much"),
         "{table}"
     );
 
     let l = ledger(&planted("true", &[-1.0; 4]), 20, 7).unwrap();
-    let o = l.rows[0].known_offset.as_ref().unwrap();
+    let o = &l.rows[0].known_offsets[0].offset;
     assert!(o.low_pct < 0.0 && o.high_pct > 0.0, "{o:?}");
     assert!(render_ledger(&l).contains("| as declared"), "{o:?}");
+}
+
+/// Two builds of a plant are two plants: a build that plants its effect right is read apart
+/// from one that does not, and neither reads the other's offset as scatter. The plant is the
+/// known-effect arm's own binary where it recorded one (a build arm), else the ladder's.
+#[test]
+fn each_build_of_a_plant_is_read_on_its_own() {
+    let engine = blake3::hash(b"engine").to_hex().to_string();
+    let rebuilt = blake3::hash(b"engine, rebuilt").to_hex().to_string();
+    let pad = r#"{"name":"pad","role":"known-effect","env":{"MODE":"pad"}"#;
+    let mut files = planted("old", &[-0.9; 3]);
+    files.extend(planted("new", &[-1.0; 3]).iter().map(|f| {
+        let text = std::fs::read_to_string(f).unwrap();
+        assert!(text.contains(pad) && text.contains(&engine), "{text:.2000}");
+        let own = format!(r#"{pad},"binary":{{"path":"rebuilt/engine","blake3":"{rebuilt}"}}"#);
+        write(
+            &format!("rebuilt-{}", f.file_name().unwrap().to_string_lossy()),
+            &text.replacen(pad, &own, 1),
+        )
+    }));
+    let l = ledger(&files, 0, 7).unwrap();
+    assert_eq!(l.skipped, [], "every file read");
+    let mut plants: Vec<(&str, usize, usize)> = l.rows[0]
+        .known_offsets
+        .iter()
+        .map(|p| (p.plant.as_str(), p.ladders, p.offset.tests))
+        .collect();
+    plants.sort();
+    let mut want = [(&engine[..12], 3, 3), (&rebuilt[..12], 3, 3)];
+    want.sort();
+    assert_eq!(plants, want);
+    let by_plant = |hash: &str| {
+        let p = l.rows[0]
+            .known_offsets
+            .iter()
+            .find(|p| hash.starts_with(&p.plant));
+        &p.unwrap().offset
+    };
+    let (old, new) = (by_plant(&engine), by_plant(&rebuilt));
+    assert!(old.low_pct > 0.0, "{old:?}");
+    assert!(new.low_pct < 0.0 && new.high_pct > 0.0, "{new:?}");
+    for o in [old, new] {
+        assert!(o.birge.unwrap() <= o.birge_range.unwrap().1, "{o:?}");
+    }
+    let table = render_ledger(&l);
+    assert!(
+        table.contains(&format!("| `{}` | 3 | 3 |", &rebuilt[..12])),
+        "{table}"
+    );
 }
 
 /// Plants that differ from ladder to ladder by far more than the ladders' noise scatter more
@@ -157,7 +207,7 @@ fn a_plant_off_its_declared_effect_reads_as_the_plants_offset() {
 #[test]
 fn plants_that_differ_between_ladders_scatter_more_than_their_intervals_allow() {
     let l = ledger(&planted("wide", &[-0.6, -1.4, -0.8, -1.2]), 20, 7).unwrap();
-    let o = l.rows[0].known_offset.as_ref().unwrap();
+    let o = &l.rows[0].known_offsets[0].offset;
     let (b, (_, hi)) = (o.birge.unwrap(), o.birge_range.unwrap());
     assert!(b > hi, "{o:?}");
     let lo = o.birge_range.unwrap().0;
@@ -185,7 +235,7 @@ fn an_honest_plant_rarely_reads_as_off_or_too_scattered() {
             })
             .collect();
         let l = ledger(&files, 0, 7).unwrap();
-        let o = l.rows[0].known_offset.as_ref().unwrap();
+        let o = &l.rows[0].known_offsets[0].offset;
         off += usize::from(o.low_pct > 0.0 || o.high_pct < 0.0);
         scattered += usize::from(o.birge.unwrap() > o.birge_range.unwrap().1);
     }

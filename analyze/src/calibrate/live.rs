@@ -33,8 +33,19 @@ pub struct LedgerRow {
     pub simulated_inert_failed: Count,
     pub simulated_ladders_failed: Count,
     pub simulated_known_held: Count,
-    /// The known-effect tests' reading against their declared effects, pooled.
-    pub known_offset: Option<PooledOffset>,
+    /// The known-effect tests' reading against their declared effects, pooled per plant.
+    pub known_offsets: Vec<PlantOffset>,
+}
+
+/// One plant's known-effect tests on one host and card, pooled (METHOD.md "The plant or the
+/// intervals?"). A plant is the known-effect arm's binary: the same mechanism rebuilt may
+/// plant another effect, and pooling two plants would read their difference as scatter.
+#[derive(Debug, Serialize)]
+pub struct PlantOffset {
+    /// The binary's blake3, its first 12 hex digits.
+    pub plant: String,
+    pub ladders: usize,
+    pub offset: PooledOffset,
 }
 
 /// Every host and card read, and the files left out with the reason.
@@ -51,8 +62,9 @@ struct Record {
     inert: (usize, usize),
     ladders: (usize, usize),
     known: (usize, usize),
-    /// A real ladder's known-effect tests against their declared effects.
-    offsets: Vec<Offset>,
+    /// A real ladder's known-effect tests against their declared effects, per plant: the
+    /// ladders read and the tests.
+    offsets: BTreeMap<String, (usize, Vec<Offset>)>,
 }
 
 impl Record {
@@ -74,8 +86,8 @@ impl Record {
 }
 
 /// The controls of a real ladder: per inert test whether it held; per known-effect test
-/// whether it held, and its offset from the declared effect.
-fn controls_of(report: &LadderReport) -> (Vec<bool>, Vec<bool>, Vec<Offset>) {
+/// whether it held, and its arm and offset from the declared effect.
+fn controls_of(report: &LadderReport) -> (Vec<bool>, Vec<bool>, Vec<(&str, Offset)>) {
     let (mut inert, mut known, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
     for c in report.metrics.iter().flat_map(|m| &m.controls) {
         let held = c.holds == Some(true);
@@ -83,7 +95,8 @@ fn controls_of(report: &LadderReport) -> (Vec<bool>, Vec<bool>, Vec<Offset>) {
             Role::KnownEffect => {
                 known.push(held);
                 let s = &c.series;
-                offsets.extend(c.expected_pct.map(|e| Offset::of(s.mean, s.se(), s.df, e)));
+                let offset = c.expected_pct.map(|e| Offset::of(s.mean, s.se(), s.df, e));
+                offsets.extend(offset.map(|o| (c.arm.as_str(), o)));
             }
             r if r.is_inert_control() => inert.push(held),
             _ => {}
@@ -155,7 +168,7 @@ pub fn ledger(files: &[PathBuf], simulated: usize, seed: u64) -> anyhow::Result<
         row.0 += 1;
         let (inert, known, offsets) = controls_of(report);
         row.1.add(&inert, &known);
-        row.1.offsets.extend(offsets);
+        add_offsets(&mut row.1, info, offsets);
         if let Some(plan) = twin(info, report) {
             for t in plan.tallies(
                 NoiseModel::Independent,
@@ -183,7 +196,18 @@ pub fn ledger(files: &[PathBuf], simulated: usize, seed: u64) -> anyhow::Result<
                 simulated_inert_failed,
                 simulated_ladders_failed,
                 simulated_known_held,
-                known_offset: known_offset::pool(&real.offsets, seed),
+                known_offsets: real
+                    .offsets
+                    .into_iter()
+                    .filter_map(|(plant, (ladders, tests))| {
+                        let offset = known_offset::pool(&tests, seed)?;
+                        Some(PlantOffset {
+                            plant,
+                            ladders,
+                            offset,
+                        })
+                    })
+                    .collect(),
             }
         })
         .collect();
@@ -194,11 +218,36 @@ pub fn ledger(files: &[PathBuf], simulated: usize, seed: u64) -> anyhow::Result<
     })
 }
 
+/// A ladder's known-effect offsets, each under its plant: the arm's binary, or the ladder's
+/// where the arm recorded none.
+fn add_offsets(record: &mut Record, info: &LadderInfo, offsets: Vec<(&str, Offset)>) {
+    let binary_of = |arm: &str| {
+        let own = info.start.arms.iter().find(|a| a.name == arm);
+        let binary = own.and_then(|a| a.binary.as_ref());
+        binary
+            .unwrap_or(&info.start.binary)
+            .blake3
+            .chars()
+            .take(12)
+            .collect::<String>()
+    };
+    let mut plants: Vec<String> = Vec::new();
+    for (arm, offset) in offsets {
+        let plant = binary_of(arm);
+        let entry = record.offsets.entry(plant.clone()).or_default();
+        if !plants.contains(&plant) {
+            entry.0 += 1;
+            plants.push(plant);
+        }
+        entry.1.push(offset);
+    }
+}
+
 /// The known-effect tests read against their declared effects, where a row has any.
 fn render_offsets(out: &mut String, rows: &[LedgerRow]) {
-    let read: Vec<(&LedgerRow, &PooledOffset)> = rows
+    let read: Vec<(&LedgerRow, &PlantOffset)> = rows
         .iter()
-        .filter_map(|r| r.known_offset.as_ref().map(|o| (r, o)))
+        .flat_map(|r| r.known_offsets.iter().map(move |o| (r, o)))
         .collect();
     if read.is_empty() {
         return;
@@ -206,20 +255,25 @@ fn render_offsets(out: &mut String, rows: &[LedgerRow]) {
     out.push_str(
         "\nKnown-effect controls against their declared effects: is a failure the planted \
          effect's or the intervals'? The offset pooled by inverse variance, and the Birge ratio, \
-         the tests' scatter about it in units of their own standard errors.\n\n\
-         | host | card | tests | read − declared [95 % CI] | Birge ratio | honest intervals give | reading |\n\
-         |---|---|---:|---|---:|---|---|\n",
+         the tests' scatter about it in units of their own standard errors, per plant: the \
+         known-effect arm's binary (its blake3), since a rebuilt mechanism may plant another \
+         effect.\n\n\
+         | host | card | plant | ladders | tests | read − declared [95 % CI] | Birge ratio | honest intervals give | reading |\n\
+         |---|---|---|---:|---:|---|---:|---|---|\n",
     );
-    for (r, o) in read {
+    for (r, p) in read {
+        let o = &p.offset;
         let (birge, range) = match (o.birge, o.birge_range) {
             (Some(b), Some((lo, hi))) => (format!("{b:.2}"), format!("{lo:.2} to {hi:.2}")),
             _ => ("n/a".to_string(), "n/a".to_string()),
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:+.4} % [{:+.4} %, {:+.4} %] | {birge} | {range} | {} |",
+            "| {} | {} | `{}` | {} | {} | {:+.4} % [{:+.4} %, {:+.4} %] | {birge} | {range} | {} |",
             r.host,
             r.card,
+            p.plant,
+            p.ladders,
             o.tests,
             o.pct,
             o.low_pct,
