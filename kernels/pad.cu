@@ -45,10 +45,12 @@ extern "C" __global__ void decode_pad(u64* pad) {
     const u64 turnaround = previous != 0 && start - previous <= own ? start - previous : last_turnaround;
     const u64 wait = (u64)(fraction * (double)(own + turnaround));
     // A load stalls only the instruction that uses its value, so `now` is read before the loads
-    // above arrive, and every pad, P = 0's too, spends their latency after it (0.48 µs on an
-    // H100). The spin therefore counts from a reading taken once the wait is known, which
-    // P = 0 never takes: what P > 0 adds is then `spun` (a spin counted from `now` added 19 %
-    // less than it waited at 0.1 %). It ends on the reading that passes `wait`, with none after.
+    // above arrive, and every pad, P = 0's too, spends their latency after it: 0.41 µs a round
+    // on an H100, which a spin counted from `now` counted as waited but did not add (the
+    // turnaround after it read that much shorter than P = 0's, and the pad 19 % short at 0.1 %;
+    // ladders/known-effect-parts-h200.toml). The spin therefore counts from a reading taken
+    // once the wait is known, which P = 0 never takes: what P > 0 adds is then `spun`. It ends
+    // on the reading that passes `wait`, with none after.
     u64 spun = 0;
     if (wait > 0) {
         const u64 from = globaltimer_ns();

@@ -50,6 +50,9 @@ report known-effect known-effect-h100 raw/known-effect-h200_h100-e7d54dc.csv
 report known-effect known-effect-88da899-h100 raw/known-effect-h200_h100-88da899-k1.csv raw/known-effect-h200_h100-88da899-k2.csv raw/known-effect-h200_h100-88da899-k3.csv raw/known-effect-h200_h100-88da899-k4.csv
 # The same spec with every pad spinning a 4 µs floor first (feb8d09, since reverted).
 report known-effect known-effect-floor-h100 raw/known-effect-h200_h100-feb8d09-1.csv
+# Where a pad's wait goes (6a5dd24 beside d5c7e4b's pad), and the known-effect ladder with the fix.
+report known-effect known-effect-parts-h100 raw/known-effect-parts-h200_h100-6a5dd24.csv
+report known-effect known-effect-6a5dd24-h100 raw/known-effect-h200_h100-6a5dd24-k1.csv
 report breakdown breakdown-l2-h100-b8415b8 raw/breakdown-l2-h200_h100-b8415b8.csv
 report breakdown breakdown-mtp-h100-b8415b8 raw/breakdown-mtp-h200_h100-b8415b8.csv
 report precision aa-pilot-h100 raw/aa-pilot-h200_h100-b8415b8.csv
