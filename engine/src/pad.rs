@@ -189,6 +189,31 @@ mod tests {
         assert_eq!(pad.take_tally(), PadTally::default(), "taken");
     }
 
+    /// A turnaround is the gap between one round's pad and the next round's start, without
+    /// the pad: rounds of 2 ms with 1 ms between them, padded by half, count 1 ms each (the
+    /// first round, with none before it, counts none).
+    #[test]
+    fn a_turnaround_is_the_gap_after_the_pad_not_the_pad() {
+        let busy = |d: Duration| {
+            let t = Instant::now();
+            while t.elapsed() < d {}
+        };
+        let mut pad = HostPad::new(0.5);
+        for _ in 0..3 {
+            pad.start_round();
+            busy(Duration::from_millis(2));
+            pad.end_round();
+            busy(Duration::from_millis(1));
+        }
+        let t = pad.take_tally();
+        assert!(
+            (0.002..0.004).contains(&t.turnaround_seconds),
+            "two turnarounds of 1 ms counted {} s (waited {} s)",
+            t.turnaround_seconds,
+            t.waited_seconds
+        );
+    }
+
     /// At P = 0 the pad waits nothing at all, not one reading of the clock: what P > 0 adds
     /// to a round is then what it waited.
     #[test]
