@@ -36,7 +36,7 @@ fn binaries(ladder: &ladder::Ladder) -> Vec<ArmBinary> {
         .arms
         .iter()
         .map(|arm| {
-            let binary = arm.binary.as_ref().unwrap_or(&start.binary);
+            let binary = start.binary_of(arm);
             ArmBinary {
                 arm: arm.name.clone(),
                 path: binary.path.clone(),

@@ -551,6 +551,12 @@ roofline_fraction,decode_pad_pct,decode_pad_us,decode_pad_own_us,decode_pad_turn
     pub fn row(&self) -> String {
         let p = &self.plan;
         let per = |tokens: usize, s: f64| if s > 0.0 { tokens as f64 / s } else { 0.0 };
+        // One of the pad's counts, in µs a round.
+        let pad_us = |count: fn(&PadTally) -> f64| {
+            self.decode_pad
+                .map(|d| format!("{:.3}", d.tally.per_round(count(&d.tally)) * 1e6))
+                .unwrap_or_default()
+        };
         let fields = [
             csv_field(&self.model),
             self.backend.clone(),
@@ -601,18 +607,9 @@ roofline_fraction,decode_pad_pct,decode_pad_us,decode_pad_own_us,decode_pad_turn
             self.decode_pad
                 .map(|p| p.pct.to_string())
                 .unwrap_or_default(),
-            self.decode_pad
-                .map(|p| format!("{:.3}", p.round_seconds() * 1e6))
-                .unwrap_or_default(),
-            self.decode_pad
-                .map(|p| format!("{:.3}", p.tally.per_round(p.tally.own_seconds) * 1e6))
-                .unwrap_or_default(),
-            self.decode_pad
-                .map(|p| {
-                    let t = p.tally;
-                    format!("{:.3}", t.per_round(t.turnaround_seconds) * 1e6)
-                })
-                .unwrap_or_default(),
+            pad_us(|t| t.waited_seconds),
+            pad_us(|t| t.own_seconds),
+            pad_us(|t| t.turnaround_seconds),
             self.decode_j_per_token()
                 .map(|j| format!("{j:.6}"))
                 .unwrap_or_default(),

@@ -209,6 +209,12 @@ pub struct StartRecord {
 }
 
 impl StartRecord {
+    /// The binary `arm` ran: its own where the ladder recorded one (`ladder/2`), else the
+    /// spec's.
+    pub fn binary_of<'a>(&'a self, arm: &'a ArmRecord) -> &'a BinaryRecord {
+        arm.binary.as_ref().unwrap_or(&self.binary)
+    }
+
     /// The checks that make the record usable for a replay; `Err` says which field is wrong.
     pub fn check(&self) -> Result<(), String> {
         if !FORMATS.contains(&self.format.as_str()) {

@@ -13,7 +13,7 @@ use crate::reading::{self, Options as ReadOptions};
 use ladder::spec::{Better, MetricSpec};
 use ladder::Role;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -221,24 +221,17 @@ pub fn ledger(files: &[PathBuf], simulated: usize, seed: u64) -> anyhow::Result<
 /// A ladder's known-effect offsets, each under its plant: the arm's binary, or the ladder's
 /// where the arm recorded none.
 fn add_offsets(record: &mut Record, info: &LadderInfo, offsets: Vec<(&str, Offset)>) {
-    let binary_of = |arm: &str| {
-        let own = info.start.arms.iter().find(|a| a.name == arm);
-        let binary = own.and_then(|a| a.binary.as_ref());
-        binary
-            .unwrap_or(&info.start.binary)
-            .blake3
-            .chars()
-            .take(12)
-            .collect::<String>()
+    let start = &info.start;
+    let plant_of = |arm: &str| {
+        let record = start.arms.iter().find(|a| a.name == arm);
+        let binary = record.map_or(&start.binary, |a| start.binary_of(a));
+        binary.blake3.chars().take(12).collect::<String>()
     };
-    let mut plants: Vec<String> = Vec::new();
+    let mut this_ladder = BTreeSet::new();
     for (arm, offset) in offsets {
-        let plant = binary_of(arm);
+        let plant = plant_of(arm);
         let entry = record.offsets.entry(plant.clone()).or_default();
-        if !plants.contains(&plant) {
-            entry.0 += 1;
-            plants.push(plant);
-        }
+        entry.0 += usize::from(this_ladder.insert(plant));
         entry.1.push(offset);
     }
 }
