@@ -266,11 +266,12 @@ fn the_decode_pad_has_its_columns_and_changes_no_token() {
     let padded = row(&o);
     assert_eq!(padded["decode_pad_pct"], "5");
     let us = |col: &str| -> f64 { padded[col].parse().unwrap() };
-    // The pad is 5 % of the round's own time and turnaround, both read on its clock.
+    // The pad waits 5 % of the round's own time and turnaround, both read on its clock: never
+    // less (to the columns' rounding); more by as much as a busy host delays a spin's end.
     let counted = us("decode_pad_own_us") + us("decode_pad_turnaround_us");
     assert!(us("decode_pad_own_us") > 0.0, "{padded:?}");
     assert!(
-        (us("decode_pad_us") / counted - 0.05).abs() < 0.005,
+        us("decode_pad_us") >= 0.05 * counted - 0.001,
         "{} µs waited of {counted} µs",
         us("decode_pad_us")
     );
