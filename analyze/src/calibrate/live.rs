@@ -262,7 +262,7 @@ fn render_offsets(out: &mut String, rows: &[LedgerRow]) {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | `{}` | {} | {} | {:+.4} % [{:+.4} %, {:+.4} %] | {birge} | {range} | {} |",
+            "| {} | {} | {} | {} | {} | {:+.4} % [{:+.4} %, {:+.4} %] | {birge} | {range} | {} |",
             r.host,
             r.card,
             p.plant,
