@@ -1,7 +1,7 @@
 //! Across ladders: ladders of the same spec side by side (the range is the honest reading),
 //! and any two arms compared in every ladder that carries both.
 
-use crate::analysis::{paired_logs, spread_rule, Figures, LadderReport};
+use crate::analysis::{metric_spread, paired_logs, Figures, LadderReport};
 use crate::frames::{Grid, LoadedFile, SeriesKind};
 use crate::stats::Summary;
 use serde::Serialize;
@@ -250,7 +250,7 @@ pub fn arm_pairs(
                     ladder: info.start.ladder.clone(),
                     tag: info.start.tag.clone(),
                     qualified: report.qualified,
-                    figures: Summary::of(&logs, spread_rule(info)).into(),
+                    figures: Summary::of(&logs, metric_spread(info, &grids[series]).spread).into(),
                 };
                 match out
                     .iter_mut()

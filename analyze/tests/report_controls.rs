@@ -9,7 +9,7 @@ use analyze::frames::Grid;
 use common::{one, Hand};
 use ladder::sample::{Sample, SampleArm, SampleMetric};
 use ladder::spec::{ArmSpec, Better, Expected, MetricSpec};
-use ladder::stats::{t_quantile, Spread};
+use ladder::stats::t_quantile;
 use ladder::Role;
 
 fn two_metrics(sample: &mut Sample) {
@@ -165,7 +165,14 @@ fn a_control_that_cannot_be_read_disqualifies_the_ladder() {
             };
         }
     }
-    let m = analysis::read_metric(&design, &metric, &grid, 1..5, Spread::Own, None);
+    let m = analysis::read_metric(
+        &design,
+        &metric,
+        &grid,
+        1..5,
+        analysis::MetricSpread::OWN,
+        None,
+    );
     for c in &m.controls {
         assert!(!c.readable && c.holds == Some(false), "{c:?}");
         assert_eq!(c.reading(None).0, "cannot be read");

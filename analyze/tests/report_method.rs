@@ -376,6 +376,45 @@ fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
 }
 
 #[test]
+fn a_stopped_ladder_whose_noise_rose_reads_its_own_spread_and_says_so() {
+    // Looks at 4 and 10 passes (1 warm-up). The first look's 3 analysis passes move by
+    // 0.4 % (a need of about 12 passes: it runs to the last look); the 6 after it by 3 %.
+    // By the first look's spread the interval would be far too narrow: every interval is
+    // read from the 9 passes' own spread with t(0.975, 8).
+    let hand = stop_hand(vec![4, 10]);
+    let r: [f64; 10] = [1.0, 1.0, 1.004, 1.008, 1.03, 0.97, 1.03, 0.97, 1.03, 0.97];
+    let text = hand.text_until(10, |_, p, a| {
+        format!("{}", 100.0 * if a == 1 { r[p] } else { 1.0 })
+    });
+    let reading = common::read_with("rose", &[text], false);
+    let report = &reading.reports[0];
+    assert!(report.connected, "{}", report.verdict);
+    let stop = report.stopped.as_ref().unwrap();
+    assert_eq!((stop.look, stop.first_look), (10, 4));
+    let rise = report.metrics[0].noise_rise.unwrap();
+    assert!(rise.rose && rise.ratio > 5.0, "{rise:?}");
+    assert_eq!((rise.df_first, rise.df_later), (2, 5));
+    let l: Vec<f64> = r[1..10].iter().map(|x| x.ln()).collect();
+    let mean = l.iter().sum::<f64>() / 9.0;
+    let half = ladder::stats::t975(8) * sd(&l) / 3.0;
+    let f = &report.metrics[0].arms[0].figures;
+    assert!(
+        (f.ci_low_pct - 100.0 * (mean - half).exp_m1()).abs() < 1e-9,
+        "{f:?}"
+    );
+    assert!(
+        (f.ci_high_pct - 100.0 * (mean + half).exp_m1()).abs() < 1e-9,
+        "{f:?}"
+    );
+    assert_eq!(report.noise_rose(), vec![("x", rise.ratio)]);
+    let summary = analyze::export::terminal::summary(&reading.reports);
+    assert!(
+        summary.contains("noise rose after the first look"),
+        "{summary}"
+    );
+}
+
+#[test]
 fn an_interrupted_ladder_reads_only_the_passes_it_ran() {
     // Planned for up to 10 passes (1 warm-up), killed after its 5th pass: no done record.
     // Read with --allow-defects, it has 4 analysis passes, not the 9 the order planned, and

@@ -9,11 +9,13 @@
 pub mod breakdown;
 mod controls;
 mod energy_split;
+pub mod noise_rise;
 mod round_split;
 mod run_info;
 
 pub use controls::Control;
 pub use energy_split::{energy_factors, EnergySplit};
+pub use noise_rise::{MetricSpread, NoiseRise};
 pub use round_split::{split_factors, RoundCell, RoundSplit, SplitArm};
 pub use run_info::{RunArm, RunInfo};
 
@@ -142,6 +144,20 @@ pub struct LadderReport {
     pub variance_note: Option<String>,
 }
 
+impl LadderReport {
+    /// The metrics whose noise rose after the first look, with `s1/s0`.
+    pub fn noise_rose(&self) -> Vec<(&str, f64)> {
+        self.metrics
+            .iter()
+            .filter_map(|m| {
+                m.noise_rise
+                    .filter(|r| r.rose)
+                    .map(|r| (m.column.as_str(), r.ratio))
+            })
+            .collect()
+    }
+}
+
 /// Where a `[stop]` ladder ended, and why.
 #[derive(Clone, Debug, Serialize)]
 pub struct StopPoint {
@@ -187,6 +203,9 @@ pub struct MetricReport {
     pub contrasts: Vec<Contrast>,
     pub controls: Vec<Control>,
     pub order_effects: OrderEffects,
+    /// Under `[stop]`, the later passes' noise against the first look's (METHOD.md "Noise
+    /// that rose after the first look"); `None` without a test.
+    pub noise_rise: Option<NoiseRise>,
 }
 
 /// METHOD.md's estimate, sem, interval and median of one quantity, with its verdict in words.
@@ -348,7 +367,7 @@ pub fn read(
                 metric,
                 &grids[series],
                 passes.clone(),
-                metric_spread(info, spread, &grids[series]),
+                metric_spread(info, &grids[series]),
                 Some((extras, seeds)),
             );
             m.drift_pct = spreads[series];
@@ -441,14 +460,17 @@ pub fn spread_rule(info: &LadderInfo) -> Spread {
     }
 }
 
-/// The spread of one metric's intervals: `spread_rule`'s, or under `[stop] spread =
-/// "pooled"` the first look's pooled `s0` of this metric's grid.
-pub fn metric_spread(info: &LadderInfo, spread: Spread, grid: &Grid) -> Spread {
+/// The spread of one metric's intervals: the first look's under `[stop]` (each arm's or
+/// pooled), unless the noise rose after it or the ladder was cut off before it.
+pub fn metric_spread(info: &LadderInfo, grid: &Grid) -> MetricSpread {
     match &info.spec.stop {
-        Some(stop) if stop.spread == StopSpread::Pooled && !info.cut_before_first_look() => {
-            stop.interval_spread(info.start.warmup_passes, &grid_values(grid))
-        }
-        _ => spread,
+        Some(stop) if !info.cut_before_first_look() => MetricSpread::stopped(
+            stop,
+            info.start.warmup_passes,
+            &grid_values(grid),
+            info.analysis_passes(),
+        ),
+        _ => MetricSpread::OWN,
     }
 }
 
@@ -515,9 +537,10 @@ pub fn read_metric(
     metric: &MetricSpec,
     grid: &Grid,
     passes: Range<usize>,
-    spread: Spread,
+    metric_spread: MetricSpread,
     extras: Option<(ExtrasConfig, SeedNames)>,
 ) -> MetricReport {
+    let spread = metric_spread.spread;
     let names = &design.names;
     let base = design.base;
     let logs = |a: usize, b: usize| paired_logs(grid, metric.better, a, b, passes.clone());
@@ -595,6 +618,7 @@ pub fn read_metric(
         contrasts,
         controls,
         order_effects,
+        noise_rise: metric_spread.noise_rise,
     }
 }
 

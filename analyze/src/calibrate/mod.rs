@@ -21,7 +21,7 @@ pub use rates::{Count, Rates};
 pub use render::render;
 pub use simulate::{NoiseModel, Scale};
 
-use crate::analysis::{self, Design, MetricReport};
+use crate::analysis::{self, Design, MetricReport, MetricSpread};
 use crate::frames::{self, Grid, SeriesKind};
 use anyhow::Context;
 use ladder::breakdown::BreakdownSpec;
@@ -32,6 +32,7 @@ use ladder::{Order, Role, Scheme};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rayon::prelude::*;
+use std::ops::Range;
 use std::path::PathBuf;
 
 /// What `analyze calibrate` simulates.
@@ -199,11 +200,14 @@ impl Plan {
         plan.look.min(self.order.passes)
     }
 
-    /// The spread of one metric's intervals, as the report takes it from its grid.
-    fn spread(&self, grid: &Grid) -> Spread {
+    /// The spread of one metric's intervals over the analysis passes `passes`, as the report
+    /// takes it from its grid.
+    fn spread(&self, grid: &Grid, passes: Range<usize>) -> MetricSpread {
         match &self.stop {
-            Some(stop) => stop.interval_spread(self.warmup, &analysis::grid_values(grid)),
-            None => Spread::Own,
+            Some(stop) => {
+                MetricSpread::stopped(stop, self.warmup, &analysis::grid_values(grid), passes)
+            }
+            None => MetricSpread::OWN,
         }
     }
 
@@ -222,7 +226,7 @@ impl Plan {
                     m,
                     g,
                     self.warmup..passes,
-                    self.spread(g),
+                    self.spread(g, self.warmup..passes),
                     None,
                 )
             })
@@ -230,7 +234,11 @@ impl Plan {
         let mut tally = rates::tally(self, &reports, passes);
         if let Some(spec) = &self.breakdown {
             let cells = breakdown::simulate(self, spec, &grids[0], scale, &mut rng);
-            let spread = self.spread(&grids[0]);
+            // The breakdown's keys keep the first look's spread (METHOD.md).
+            let spread = match &self.stop {
+                Some(stop) => stop.interval_spread(self.warmup, &analysis::grid_values(&grids[0])),
+                None => Spread::Own,
+            };
             tally.breakdown = Some(breakdown::tally(
                 self,
                 &cells,
@@ -397,7 +405,7 @@ mod tests {
                 }
                 false => Spread::FirstLook(5),
             };
-            assert_eq!(plan.spread(grid), want, "{design}");
+            assert_eq!(plan.spread(grid, 1..6).spread, want, "{design}");
         }
     }
 }

@@ -35,6 +35,9 @@ pub struct Tally {
     /// interval holds the arm's true effect.
     adjusted_held: Vec<bool>,
     pub passes: usize,
+    /// Under `[stop]`: whether the noise rose after the first look on some metric, or
+    /// `None` without a test.
+    noise_rose: Option<bool>,
     /// The breakdown's counts, for a spec with `[breakdown]`.
     pub breakdown: Option<BreakdownTally>,
 }
@@ -64,6 +67,11 @@ pub fn tally(plan: &Plan, metrics: &[MetricReport], passes: usize) -> Tally {
         carry_free: Vec::new(),
         adjusted_held: Vec::new(),
         passes,
+        noise_rose: metrics
+            .iter()
+            .filter_map(|m| m.noise_rise)
+            .map(|r| r.rose)
+            .reduce(|a, b| a || b),
         breakdown: None,
     };
     for (k, m) in metrics.iter().enumerate() {
@@ -165,6 +173,9 @@ pub struct Rates {
     /// The carry-over-removed intervals that held their arm's true effect.
     pub carry_free_held: Option<Count>,
     pub mean_passes: f64,
+    /// Under `[stop]`: the ladders in which the noise rose after the first look on some
+    /// metric, of those with a test.
+    pub noise_rose: Option<Count>,
     pub breakdown: Option<BreakdownRates>,
 }
 
@@ -197,6 +208,11 @@ fn breakdown_rates(tallies: &[Tally]) -> Option<BreakdownRates> {
         controls_failed: (sum(|t| t.controls) > 0)
             .then(|| Count::of(sum(|t| t.controls_failed), sum(|t| t.controls))),
     })
+}
+
+fn noise_rose(tallies: &[Tally]) -> Option<Count> {
+    let tested: Vec<bool> = tallies.iter().filter_map(|t| t.noise_rose).collect();
+    (!tested.is_empty()).then(|| Count::of(tested.iter().filter(|&&r| r).count(), tested.len()))
 }
 
 pub fn rate(k: usize, n: usize) -> f64 {
@@ -270,6 +286,7 @@ pub fn rates(spec: &str, plan: &Plan, model: NoiseModel, tallies: &[Tally]) -> R
         carry_free_bias_pct: mean(tallies.iter().flat_map(|t| t.carry_free.iter().copied())),
         carry_free_held: (!adjusted.is_empty()).then(|| held(&adjusted)),
         mean_passes: mean(tallies.iter().map(|t| t.passes as f64)).unwrap_or(f64::NAN),
+        noise_rose: noise_rose(tallies),
         breakdown: breakdown_rates(tallies),
     }
 }

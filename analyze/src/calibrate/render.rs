@@ -64,6 +64,7 @@ pub fn render(options: &Options, scale: &Scale, all: &[Rates]) -> String {
     out.push('\n');
     let known = all.iter().any(|r| r.known_effect_held.is_some());
     let held = options.control_effect_pct.is_some();
+    let rose = all.iter().any(|r| r.noise_rose.is_some());
     let mut specs: Vec<&str> = Vec::new();
     for r in all {
         if !specs.contains(&r.spec.as_str()) {
@@ -79,12 +80,16 @@ pub fn render(options: &Options, scale: &Scale, all: &[Rates]) -> String {
         if held {
             out.push_str(" inert controls held [95 % CI] |");
         }
-        out.push_str(" mean estimate | carry-free bias (held [95 % CI]) | mean passes |\n");
-        out.push_str("|---|---|---:|---|---:|---:|---:|---:|");
+        out.push_str(" mean estimate | carry-free bias (held [95 % CI]) | mean passes |");
+        if rose {
+            out.push_str(" noise rose after the first look [95 % CI] |");
+        }
+        out.push_str("\n|---|---|---:|---|---:|---:|---:|---:|");
         out.push_str(&"---|".repeat(usize::from(known) + usize::from(held)));
-        out.push_str("---:|---:|---:|\n");
+        out.push_str("---:|---:|---:|");
+        out.push_str(if rose { "---|\n" } else { "\n" });
         for r in all.iter().filter(|r| r.spec == *spec) {
-            spec_row(r, known, held, &mut out);
+            spec_row(r, known, held, rose, &mut out);
         }
     }
     breakdown_table(all, &mut out);
@@ -124,7 +129,7 @@ Breakdown (METHOD.md \"Breakdown\"; simulated keys with shares ",
     }
 }
 
-fn spec_row(r: &Rates, known: bool, held: bool, out: &mut String) {
+fn spec_row(r: &Rates, known: bool, held: bool, rose: bool, out: &mut String) {
     let controls: Vec<String> = r
         .control_rates
         .iter()
@@ -162,13 +167,21 @@ fn spec_row(r: &Rates, known: bool, held: bool, out: &mut String) {
     if held {
         let _ = write!(out, " {} |", count(&r.inert_held));
     }
-    let _ = writeln!(
+    let _ = write!(
         out,
         " {:+.3} % | {} | {:.1} |",
         r.mean_estimate_pct,
         carry_free(r),
         r.mean_passes
     );
+    if rose {
+        let _ = write!(
+            out,
+            " {} |",
+            r.noise_rose.as_ref().map_or("n/a".into(), count)
+        );
+    }
+    out.push('\n');
 }
 
 /// The carry-over-free estimates' bias, and how often their intervals held the truth.

@@ -17,16 +17,21 @@ pub enum NoiseModel {
     HeavyTails,
     SlotEffect,
     CarryOver,
+    NoiseRise,
 }
 
+/// How much noisier the cells are after the rise, under [`NoiseModel::NoiseRise`].
+const RISE: f64 = 3.0;
+
 impl NoiseModel {
-    pub const ALL: [NoiseModel; 6] = [
+    pub const ALL: [NoiseModel; 7] = [
         NoiseModel::Independent,
         NoiseModel::RandomWalk,
         NoiseModel::Ar1,
         NoiseModel::HeavyTails,
         NoiseModel::SlotEffect,
         NoiseModel::CarryOver,
+        NoiseModel::NoiseRise,
     ];
 
     pub fn name(self) -> &'static str {
@@ -37,6 +42,7 @@ impl NoiseModel {
             NoiseModel::HeavyTails => "heavy-tails",
             NoiseModel::SlotEffect => "slot-effect",
             NoiseModel::CarryOver => "carry-over",
+            NoiseModel::NoiseRise => "noise-rise",
         }
     }
 
@@ -70,6 +76,9 @@ impl NoiseModel {
             NoiseModel::CarryOver => format!(
                 "a cell after the carrying arm {:.2} % slower, plus independent noise",
                 100.0 * scale.carry
+            ),
+            NoiseModel::NoiseRise => format!(
+                "independent normal cells whose sd is {RISE}× from the first look on (a fixed ladder's middle pass)"
             ),
         }
     }
@@ -121,9 +130,18 @@ fn correlated(m: usize, rho: f64, rng: &mut SmallRng) -> Vec<f64> {
         .collect()
 }
 
+/// The pass from which [`NoiseModel::NoiseRise`] is noisier: the first look, or a fixed
+/// ladder's middle pass.
+fn rise_pass(plan: &Plan) -> usize {
+    plan.stop
+        .as_ref()
+        .map_or(plan.order.passes / 2, |s| s.first_look())
+}
+
 /// One simulated ladder: a grid per metric, every cell of the order, in time order.
 pub fn simulate(plan: &Plan, model: NoiseModel, scale: &Scale, rng: &mut SmallRng) -> Vec<Grid> {
     let (passes, n) = (plan.order.passes, plan.order.n_arms());
+    let rise_pass = rise_pass(plan);
     let m = plan.metrics.len();
     let mut grids = vec![Grid::new(passes, n); m];
     let (mut walk, mut ar, mut prev) = (vec![0.0; m], vec![0.0; m], None);
@@ -133,6 +151,16 @@ pub fn simulate(plan: &Plan, model: NoiseModel, scale: &Scale, rng: &mut SmallRn
                 correlated(m, scale.correlation, rng)
                     .into_iter()
                     .map(|z| scale.sigma * z)
+                    .collect()
+            }
+            NoiseModel::NoiseRise => {
+                let sigma = match cell.pass >= rise_pass {
+                    true => RISE * scale.sigma,
+                    false => scale.sigma,
+                };
+                correlated(m, scale.correlation, rng)
+                    .into_iter()
+                    .map(|z| sigma * z)
                     .collect()
             }
             NoiseModel::RandomWalk => {

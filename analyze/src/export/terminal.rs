@@ -87,6 +87,13 @@ fn heading(r: &LadderReport) -> String {
         if r.drifting {
             line.push_str("; drifts within its passes");
         }
+        for (column, ratio) in r.noise_rose() {
+            let _ = write!(
+                line,
+                "; noise rose after the first look ({}: ×{ratio:.2}; its intervals use the whole ladder's spread)",
+                plain(column)
+            );
+        }
     }
     line
 }

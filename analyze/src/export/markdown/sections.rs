@@ -36,9 +36,23 @@ pub(super) fn ladder_section(doc: &Doc, i: usize, r: &LadderReport, out: &mut St
         };
         let _ = writeln!(
             out,
-            "\nPrecision stopping: {}. Every interval uses {spread} (METHOD.md).",
-            stop_words(r)
+            "\nPrecision stopping: {}. Every interval uses {spread} (METHOD.md){}.",
+            stop_words(r),
+            match r.metrics.iter().any(|m| m.noise_rise.is_some()) {
+                true => ", unless the later passes' noise rose (each metric's test below)",
+                false => "",
+            }
         );
+        for m in r.metrics.iter() {
+            if let Some(rise) = &m.noise_rise {
+                let _ = writeln!(
+                    out,
+                    "- Noise after the first look, {}: {}.",
+                    name(&m.column),
+                    rise.words()
+                );
+            }
+        }
     }
     for (k, m) in r.metrics.iter().enumerate() {
         let svg = |all: &[Vec<String>]| {

@@ -26,6 +26,13 @@ pub fn summary(reports: &[LadderReport]) -> String {
             if r.drifting {
                 out.push_str("; **drifts within its passes**");
             }
+            for (column, ratio) in r.noise_rose() {
+                let _ = write!(
+                    out,
+                    "; **noise rose after the first look** ({}: ×{ratio:.2}; its intervals use the whole ladder's spread)",
+                    name(column)
+                );
+            }
         }
         out.push_str("\n\n");
         if !r.statistics {
