@@ -7,6 +7,7 @@ pub mod card;
 pub mod ladder_file;
 pub mod limits;
 pub mod names;
+pub mod noise_rise;
 pub mod order;
 pub mod pooled;
 pub mod refusals;

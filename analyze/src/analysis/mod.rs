@@ -9,13 +9,12 @@
 pub mod breakdown;
 mod controls;
 mod energy_split;
-pub mod noise_rise;
 mod round_split;
 mod run_info;
 
 pub use controls::Control;
 pub use energy_split::{energy_factors, EnergySplit};
-pub use noise_rise::{MetricSpread, NoiseRise};
+pub use ladder::noise_rise::{MetricSpread, NoiseRise};
 pub use round_split::{split_factors, RoundCell, RoundSplit, SplitArm};
 pub use run_info::{RunArm, RunInfo};
 
@@ -460,17 +459,16 @@ pub fn spread_rule(info: &LadderInfo) -> Spread {
     }
 }
 
-/// The spread of one metric's intervals: the first look's under `[stop]` (each arm's or
-/// pooled), unless the noise rose after it or the ladder was cut off before it.
+/// The spread of one metric's intervals (`MetricSpread::stopped` under `[stop]`).
 pub fn metric_spread(info: &LadderInfo, grid: &Grid) -> MetricSpread {
     match &info.spec.stop {
-        Some(stop) if !info.cut_before_first_look() => MetricSpread::stopped(
+        Some(stop) => MetricSpread::stopped(
             stop,
             info.start.warmup_passes,
             &grid_values(grid),
             info.analysis_passes(),
         ),
-        _ => MetricSpread::OWN,
+        None => MetricSpread::OWN,
     }
 }
 

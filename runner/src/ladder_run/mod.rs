@@ -15,7 +15,7 @@ use ladder::ladder_file::{
     StartRecord, WitnessSide, FORMAT, HARNESS_COLUMNS, ROW_COLUMN, USAGE_COLUMNS, WALL_COLUMN,
 };
 use ladder::order::{Cell, Order};
-use ladder::spec::{LoadedSpec, MetricSpec, OutputMode, Spec, StdoutMode};
+use ladder::spec::{LoadedSpec, MetricSpec, OutputMode, Spec, StdoutMode, StopSpec};
 use ladder::stop::{MetricValues, StopPlan};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -76,6 +76,8 @@ pub struct Outcome {
     pub metrics: Vec<MetricSpec>,
     pub base: usize,
     pub warmup: usize,
+    /// The spec's `[stop]`, whose first look's spread the reading uses.
+    pub stop: Option<StopSpec>,
 }
 
 /// One arm's cells, for the summary table.
@@ -265,6 +267,7 @@ pub fn run_ladder(options: &RunOptions) -> anyhow::Result<Outcome> {
         metrics: loaded.spec.effective_metrics(),
         base,
         warmup: loaded.spec.warmup_passes,
+        stop: loaded.spec.stop.clone(),
     })
 }
 

@@ -1,10 +1,11 @@
 //! Noise that rose after the first look (METHOD.md "Noise that rose after the first look"):
 //! a stopped ladder's intervals use the first look's spread, which is honest only while the
-//! later passes are as noisy. One F test per metric, and the spread its intervals then use.
+//! later passes are as noisy. One F test per metric, and the spread its intervals then use;
+//! the report, `analyze calibrate` and the runner's own reading all take it from here.
 
-use ladder::pooled::pooled_spread;
-use ladder::spec::{StopSpec, StopSpread};
-use ladder::stats::Spread;
+use crate::pooled::pooled_spread;
+use crate::spec::{StopSpec, StopSpread};
+use crate::stats::Spread;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, FisherSnedecor};
 use std::ops::Range;
@@ -28,7 +29,7 @@ pub struct NoiseRise {
 impl NoiseRise {
     /// The test over `values[pass][arm]` (`None` where missing), the first look's analysis
     /// passes `first` against the later ones `later`; `None` without two complete passes
-    /// on each side or a spread to divide by.
+    /// on each side.
     pub fn test(
         values: &[Vec<Option<f64>>],
         first: Range<usize>,
@@ -36,14 +37,12 @@ impl NoiseRise {
     ) -> Option<NoiseRise> {
         let (s0, df_first) = pooled_spread(values, first);
         let (s1, df_later) = pooled_spread(values, later);
-        // A spread is NaN only without degrees of freedom; a first look of identical cells has
-        // nothing to divide by.
-        if df_first == 0 || df_later == 0 || s0 <= 0.0 || !s1.is_finite() {
-            return None;
-        }
-        let ratio = s1 / s0;
+        // Fewer than two complete passes on a side leave it no degrees of freedom, and no test.
         let f = FisherSnedecor::new(df_later as f64, df_first as f64).ok()?;
-        let p = f.sf(ratio * ratio);
+        // A first look of identical cells against noisy later ones is a rise without bound
+        // (p = 0); later cells all alike are none, a first look's too (0/0 has no p).
+        let ratio = s1 / s0;
+        let p = if s1 > 0.0 { f.sf(ratio * ratio) } else { 1.0 };
         Some(NoiseRise {
             ratio,
             df_first,
@@ -88,7 +87,8 @@ impl MetricSpread {
 
     /// Under `stop`, a ladder that ran the analysis passes `passes`: the first look's spread
     /// (each arm's, or pooled), or where the noise rose after it the same rule over every
-    /// analysis pass (each series' own spread, or the pooled spread of them all).
+    /// analysis pass (each series' own spread, or the pooled spread of them all); a ladder
+    /// cut off before its first look reads as a fixed one.
     pub fn stopped(
         stop: &StopSpec,
         warmup: usize,
@@ -96,6 +96,10 @@ impl MetricSpread {
         passes: Range<usize>,
     ) -> MetricSpread {
         let first_look = stop.first_look();
+        // Cut off before its first look, Stein's rule never ran: a fixed ladder's reading.
+        if passes.end < first_look {
+            return MetricSpread::OWN;
+        }
         let noise_rise = NoiseRise::test(values, warmup..first_look, first_look..passes.end);
         let spread = match (noise_rise, stop.spread) {
             (Some(r), StopSpread::PerArm) if r.rose => Spread::Own,
@@ -180,6 +184,53 @@ mod tests {
         let (sd, df) = pooled_spread(&values, 1..12);
         assert_eq!(df, 10);
         assert_eq!(rose.spread, Spread::Pooled { sd, df });
+        // Steady: the first look's pooled spread.
+        let steady = alternating(&[0.001; 12]);
+        let (sd, df) = pooled_spread(&steady, 1..5);
+        assert_eq!(df, 3);
+        let read = MetricSpread::stopped(&stop, 1, &steady, 1..12);
+        assert_eq!(read.spread, Spread::Pooled { sd, df });
+    }
+
+    #[test]
+    fn a_quiet_first_look_against_noisy_later_passes_is_a_rise_and_steady_silence_is_none() {
+        let mut ds = vec![0.0; 4];
+        ds.extend([0.01; 4]);
+        let r = NoiseRise::test(&alternating(&ds), 0..4, 4..8).unwrap();
+        assert!(r.rose && r.p == 0.0, "{r:?}");
+        let silent = NoiseRise::test(&alternating(&[0.0; 8]), 0..4, 4..8).unwrap();
+        assert!(!silent.rose, "{silent:?}");
+    }
+
+    #[test]
+    fn the_words_give_the_ratio_the_test_and_what_was_done() {
+        let rise = |p: f64| NoiseRise {
+            ratio: 2.16,
+            df_first: 12,
+            df_later: 27,
+            p,
+            rose: p < LEVEL,
+        };
+        let rose = rise(0.0037).words();
+        for part in [
+            "2.16× the first look's",
+            "F = 4.67 on 27 and 12 df",
+            "p = 3.70e-3",
+            "the noise rose",
+        ] {
+            assert!(rose.contains(part), "{part:?} in {rose}");
+        }
+        let held = rise(0.3).words();
+        assert!(held.contains("the first look's spread stands"), "{held}");
+    }
+
+    #[test]
+    fn a_ladder_cut_off_before_its_first_look_reads_as_a_fixed_one() {
+        let values = alternating(&[0.001; 4]);
+        assert_eq!(
+            MetricSpread::stopped(&stop(), 1, &values, 1..4),
+            MetricSpread::OWN
+        );
     }
 
     #[test]
