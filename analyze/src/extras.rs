@@ -122,4 +122,32 @@ mod tests {
             "{a:?}"
         );
     }
+
+    #[test]
+    fn a_bootstrap_needs_two_deltas_and_some_resamples() {
+        assert_eq!(bootstrap_median_ci(&[1.0], 100, 1), None);
+        assert_eq!(bootstrap_median_ci(&[], 100, 1), None);
+        assert_eq!(bootstrap_median_ci(&[1.0, 2.0], 0, 1), None);
+        assert!(bootstrap_median_ci(&[1.0, 2.0], 100, 1).is_some());
+    }
+
+    #[test]
+    fn tied_deltas_share_their_mean_rank_and_take_the_normal_approximation() {
+        // |d| sorted 1, 1, 2, 2, 2, 3, 4, 5: ranks 1.5, 1.5, 4, 4, 4, 6, 7, 8. W+ = 1.5 + 3·4
+        // + 6 + 8 = 27.5 of a mean 18; the tie term (2³ − 2) + (3³ − 3) = 30, so the variance
+        // is 8·9·17/24 − 30/48 = 50.375; z = (9.5 − 0.5)/√50.375, p = erfc(z/√2) = 0.204782.
+        let p = wilcoxon_p(&[1.0, -1.0, 2.0, 2.0, 2.0, 3.0, -4.0, 5.0]).unwrap();
+        assert!((p - 0.204_781_553_625_894_8).abs() < 1e-9, "{p}");
+    }
+
+    #[test]
+    fn fifty_untied_deltas_take_the_normal_approximation() {
+        // 1..=50, every third negative: W+ = 867 of a mean 637.5, variance 50·51·101/24 =
+        // 10731.25, z = (229.5 − 0.5)/√10731.25, p = erfc(z/√2) = 0.027063.
+        let deltas: Vec<f64> = (1..=50)
+            .map(|k| if k % 3 == 0 { -k as f64 } else { k as f64 })
+            .collect();
+        let p = wilcoxon_p(&deltas).unwrap();
+        assert!((p - 0.027_063_492_176_047_917).abs() < 1e-9, "{p}");
+    }
 }
