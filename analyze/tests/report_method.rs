@@ -406,7 +406,7 @@ fn a_stopped_ladder_whose_noise_rose_reads_its_own_spread_and_says_so() {
         (f.ci_high_pct - 100.0 * (mean + half).exp_m1()).abs() < 1e-9,
         "{f:?}"
     );
-    assert_eq!(report.noise_rose(), vec![("x", rise.ratio)]);
+    assert_eq!(report.noise_rose(), vec![("x", rise)]);
     let summary = analyze::export::terminal::summary(&reading.reports);
     assert!(
         summary.contains("noise rose after the first look"),

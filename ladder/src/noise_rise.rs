@@ -54,20 +54,33 @@ impl NoiseRise {
 }
 
 impl NoiseRise {
+    /// `×2.16`: how much the spread rose (`×∞` after a first look whose ratios did not vary).
+    pub fn factor(&self) -> String {
+        match self.ratio.is_infinite() {
+            true => "×∞".into(),
+            false => format!("×{:.2}", self.ratio),
+        }
+    }
+
     /// The test in words, for the report's details.
     pub fn words(&self) -> String {
         let verdict = match self.rose {
             true => "the noise rose: every interval of this metric is read from the spread of all the analysis passes (each series' own, or pooled under `spread = \"pooled\"`), and the half-width target no longer holds",
             false => "no rise at the 5 % level: the first look's spread stands",
         };
-        format!(
-            "the later passes' spread is {:.2}× the first look's (F = {:.2} on {} and {} df, one-sided p = {:.2e}): {verdict}",
-            self.ratio,
-            self.ratio * self.ratio,
-            self.df_later,
-            self.df_first,
-            self.p
-        )
+        let (later, first) = (self.df_later, self.df_first);
+        // s0 = 0 makes the ratio infinite (s1 > 0) or 0/0 (s1 = 0): no number to print.
+        let measured = match (self.ratio.is_nan(), self.ratio.is_infinite()) {
+            (true, _) => format!("the paired log ratios do not vary, in the first look ({first} df) or after it ({later} df)"),
+            (_, true) => format!("the paired log ratios do not vary in the first look ({first} df) but do after it ({later} df)"),
+            _ => format!(
+                "the later passes' spread is {:.2}× the first look's (F = {:.2} on {later} and {first} df, one-sided p = {:.2e})",
+                self.ratio,
+                self.ratio * self.ratio,
+                self.p
+            ),
+        };
+        format!("{measured}: {verdict}")
     }
 }
 
@@ -222,6 +235,29 @@ mod tests {
         }
         let held = rise(0.3).words();
         assert!(held.contains("the first look's spread stands"), "{held}");
+        assert_eq!(rise(0.0037).factor(), "×2.16");
+    }
+
+    #[test]
+    fn the_words_of_ratios_that_do_not_vary_print_no_ratio() {
+        let test = |ds: &[f64]| NoiseRise::test(&alternating(ds), 0..4, 4..8).unwrap();
+        let constant = test(&[0.0; 8]).words();
+        assert!(
+            constant.starts_with("the paired log ratios do not vary, in the first look (3 df) or after it (3 df): no rise"),
+            "{constant}"
+        );
+        let mut ds = vec![0.0; 4];
+        ds.extend([0.01; 4]);
+        let quiet_first = test(&ds);
+        assert_eq!(quiet_first.factor(), "×∞");
+        let quiet_first = quiet_first.words();
+        assert!(
+            quiet_first.starts_with("the paired log ratios do not vary in the first look (3 df) but do after it (3 df): the noise rose"),
+            "{quiet_first}"
+        );
+        for w in [constant, quiet_first] {
+            assert!(!w.contains("NaN") && !w.contains("inf"), "{w}");
+        }
     }
 
     #[test]

@@ -60,14 +60,20 @@ impl StopSpec {
     /// The spread every interval of one metric uses under this `[stop]`, from the metric's
     /// values (`values[pass][arm]`, at least through the first look).
     pub fn interval_spread(&self, warmup: usize, values: &[Vec<Option<f64>>]) -> Spread {
-        let passes = warmup..self.first_look();
         match self.spread {
-            StopSpread::PerArm => Spread::FirstLook(passes.len()),
+            StopSpread::PerArm => self.first_look_spread(warmup),
             StopSpread::Pooled => {
-                let (sd, df) = pooled_spread(values, passes);
+                let (sd, df) = pooled_spread(values, warmup..self.first_look());
                 Spread::Pooled { sd, df }
             }
         }
+    }
+
+    /// Each series' own spread over the first look's analysis passes: every interval's under
+    /// `spread = "per-arm"`, and a breakdown key's under either rule (a key is read in
+    /// repetitions of its own, so no metric's pooled spread is its spread).
+    pub fn first_look_spread(&self, warmup: usize) -> Spread {
+        Spread::FirstLook(self.first_look().saturating_sub(warmup))
     }
 }
 

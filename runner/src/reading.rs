@@ -58,8 +58,8 @@ pub fn describe(outcome: &Outcome) -> String {
 fn spread_words(spread: &MetricSpread) -> String {
     match (spread.noise_rise, spread.spread) {
         (Some(r), _) if r.rose => format!(
-            "; the noise rose {:.2}× after the first look, so every pass's spread",
-            r.ratio
+            "; the noise rose {} after the first look, so every pass's spread",
+            r.factor()
         ),
         (_, Spread::Own) => String::new(),
         _ => ", on the first look's spread".into(),
@@ -179,7 +179,7 @@ mod tests {
         );
         let rose = stopped_outcome(0.004, 0.03);
         let text = describe(&rose);
-        assert!(text.contains("the noise rose"), "{text}");
+        assert!(text.contains("the noise rose ×"), "{text}");
         assert!(text.contains(&row_of_b(&rose, Spread::Own)), "{text}");
         assert!(
             !text.contains(&row_of_b(&rose, Spread::FirstLook(3))),

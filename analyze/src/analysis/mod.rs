@@ -144,14 +144,14 @@ pub struct LadderReport {
 }
 
 impl LadderReport {
-    /// The metrics whose noise rose after the first look, with `s1/s0`.
-    pub fn noise_rose(&self) -> Vec<(&str, f64)> {
+    /// The metrics whose noise rose after the first look, with their tests.
+    pub fn noise_rose(&self) -> Vec<(&str, NoiseRise)> {
         self.metrics
             .iter()
             .filter_map(|m| {
                 m.noise_rise
                     .filter(|r| r.rose)
-                    .map(|r| (m.column.as_str(), r.ratio))
+                    .map(|r| (m.column.as_str(), r))
             })
             .collect()
     }
@@ -350,7 +350,6 @@ pub fn read(
     let passes = info.analysis_passes();
     report.analysis_passes = passes.len();
     report.stopped = stop_point(info);
-    let spread = spread_rule(info);
     let design = design(info, margin_pct);
     report.control_family = design.family;
     report.margin_registered = info.spec.equivalence_margin_pct.is_some() || margin_pct.is_none();
@@ -378,7 +377,7 @@ pub fn read(
     report.breakdown = info
         .breakdown
         .as_ref()
-        .map(|cells| breakdown::read(cells, &design, passes.clone(), spread));
+        .map(|cells| breakdown::read(cells, &design, passes.clone(), breakdown_spread(info)));
     if let Some(time) = &info.time_use {
         report.device_seconds = Some(time.device_seconds);
         report.time_use = time.arms.clone();
@@ -448,12 +447,12 @@ pub fn design(info: &LadderInfo, margin_pct: Option<f64>) -> Design {
     design
 }
 
-/// Under `[stop]` every interval uses the first look's spread, unless the ladder was cut off
-/// before it.
-pub fn spread_rule(info: &LadderInfo) -> Spread {
-    match info.stop_looks() {
-        Some(looks) if !looks.is_empty() && !info.cut_before_first_look() => {
-            Spread::FirstLook(looks[0].saturating_sub(info.start.warmup_passes))
+/// Under `[stop]` a breakdown's keys keep the first look's spread (METHOD.md), unless the
+/// ladder was cut off before it.
+fn breakdown_spread(info: &LadderInfo) -> Spread {
+    match &info.spec.stop {
+        Some(stop) if !info.cut_before_first_look() => {
+            stop.first_look_spread(info.start.warmup_passes)
         }
         _ => Spread::Own,
     }

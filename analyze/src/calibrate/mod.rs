@@ -234,11 +234,10 @@ impl Plan {
         let mut tally = rates::tally(self, &reports, passes);
         if let Some(spec) = &self.breakdown {
             let cells = breakdown::simulate(self, spec, &grids[0], scale, &mut rng);
-            // The breakdown's keys keep the first look's spread (METHOD.md).
-            let spread = match &self.stop {
-                Some(stop) => stop.interval_spread(self.warmup, &analysis::grid_values(&grids[0])),
-                None => Spread::Own,
-            };
+            let spread = self
+                .stop
+                .as_ref()
+                .map_or(Spread::Own, |stop| stop.first_look_spread(self.warmup));
             tally.breakdown = Some(breakdown::tally(
                 self,
                 &cells,

@@ -87,11 +87,12 @@ fn heading(r: &LadderReport) -> String {
         if r.drifting {
             line.push_str("; drifts within its passes");
         }
-        for (column, ratio) in r.noise_rose() {
+        for (column, rise) in r.noise_rose() {
             let _ = write!(
                 line,
-                "; noise rose after the first look ({}: ×{ratio:.2}; its intervals use the whole ladder's spread)",
-                plain(column)
+                "; noise rose after the first look ({}: {}; its intervals use the whole ladder's spread)",
+                plain(column),
+                rise.factor()
             );
         }
     }

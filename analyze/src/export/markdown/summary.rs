@@ -26,11 +26,12 @@ pub fn summary(reports: &[LadderReport]) -> String {
             if r.drifting {
                 out.push_str("; **drifts within its passes**");
             }
-            for (column, ratio) in r.noise_rose() {
+            for (column, rise) in r.noise_rose() {
                 let _ = write!(
                     out,
-                    "; **noise rose after the first look** ({}: ×{ratio:.2}; its intervals use the whole ladder's spread)",
-                    name(column)
+                    "; **noise rose after the first look** ({}: {}; its intervals use the whole ladder's spread)",
+                    name(column),
+                    rise.factor()
                 );
             }
         }
