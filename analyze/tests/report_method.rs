@@ -43,6 +43,20 @@ fn value(column: &str, pass: usize, arm: usize) -> String {
     }
 }
 
+/// Asserts that `(lo, hi)`, in percent, is the interval `mean ± half` of log ratios.
+fn assert_interval(what: &str, (lo, hi): (f64, f64), mean: f64, half: f64, tol: f64) {
+    let pct = |l: f64| 100.0 * l.exp_m1();
+    let (want_lo, want_hi) = (pct(mean - half), pct(mean + half));
+    assert!(
+        (lo - want_lo).abs() < tol,
+        "{what}: low {lo}, want {want_lo}"
+    );
+    assert!(
+        (hi - want_hi).abs() < tol,
+        "{what}: high {hi}, want {want_hi}"
+    );
+}
+
 fn sd(v: &[f64]) -> f64 {
     let m = v.iter().sum::<f64>() / v.len() as f64;
     (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
@@ -73,8 +87,7 @@ fn geometric_mean_and_its_interval_by_hand() {
         f.estimate_pct
     );
     assert!(close(f.sem_pct, 100.0 * se));
-    assert!((f.ci_low_pct - 100.0 * ((mean - T975_2 * se).exp() - 1.0)).abs() < 1e-9);
-    assert!((f.ci_high_pct - 100.0 * ((mean + T975_2 * se).exp() - 1.0)).abs() < 1e-9);
+    assert_interval("on", (f.ci_low_pct, f.ci_high_pct), mean, T975_2 * se, 1e-9);
     assert!((f.median_pct - 2.0).abs() < 1e-9);
     assert_eq!(
         (f.n, f.verdict, on.holm_verdict),
@@ -212,16 +225,7 @@ fn controls_are_read_at_level_one_minus_005_over_k() {
     let l: Vec<f64> = ratios[1..].iter().map(|r| r.ln()).collect();
     let mean = l.iter().sum::<f64>() / 4.0;
     let half = 4.176534 * sd(&l) / 2.0;
-    assert!(
-        (c.ci_low_pct - 100.0 * (mean - half).exp_m1()).abs() < 1e-5,
-        "{}",
-        c.ci_low_pct
-    );
-    assert!(
-        (c.ci_high_pct - 100.0 * (mean + half).exp_m1()).abs() < 1e-5,
-        "{}",
-        c.ci_high_pct
-    );
+    assert_interval("null", (c.ci_low_pct, c.ci_high_pct), mean, half, 1e-5);
     assert_eq!(c.holds, Some(true));
     assert_eq!(report.metrics[0].controls[1].level, 0.975);
     assert!(report.qualified);
@@ -366,8 +370,7 @@ fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
     assert_eq!(f.n, 6);
     assert!(close(f.sem_pct, 100.0 * s0 / 6f64.sqrt()), "{}", f.sem_pct);
     let half = T975_2 * s0 / 6f64.sqrt();
-    assert!((f.ci_low_pct - 100.0 * (mean - half).exp_m1()).abs() < 1e-9);
-    assert!((f.ci_high_pct - 100.0 * (mean + half).exp_m1()).abs() < 1e-9);
+    assert_interval("on", (f.ci_low_pct, f.ci_high_pct), mean, half, 1e-9);
     let mut json = Vec::new();
     analyze::export::json::write(&reading, &mut json).unwrap();
     let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
@@ -398,14 +401,7 @@ fn a_stopped_ladder_whose_noise_rose_reads_its_own_spread_and_says_so() {
     let mean = l.iter().sum::<f64>() / 9.0;
     let half = ladder::stats::t975(8) * sd(&l) / 3.0;
     let f = &report.metrics[0].arms[0].figures;
-    assert!(
-        (f.ci_low_pct - 100.0 * (mean - half).exp_m1()).abs() < 1e-9,
-        "{f:?}"
-    );
-    assert!(
-        (f.ci_high_pct - 100.0 * (mean + half).exp_m1()).abs() < 1e-9,
-        "{f:?}"
-    );
+    assert_interval("on", (f.ci_low_pct, f.ci_high_pct), mean, half, 1e-9);
     assert_eq!(report.noise_rose(), vec![("x", rise)]);
     let summary = analyze::export::terminal::summary(&reading.reports);
     assert!(
@@ -442,14 +438,7 @@ fn an_interrupted_ladder_reads_only_the_passes_it_ran() {
     let mean = l.iter().sum::<f64>() / 4.0;
     let half = ladder::stats::t975(3) * sd(&l) / 2.0;
     let f = &report.metrics[0].arms[0].figures;
-    assert!(
-        (f.ci_low_pct - 100.0 * (mean - half).exp_m1()).abs() < 1e-9,
-        "{f:?}"
-    );
-    assert!(
-        (f.ci_high_pct - 100.0 * (mean + half).exp_m1()).abs() < 1e-9,
-        "{f:?}"
-    );
+    assert_interval("on", (f.ci_low_pct, f.ci_high_pct), mean, half, 1e-9);
 }
 
 #[test]
@@ -491,15 +480,7 @@ fn a_pooled_stop_reads_every_arm_with_one_first_look_spread() {
         let series: [f64; 7] = if arm == "on" { on } else { null };
         let l: Vec<f64> = series[1..7].iter().map(|x| x.ln()).collect();
         let mean = l.iter().sum::<f64>() / 6.0;
-        let half = T975_4 * s0 / 6f64.sqrt();
-        assert!(
-            (lo - 100.0 * (mean - half).exp_m1()).abs() < 1e-9,
-            "{arm} low {lo}"
-        );
-        assert!(
-            (hi - 100.0 * (mean + half).exp_m1()).abs() < 1e-9,
-            "{arm} high {hi}"
-        );
+        assert_interval(arm, (lo, hi), mean, T975_4 * s0 / 6f64.sqrt(), 1e-9);
     };
     let m = &report.metrics[0];
     for a in &m.arms {
