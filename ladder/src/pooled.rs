@@ -126,6 +126,12 @@ mod tests {
         let mut gap = v.clone();
         gap[1][2] = None;
         assert!(pooled_spread(&gap, 0..2).0.is_nan());
+        // So is a pass with a value of 0 (a cell that printed no rate), whose log is −∞.
+        let mut three = v.clone();
+        three.push(three[0].clone());
+        let mut zero = three.clone();
+        zero[2][1] = Some(0.0);
+        assert_eq!(pooled_spread(&zero, 0..3), pooled_spread(&v, 0..2));
     }
 
     #[test]
@@ -154,11 +160,15 @@ mod tests {
             metrics: Vec::new(),
             within_s: None,
         };
-        assert_eq!(stop.interval_df(1, 3), 2);
+        assert_eq!(stop.interval_df(1, 4), 2);
         stop.spread = StopSpread::Pooled;
-        assert_eq!(stop.interval_df(1, 3), 4);
-        // The pooled spread's own count, on 3 passes of 3 arms.
-        let v = values(&[&[1.0, 1.0, 1.0], &[1.0, 1.01, 1.02], &[1.0, 1.03, 0.99]]);
-        assert_eq!(pooled_spread(&v, 0..3).1, stop.interval_df(1, 3));
+        assert_eq!(stop.interval_df(1, 4), 6);
+        // The pooled spread's own count, on 3 passes of 4 arms.
+        let v = values(&[
+            &[1.0, 1.0, 1.0, 1.0],
+            &[1.0, 1.01, 1.02, 0.98],
+            &[1.0, 1.03, 0.99, 1.01],
+        ]);
+        assert_eq!(pooled_spread(&v, 0..3).1, stop.interval_df(1, 4));
     }
 }
