@@ -73,16 +73,21 @@ impl BreakdownCells {
 
     /// The cell of `arm` in `pass` ran, with this total on its row 0 (NaN: none).
     pub fn record_total(&mut self, pass: usize, arm: usize, total: f64) {
-        let at = pass * self.arms + arm;
+        let at = self.at(pass, arm);
         self.ran[at] = true;
         self.totals[at] = total;
     }
 
     /// That cell printed a row of `key` (NaN: a value or count that is not a number).
     pub fn record(&mut self, pass: usize, arm: usize, key: &str, value: f64, launches: f64) {
-        let (k, at) = (self.key_index(key), pass * self.arms + arm);
+        let (k, at) = (self.key_index(key), self.at(pass, arm));
         self.values[k][at] = value;
         self.launches[k][at] = launches;
+    }
+
+    /// The index of the cell of `arm` in `pass` in every per-cell vector.
+    fn at(&self, pass: usize, arm: usize) -> usize {
+        pass * self.arms + arm
     }
 
     fn key_index(&mut self, name: &str) -> usize {
@@ -98,18 +103,18 @@ impl BreakdownCells {
 
     /// Whether the cell of `arm` in `pass` ran.
     pub fn ran(&self, pass: usize, arm: usize) -> bool {
-        self.ran[pass * self.arms + arm]
+        self.ran[self.at(pass, arm)]
     }
 
     /// Whether that cell printed a row of key `k`.
     pub fn printed(&self, k: usize, pass: usize, arm: usize) -> bool {
-        !self.values[k][pass * self.arms + arm].is_nan()
+        !self.values[k][self.at(pass, arm)].is_nan()
     }
 
     /// Key `k`'s value in that cell: 0 when the cell ran without it (the key did not run
     /// there), NaN when the cell did not run.
     pub fn value(&self, k: usize, pass: usize, arm: usize) -> f64 {
-        match (self.ran(pass, arm), self.values[k][pass * self.arms + arm]) {
+        match (self.ran(pass, arm), self.values[k][self.at(pass, arm)]) {
             (false, _) => f64::NAN,
             (true, v) if v.is_nan() => 0.0,
             (true, v) => v,
@@ -118,11 +123,11 @@ impl BreakdownCells {
 
     /// Key `k`'s launches in that cell (NaN where it printed none).
     pub fn launches(&self, k: usize, pass: usize, arm: usize) -> f64 {
-        self.launches[k][pass * self.arms + arm]
+        self.launches[k][self.at(pass, arm)]
     }
 
     /// The cell's total (NaN without one).
     pub fn total(&self, pass: usize, arm: usize) -> f64 {
-        self.totals[pass * self.arms + arm]
+        self.totals[self.at(pass, arm)]
     }
 }

@@ -85,3 +85,17 @@ fn spread(estimates: &[Option<f64>]) -> f64 {
     let min = present.iter().copied().fold(f64::INFINITY, f64::min);
     max - min
 }
+
+#[cfg(test)]
+mod tests {
+    use super::spread;
+
+    #[test]
+    fn the_spread_is_max_minus_min_of_the_estimates_present() {
+        assert_eq!(spread(&[Some(1.0), None, Some(3.5), Some(2.0)]), 2.5);
+        assert_eq!(spread(&[Some(-1.0), Some(-1.5)]), 0.5);
+        for fewer_than_two in [&[Some(1.0), None][..], &[None, None], &[]] {
+            assert!(spread(fewer_than_two).is_nan(), "{fewer_than_two:?}");
+        }
+    }
+}

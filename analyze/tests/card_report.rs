@@ -167,6 +167,12 @@ fn across_ladders_energy_stands_beside_speed() {
         .iter()
         .find(|q| q.quantity == "decode_tok_s:fast-vs-off")
         .unwrap();
+    assert_eq!(
+        speed.energy.len(),
+        1,
+        "one energy metric, once: {:?}",
+        speed.energy
+    );
     let beside = &speed.energy[0];
     assert_eq!(beside.column, "witness_energy_j");
     // 1 % faster at 3 % more power: the energy per cell is 1.03/1.01 of the base's.
@@ -174,7 +180,13 @@ fn across_ladders_energy_stands_beside_speed() {
         let e = estimate.unwrap();
         assert!((e - 100.0 * (1.01 / 1.03 - 1.0)).abs() < 0.2, "{e}");
     }
-    assert!(beside.spread_pp.is_finite());
+    let [a, b] = [0, 1].map(|i| beside.estimates_pct[i].unwrap());
+    assert_eq!(
+        beside.spread_pp,
+        (a - b).abs(),
+        "max − min of the two ladders' estimates"
+    );
+    assert!(beside.spread_pp > 0.0);
     // The energy's own quantities stand beside, not as rows of their own.
     assert!(!reading
         .replications
@@ -191,4 +203,25 @@ fn across_ladders_energy_stands_beside_speed() {
         markdown.contains("<code>witness&#95;energy&#95;j</code>: -1.9"),
         "{markdown}"
     );
+}
+
+#[test]
+fn a_spec_whose_only_metric_is_energy_keeps_its_energy_rows() {
+    let card = SampleCard {
+        energy_metric: true,
+        ..SampleCard::default()
+    };
+    let energy_only = |tag: &str, seed: u64| {
+        let mut s = sample(tag, card.clone());
+        s.metrics.clear();
+        s.seed = seed;
+        s.file_text()
+    };
+    let reading = read("energy-only", &[energy_only("e1", 1), energy_only("e2", 2)]);
+    let energy = reading
+        .replications
+        .iter()
+        .find(|q| q.quantity == "witness_energy_j:fast-vs-off")
+        .expect("with nothing to stand beside, the energy is a row of its own");
+    assert!(energy.energy.is_empty(), "{:?}", energy.energy);
 }
