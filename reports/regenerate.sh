@@ -53,8 +53,8 @@ report known-effect known-effect-floor-h100 raw/known-effect-h200_h100-feb8d09-1
 # Where a pad's wait goes (6a5dd24 beside d5c7e4b's pad), and the known-effect ladder with the fix.
 report known-effect known-effect-parts-h100 raw/known-effect-parts-h200_h100-6a5dd24.csv
 report known-effect known-effect-6a5dd24-h100 raw/known-effect-h200_h100-6a5dd24-k1.csv
-# The pre-registered quick known-effect ladder, twice on one warm H100 (reports/device-2026-12-07-h100).
-report known-effect known-effect-quick-h100 raw/known-effect-quick-h200_h100-6a5dd24-q1.csv raw/known-effect-quick-h200_h100-6a5dd24-q2.csv
+# The pre-registered quick known-effect ladder, four times on two H100s (reports/device-2026-12-07-h100).
+report known-effect known-effect-quick-h100 raw/known-effect-quick-h200_h100-6a5dd24-q1.csv raw/known-effect-quick-h200_h100-6a5dd24-q2.csv raw/known-effect-quick-h200_h100-6a5dd24-q3.csv raw/known-effect-quick-h200_h100-6a5dd24-q4.csv
 report breakdown breakdown-l2-h100-b8415b8 raw/breakdown-l2-h200_h100-b8415b8.csv
 report breakdown breakdown-mtp-h100-b8415b8 raw/breakdown-mtp-h200_h100-b8415b8.csv
 report precision aa-pilot-h100 raw/aa-pilot-h200_h100-b8415b8.csv
