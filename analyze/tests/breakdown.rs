@@ -316,3 +316,30 @@ fn each_side_shows_its_own_launches() {
         (Some(52.0), Some(52.0))
     );
 }
+
+/// Under `[stop]` a key's interval uses its own spread over the first look's passes, whether
+/// the metrics' spread is each arm's or pooled (METHOD.md): a key is no metric, so no
+/// metric's pooled spread is its spread.
+#[test]
+fn under_stop_a_keys_interval_keeps_its_own_first_look_spread() {
+    let read = |spread: Option<ladder::spec::StopSpread>| {
+        let mut s = sample();
+        s.stop = spread.map(|spread| ladder::spec::StopSpec {
+            halfwidth_pct: 0.0001,
+            looks: vec![4, 8],
+            spread,
+            metrics: Vec::new(),
+            within_s: None,
+        });
+        let report = common::one("stop", s.file_text());
+        let m = key(arm(&report, "slow"), "matmul");
+        (m.delta_ci_low, m.delta_ci_high)
+    };
+    let per_arm = read(Some(ladder::spec::StopSpread::PerArm));
+    assert_eq!(read(Some(ladder::spec::StopSpread::Pooled)), per_arm);
+    assert_ne!(
+        read(None),
+        per_arm,
+        "a fixed ladder reads every pass's spread"
+    );
+}
