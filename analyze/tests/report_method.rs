@@ -403,11 +403,22 @@ fn a_stopped_ladder_whose_noise_rose_reads_its_own_spread_and_says_so() {
     let f = &report.metrics[0].arms[0].figures;
     assert_interval("on", (f.ci_low_pct, f.ci_high_pct), mean, half, 1e-9);
     assert_eq!(report.noise_rose(), vec![("x", rise)]);
-    let summary = analyze::export::terminal::summary(&reading.reports);
-    assert!(
-        summary.contains("noise rose after the first look"),
-        "{summary}"
+    // Both summaries name the metric and the factor, in the one sentence.
+    let detail = |metric: &str| {
+        format!(
+            " ({metric}: {}; its intervals use the whole ladder's spread)",
+            rise.factor()
+        )
+    };
+    let terminal = analyze::export::terminal::summary(&reading.reports);
+    let wanted = format!("; noise rose after the first look{}", detail("x"));
+    assert!(terminal.contains(&wanted), "{terminal}");
+    let markdown = analyze::export::markdown::summary(&reading.reports);
+    let wanted = format!(
+        "; **noise rose after the first look**{}",
+        detail("<code>x</code>")
     );
+    assert!(markdown.contains(&wanted), "{markdown}");
 }
 
 #[test]

@@ -70,10 +70,7 @@ fn status(r: &LadderReport) -> String {
 }
 
 fn heading(r: &LadderReport) -> String {
-    let title = match (&r.ladder, &r.tag) {
-        (Some(ladder), Some(tag)) => format!("{} / {}", plain(ladder), plain(tag)),
-        _ => plain(&r.file),
-    };
+    let title = super::status::title(r, plain);
     let mut line = format!("{title}: {}", status(r));
     if r.statistics {
         let _ = write!(line, " ({} analysis passes", r.analysis_passes);
@@ -81,19 +78,12 @@ fn heading(r: &LadderReport) -> String {
             let _ = write!(line, "; stopped at pass {}: {}", s.look, s.reason_words());
         }
         line.push(')');
-        if r.order_sensitive {
-            line.push_str("; order-sensitive");
-        }
-        if r.drifting {
-            line.push_str("; drifts within its passes");
-        }
-        for (column, rise) in r.noise_rose() {
-            let _ = write!(
-                line,
-                "; noise rose after the first look ({}: {}; its intervals use the whole ladder's spread)",
-                plain(column),
-                rise.factor()
-            );
+        for w in super::status::warnings(r, plain) {
+            line.push_str("; ");
+            line.push_str(w.head);
+            if let Some(detail) = w.detail {
+                let _ = write!(line, " ({detail})");
+            }
         }
     }
     line

@@ -8,11 +8,7 @@ use std::fmt::Write;
 pub fn summary(reports: &[LadderReport]) -> String {
     let mut out = String::from("## Summary\n\n");
     for r in reports {
-        // A file whose start record did not parse has no ladder or tag: name the file.
-        let title = match (&r.ladder, &r.tag) {
-            (Some(ladder), Some(tag)) => format!("{} / {}", name(ladder), name(tag)),
-            _ => name(&r.file),
-        };
+        let title = super::super::status::title(r, name);
         let _ = write!(out, "**{title}: {}**", status(r));
         if r.statistics {
             let _ = write!(out, " ({} analysis passes", r.analysis_passes);
@@ -20,19 +16,11 @@ pub fn summary(reports: &[LadderReport]) -> String {
                 let _ = write!(out, "; {}", stop_words(r));
             }
             out.push(')');
-            if r.order_sensitive {
-                out.push_str("; **order-sensitive**");
-            }
-            if r.drifting {
-                out.push_str("; **drifts within its passes**");
-            }
-            for (column, rise) in r.noise_rose() {
-                let _ = write!(
-                    out,
-                    "; **noise rose after the first look** ({}: {}; its intervals use the whole ladder's spread)",
-                    name(column),
-                    rise.factor()
-                );
+            for w in super::super::status::warnings(r, name) {
+                let _ = write!(out, "; **{}**", w.head);
+                if let Some(detail) = w.detail {
+                    let _ = write!(out, " ({detail})");
+                }
             }
         }
         out.push_str("\n\n");
