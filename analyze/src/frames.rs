@@ -255,14 +255,6 @@ fn fill(
 ) -> anyhow::Result<()> {
     let base = ladder.start.base_index();
     let analysis = ladder.analysis_passes();
-    let rows = ladder.rows.len() * series.len();
-    part.series.reserve(rows);
-    part.pass.reserve(rows);
-    part.slot.reserve(rows);
-    part.arm.reserve(rows);
-    part.value.reserve(rows);
-    part.analysis.reserve(rows);
-    part.base.reserve(rows);
     for (id, kind) in series.iter().enumerate() {
         let (name, row) = match kind {
             SeriesKind::Metric(i) => (metrics[*i].column.as_str(), metrics[*i].row),

@@ -379,6 +379,53 @@ fn a_stopped_ladder_reads_its_passes_with_the_first_looks_spread() {
 }
 
 #[test]
+fn a_metric_that_is_not_a_positive_number_in_a_connected_ladder_is_refused_by_line() {
+    // The runner fails such a cell; in a connected file it can only be an edit, and no
+    // statistic may read it as a missing cell.
+    let hand = Hand::new(
+        &[("off", Role::Base), ("on", Role::Arm)],
+        &[("x", Better::Higher)],
+        4,
+    );
+    for bad in ["0", "-1.5", "inf", "NaN", "fast"] {
+        let text = hand.text(|_, p, a| match (p, a) {
+            (2, 1) => bad.to_string(),
+            _ => "100".to_string(),
+        });
+        let line = 1 + text
+            .lines()
+            .position(|l| l.ends_with(&format!(",{bad}")))
+            .unwrap();
+        let Err(error) = common::try_read_with("bad-metric", &[text], false) else {
+            panic!("{bad}: the ladder was read");
+        };
+        let error = format!("{error:#}");
+        assert!(
+            error.contains(&format!(
+                ":{line}: column x is {bad:?}, not a positive number"
+            )),
+            "{bad}: {error}"
+        );
+    }
+}
+
+#[test]
+fn a_ladder_that_stopped_at_its_first_look_is_stopped_not_cut_off() {
+    // Looks at 4 and 10 passes; the first look's spread met the goal, so the ladder ended
+    // there. Stein's rule ran: it is not a fixed ladder cut off before its first look.
+    let hand = stop_hand(vec![4, 10]);
+    let r: [f64; 4] = [1.0, 1.01, 1.011, 1.012];
+    let text = hand.text_until(4, |_, p, a| {
+        format!("{}", 100.0 * if a == 1 { r[p] } else { 1.0 })
+    });
+    let report = common::one("first-look", text);
+    let stop = report.stopped.as_ref().unwrap();
+    assert_eq!((stop.look, stop.first_look, stop.fixed), (4, 4, false));
+    let summary = analyze::export::markdown::summary(std::slice::from_ref(&report));
+    assert!(summary.contains("stopped at look 4"), "{summary}");
+}
+
+#[test]
 fn a_stopped_ladder_whose_noise_rose_reads_its_own_spread_and_says_so() {
     // Looks at 4 and 10 passes (1 warm-up). The first look's 3 analysis passes move by
     // 0.4 % (a need of about 12 passes: it runs to the last look); the 6 after it by 3 %.

@@ -105,6 +105,11 @@ pub fn read(name: &str, texts: &[String]) -> Reading {
 
 /// The same, with `--allow-defects` when asked.
 pub fn read_with(name: &str, texts: &[String], allow_defects: bool) -> Reading {
+    try_read_with(name, texts, allow_defects).unwrap()
+}
+
+/// The same, giving the error `analyze report` would print.
+pub fn try_read_with(name: &str, texts: &[String], allow_defects: bool) -> anyhow::Result<Reading> {
     let dir = std::env::temp_dir().join(format!("analyze_test_{}_{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let paths: Vec<PathBuf> = texts
@@ -125,7 +130,7 @@ pub fn read_with(name: &str, texts: &[String], allow_defects: bool) -> Reading {
         compare: Vec::new(),
         margin_pct: None,
     };
-    let reading = reading::read(&paths, &options).unwrap();
+    let reading = reading::read(&paths, &options);
     std::fs::remove_dir_all(&dir).unwrap();
     reading
 }
