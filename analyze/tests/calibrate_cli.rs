@@ -217,3 +217,27 @@ fn a_reader_that_closes_the_pipe_ends_the_command_without_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
 }
+
+#[test]
+fn the_targets_pool_only_their_models_and_every_model_is_said_in_words() {
+    let out = run(&["ladders/calibrate/aa-rotate-12.toml", "--ladders", "30"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The false-positive targets are set for these four; the models built to break a rule
+    // (a slot effect, carry-over, a noise rise) stay out of their pooled row.
+    assert!(
+        text.contains("\n| independent, random-walk, ar1, heavy-tails | "),
+        "{text}"
+    );
+    for words in [
+        "`independent`: independent normal cells;",
+        "`random-walk`: random-walk drift, step 0.500 % a cell, plus independent noise;",
+        "`ar1`: AR(1) over the cells in time order, ρ 0.7;",
+        "`heavy-tails`: t with 3 df, scaled to the same sd;",
+        "`slot-effect`: slot 0 slower by one noise sd, plus independent noise;",
+        "`carry-over`: a cell after the carrying arm 1.00 % slower, plus independent noise;",
+        "`noise-rise`: independent normal cells whose sd is 3× from the first look on",
+    ] {
+        assert!(text.contains(words), "{words}\n{text}");
+    }
+}

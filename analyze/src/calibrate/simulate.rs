@@ -202,3 +202,211 @@ pub fn simulate(plan: &Plan, model: NoiseModel, scale: &Scale, rng: &mut SmallRn
     }
     grids
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+    /// The largest gap between the draws' empirical distribution and `cdf` (Kolmogorov's D).
+    fn ks_distance(mut draws: Vec<f64>, cdf: impl Fn(f64) -> f64) -> f64 {
+        draws.sort_by(f64::total_cmp);
+        let n = draws.len() as f64;
+        draws
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let f = cdf(x);
+                (f - i as f64 / n).abs().max((f - (i + 1) as f64 / n).abs())
+            })
+            .fold(0.0, f64::max)
+    }
+
+    fn correlation(x: &[f64], y: &[f64]) -> f64 {
+        let n = x.len() as f64;
+        let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+        let cov: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+        let ss = |v: &[f64], m: f64| v.iter().map(|a| (a - m).powi(2)).sum::<f64>();
+        cov / (ss(x, mx) * ss(y, my)).sqrt()
+    }
+
+    /// σ of 1 % a cell and nothing else.
+    const PLAIN: Scale = Scale {
+        sigma: 0.01,
+        walk: 0.0,
+        carry: 0.0,
+        correlation: 0.0,
+    };
+
+    /// The plan of the calibration design `ladders/calibrate/{design}.toml`, no true effects.
+    fn plan(design: &str) -> Plan {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let path = root.join(format!("ladders/calibrate/{design}.toml"));
+        let spec = ladder::spec::Spec::load(&path).unwrap().spec;
+        Plan::of_spec(&spec, None, super::super::Effects::default()).unwrap()
+    }
+
+    /// Every cell of `ladders` simulated ladders with its log value, in time order.
+    fn log_cells(
+        plan: &Plan,
+        model: NoiseModel,
+        scale: Scale,
+        ladders: usize,
+    ) -> Vec<(ladder::order::Cell, f64)> {
+        let mut rng = SmallRng::seed_from_u64(5);
+        let n = plan.order.n_arms();
+        (0..ladders)
+            .flat_map(|_| {
+                let grid = simulate(plan, model, &scale, &mut rng).remove(0);
+                plan.order
+                    .cells()
+                    .map(move |c| (c, grid.values[c.pass * n + c.arm].ln()))
+            })
+            .collect()
+    }
+
+    /// The mean of the log values of the cells `pick` takes, less that of the others.
+    fn mean_gap(cells: &[(ladder::order::Cell, f64)], pick: impl Fn(usize) -> bool) -> f64 {
+        let (mut on, mut off) = ((0.0, 0.0), (0.0, 0.0));
+        for (i, (_, v)) in cells.iter().enumerate() {
+            let side = if pick(i) { &mut on } else { &mut off };
+            *side = (side.0 + v, side.1 + 1.0);
+        }
+        on.0 / on.1 - off.0 / off.1
+    }
+
+    /// Each pass's cell sd in log units over `ladders` simulated ladders of the calibration
+    /// design `design` under `model`, its arms' variances averaged.
+    fn cell_sd_by_pass(design: &str, model: NoiseModel, scale: Scale, ladders: usize) -> Vec<f64> {
+        let plan = plan(design);
+        let (passes, arms) = (plan.order.passes, plan.order.n_arms());
+        let (mut sum, mut sumsq) = (vec![0.0; passes * arms], vec![0.0; passes * arms]);
+        let mut rng = SmallRng::seed_from_u64(3);
+        for _ in 0..ladders {
+            let grid = &simulate(&plan, model, &scale, &mut rng)[0];
+            for (i, v) in grid.values.iter().enumerate() {
+                sum[i] += v.ln();
+                sumsq[i] += v.ln().powi(2);
+            }
+        }
+        let n = ladders as f64;
+        (0..passes)
+            .map(|p| {
+                let variance: f64 = (0..arms)
+                    .map(|a| {
+                        let i = p * arms + a;
+                        (sumsq[i] - sum[i] * sum[i] / n) / (n - 1.0)
+                    })
+                    .sum::<f64>()
+                    / arms as f64;
+                variance.sqrt()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_noise_rises_threefold_at_the_first_look_or_a_fixed_ladders_middle_pass() {
+        // aa-rotate-12: 12 passes, no [stop]: the middle pass is 6. stop-per-arm: looks at 6,
+        // 9, 12 and 16 passes: the first look is pass 6, not its 16 passes' middle, 8.
+        for design in ["aa-rotate-12", "stop-per-arm"] {
+            let sd = cell_sd_by_pass(design, NoiseModel::NoiseRise, PLAIN, 400);
+            for (p, sd) in sd.iter().enumerate() {
+                let want = if p >= 6 { 0.03 } else { 0.01 };
+                assert!((sd / want - 1.0).abs() < 0.1, "{design} pass {p}: {sd}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_random_walk_adds_one_steps_variance_a_cell() {
+        // The walk takes a step before every cell: the t-th cell in time order has variance
+        // σ² + t·w², and a pass of 3 arms holds cells 3p + 1 to 3p + 3.
+        let scale = Scale {
+            walk: 0.005,
+            ..PLAIN
+        };
+        let sd = cell_sd_by_pass("aa-rotate-12", NoiseModel::RandomWalk, scale, 400);
+        for (p, sd) in sd.iter().enumerate() {
+            let steps = 3.0 * p as f64 + 2.0;
+            let want = (0.01f64.powi(2) + steps * 0.005f64.powi(2)).sqrt();
+            assert!((sd / want - 1.0).abs() < 0.1, "pass {p}: {sd}, not {want}");
+        }
+    }
+
+    #[test]
+    fn an_ar1_series_starts_at_zero_and_settles_at_the_cells_variance() {
+        // From 0, the t-th cell has variance σ²·(1 − ρ^(2t)), ρ = 0.7.
+        let sd = cell_sd_by_pass("aa-rotate-12", NoiseModel::Ar1, PLAIN, 400);
+        for (p, sd) in sd.iter().enumerate() {
+            let cells = (3 * p + 1..=3 * p + 3).map(|t| 1.0 - 0.49f64.powi(t as i32));
+            let want = 0.01 * (cells.sum::<f64>() / 3.0).sqrt();
+            assert!((sd / want - 1.0).abs() < 0.1, "pass {p}: {sd}, not {want}");
+        }
+    }
+
+    #[test]
+    fn heavy_tails_are_a_t_with_3_degrees_of_freedom_at_the_cells_sd() {
+        let plan = plan("aa-rotate-12");
+        let cells = log_cells(&plan, NoiseModel::HeavyTails, PLAIN, 400);
+        let t3 = StudentsT::new(0.0, 0.01 / 3f64.sqrt(), 3.0).unwrap();
+        let values: Vec<f64> = cells.iter().map(|(_, v)| *v).collect();
+        // 14 400 cells: Kolmogorov's D exceeds 0.0163 with probability 0.1 %.
+        let d = ks_distance(values, |x| t3.cdf(x));
+        assert!(d < 0.0163, "D = {d}");
+    }
+
+    #[test]
+    fn the_slot_effect_slows_slot_0_by_one_sd() {
+        let cells = log_cells(&plan("aa-rotate-12"), NoiseModel::SlotEffect, PLAIN, 400);
+        let gap = mean_gap(&cells, |i| cells[i].0.slot == 0);
+        assert!((gap + 0.01).abs() < 0.001, "{gap}");
+    }
+
+    #[test]
+    fn carry_over_slows_the_cell_after_the_carrying_arm_only() {
+        let plan = plan("aa-williams-8");
+        let scale = Scale {
+            carry: 0.02,
+            ..PLAIN
+        };
+        let cells = log_cells(&plan, NoiseModel::CarryOver, scale, 400);
+        let per_ladder = plan.order.cells().count();
+        let after_carrier =
+            |i: usize| !i.is_multiple_of(per_ladder) && cells[i - 1].0.arm == plan.carrier;
+        let gap = mean_gap(&cells, after_carrier);
+        assert!((gap + 0.02).abs() < 0.001, "{gap}");
+    }
+
+    #[test]
+    fn normal_draws_are_standard_normal() {
+        let mut rng = SmallRng::seed_from_u64(7);
+        let draws: Vec<f64> = (0..100_000).map(|_| normal(&mut rng)).collect();
+        let phi = Normal::standard();
+        // At 100 000 draws Kolmogorov's D exceeds 0.0062 with probability 0.1 %.
+        let d = ks_distance(draws, |x| phi.cdf(x));
+        assert!(d < 0.0062, "D = {d}");
+    }
+
+    #[test]
+    fn correlated_draws_share_one_factor_and_leave_the_last_metric_independent() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        let (n, rho) = (100_000, 0.6);
+        let draws: Vec<Vec<f64>> = (0..n).map(|_| correlated(3, rho, &mut rng)).collect();
+        let metric = |k: usize| -> Vec<f64> { draws.iter().map(|d| d[k]).collect() };
+        let (a, b, last) = (metric(0), metric(1), metric(2));
+        let phi = Normal::standard();
+        for (k, values) in [&a, &b, &last].into_iter().enumerate() {
+            let d = ks_distance(values.clone(), |x| phi.cdf(x));
+            assert!(d < 0.0062, "metric {k}: D = {d}");
+        }
+        // The sampling sd of a correlation near ρ at n draws is (1 − ρ²)/√n: 0.002 and 0.003.
+        let shared = correlation(&a, &b);
+        assert!((shared - rho).abs() < 0.01, "{shared}");
+        for other in [&a, &b] {
+            let r = correlation(other, &last);
+            assert!(r.abs() < 0.015, "{r}");
+        }
+        assert_eq!(correlated(1, rho, &mut rng).len(), 1);
+    }
+}
