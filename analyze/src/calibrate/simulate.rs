@@ -208,6 +208,7 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
     use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+    use statrs::statistics::Statistics;
 
     /// The largest gap between the draws' empirical distribution and `cdf` (Kolmogorov's D).
     fn ks_distance(mut draws: Vec<f64>, cdf: impl Fn(f64) -> f64) -> f64 {
@@ -224,11 +225,7 @@ mod tests {
     }
 
     fn correlation(x: &[f64], y: &[f64]) -> f64 {
-        let n = x.len() as f64;
-        let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-        let cov: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-        let ss = |v: &[f64], m: f64| v.iter().map(|a| (a - m).powi(2)).sum::<f64>();
-        cov / (ss(x, mx) * ss(y, my)).sqrt()
+        x.covariance(y) / (x.std_dev() * y.std_dev())
     }
 
     /// σ of 1 % a cell and nothing else.
@@ -255,13 +252,12 @@ mod tests {
         ladders: usize,
     ) -> Vec<(ladder::order::Cell, f64)> {
         let mut rng = SmallRng::seed_from_u64(5);
-        let n = plan.order.n_arms();
         (0..ladders)
             .flat_map(|_| {
                 let grid = simulate(plan, model, &scale, &mut rng).remove(0);
                 plan.order
                     .cells()
-                    .map(move |c| (c, grid.values[c.pass * n + c.arm].ln()))
+                    .map(move |c| (c, grid.value(c.pass, c.arm).ln()))
             })
             .collect()
     }
@@ -280,23 +276,14 @@ mod tests {
     /// design `design` under `model`, its arms' variances averaged.
     fn cell_sd_by_pass(design: &str, model: NoiseModel, scale: Scale, ladders: usize) -> Vec<f64> {
         let plan = plan(design);
-        let (passes, arms) = (plan.order.passes, plan.order.n_arms());
-        let (mut sum, mut sumsq) = (vec![0.0; passes * arms], vec![0.0; passes * arms]);
-        let mut rng = SmallRng::seed_from_u64(3);
-        for _ in 0..ladders {
-            let grid = &simulate(&plan, model, &scale, &mut rng)[0];
-            for (i, v) in grid.values.iter().enumerate() {
-                sum[i] += v.ln();
-                sumsq[i] += v.ln().powi(2);
-            }
-        }
-        let n = ladders as f64;
-        (0..passes)
+        let cells = log_cells(&plan, model, scale, ladders);
+        let arms = plan.order.n_arms();
+        (0..plan.order.passes)
             .map(|p| {
-                let variance: f64 = (0..arms)
+                let variance = (0..arms)
                     .map(|a| {
-                        let i = p * arms + a;
-                        (sumsq[i] - sum[i] * sum[i] / n) / (n - 1.0)
+                        let values = cells.iter().filter(|(c, _)| (c.pass, c.arm) == (p, a));
+                        values.map(|(_, v)| *v).variance()
                     })
                     .sum::<f64>()
                     / arms as f64;

@@ -352,13 +352,6 @@ impl Spec {
         self.ok_exit.clone().unwrap_or_else(|| vec![0])
     }
 
-    /// Whether a cell's `ladder_exit`, as the file records it, counts as success.
-    pub fn exit_is_ok(&self, exit: &str) -> bool {
-        self.ok_exit_codes()
-            .iter()
-            .any(|code| code.to_string() == exit)
-    }
-
     /// What the runner does with stdout: `time` mode never parses it, and by default no
     /// mode copies it to the side log, unless `show_output` shows it (and so keeps it).
     pub fn stdout_mode(&self) -> StdoutMode {
