@@ -252,40 +252,15 @@ fn every_export_says_where_the_time_moves() {
     );
 }
 
-/// `text` with `edit` applied to the fields of every row (not the `#` records nor the header);
-/// `edit` gets the fields and a column's index by name.
-fn edit_rows(text: &str, edit: impl Fn(&mut [String], &dyn Fn(&str) -> usize)) -> String {
-    let header: Vec<&str> = text
-        .lines()
-        .find(|l| !l.starts_with('#'))
-        .unwrap()
-        .split(',')
-        .collect();
-    let column = |name: &str| header.iter().position(|c| *c == name).unwrap();
-    let mut seen_header = false;
-    let edited: String = text
-        .lines()
-        .map(|line| {
-            if line.starts_with('#') || !std::mem::replace(&mut seen_header, true) {
-                return format!("{line}\n");
-            }
-            let mut fields: Vec<String> = line.split(',').map(String::from).collect();
-            edit(&mut fields, &column);
-            format!("{}\n", fields.join(","))
-        })
-        .collect();
-    assert_ne!(edited, text, "the edit changed no row");
-    edited
-}
-
 /// A cell that failed (a non-zero exit) printed no breakdown: its pass is left out of its
 /// arm's pairs, not read as keys of 0.
 #[test]
 fn a_cell_that_failed_leaves_its_pass_out_of_the_keys() {
-    let failed = edit_rows(&sample().file_text(), |fields, column| {
-        if fields[column("ladder_pass")] == "3" && fields[column("ladder_arm")] == "slow" {
-            fields[column("ladder_exit")] = "1".into();
+    let failed = common::edit_rows(&sample().file_text(), |row| {
+        if row.get("ladder_pass") == "3" && row.get("ladder_arm") == "slow" {
+            row.set("ladder_exit", 1);
         }
+        true
     });
     let reading = common::read_with("failed_cell", &[failed], true);
     let report = &reading.reports[0];
@@ -299,10 +274,11 @@ fn a_cell_that_failed_leaves_its_pass_out_of_the_keys() {
 /// An arm that launches a key's kernel twice as often shows both sides' launches.
 #[test]
 fn each_side_shows_its_own_launches() {
-    let doubled = edit_rows(&sample().file_text(), |fields, column| {
-        if fields[column("ladder_arm")] == "slow" && fields[column("kernel")] == "matmul" {
-            fields[column("launches_per_token")] = "104".into();
+    let doubled = common::edit_rows(&sample().file_text(), |row| {
+        if row.get("ladder_arm") == "slow" && row.get("kernel") == "matmul" {
+            row.set("launches_per_token", 104);
         }
+        true
     });
     let report = common::one("launches", doubled);
     let matmul = key(arm(&report, "slow"), "matmul");

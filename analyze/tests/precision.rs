@@ -140,8 +140,8 @@ fn the_time_goes_to_start_up_repetitions_and_the_rest() {
 #[test]
 fn a_cell_without_its_wall_is_timed_by_its_timestamps() {
     let text = reps_sample(1, 6, 0.0, 0.0).file_text();
-    let blank = edit_rows(&text, |_, _, _, fields, at| {
-        fields[at("ladder_wall_s")].clear();
+    let blank = common::edit_rows(&text, |row| {
+        row.set("ladder_wall_s", "");
         true
     });
     let report = common::one("time_blank", blank);
@@ -154,10 +154,10 @@ fn a_cell_without_its_wall_is_timed_by_its_timestamps() {
 fn a_negative_or_infinite_time_is_missing() {
     let text = reps_sample(1, 6, 0.0, 0.0).file_text();
     for bad in ["-1.0", "inf"] {
-        let broken = edit_rows(&text, |pass, arm, row, fields, at| {
-            if (pass, arm, row) == (2, "on", 0) {
-                fields[at("timed_seconds")] = bad.to_string();
-                fields[at("startup_seconds")] = bad.to_string();
+        let broken = common::edit_rows(&text, |row| {
+            if row.cell() == (2, "on", 0) {
+                row.set("timed_seconds", bad);
+                row.set("startup_seconds", bad);
             }
             true
         });
@@ -308,34 +308,6 @@ fn unreadable_repetition_rows_are_named() {
     assert!(report.variance_components.is_none());
 }
 
-/// The sample's file with `edit(pass, arm, row, fields)` applied to every data row, `fields`
-/// found by their header names through `at`; a row for which it returns false is dropped.
-fn edit_rows(
-    text: &str,
-    edit: impl Fn(usize, &str, usize, &mut [String], &dyn Fn(&str) -> usize) -> bool,
-) -> String {
-    let mut out = Vec::new();
-    let mut names: Vec<String> = Vec::new();
-    for line in text.lines() {
-        if line.starts_with('#') || names.is_empty() {
-            if !line.starts_with('#') {
-                names = line.split(',').map(str::to_string).collect();
-            }
-            out.push(line.to_string());
-            continue;
-        }
-        let at = |name: &str| names.iter().position(|n| n == name).unwrap();
-        let mut fields: Vec<String> = line.split(',').map(str::to_string).collect();
-        let number = |name: &str| fields[at(name)].parse::<usize>().unwrap();
-        let (pass, row) = (number("ladder_pass"), number("ladder_row"));
-        let arm = fields[at("ladder_arm")].clone();
-        if edit(pass, &arm, row, &mut fields, &at) {
-            out.push(fields.join(","));
-        }
-    }
-    out.join("\n") + "\n"
-}
-
 /// The components of a ladder file, or the note saying why there are none; `name` keeps
 /// tests that run at once out of each other's folders.
 fn components(name: &str, text: String) -> Result<analyze::variance::VarianceComponents, String> {
@@ -371,9 +343,9 @@ fn one_repetition_a_cell_is_refused_with_the_fix() {
 fn a_repetition_value_that_is_not_a_positive_number_is_named() {
     let text = reps_sample(6, 8, 1.0, 2.0).file_text();
     for bad in ["0.000000", "-1.0", "inf"] {
-        let broken = edit_rows(&text, |pass, arm, row, fields, at| {
-            if (pass, arm, row) == (3, "on", 2) {
-                fields[at("decode_tok_s")] = bad.to_string();
+        let broken = common::edit_rows(&text, |row| {
+            if row.cell() == (3, "on", 2) {
+                row.set("decode_tok_s", bad);
             }
             true
         });
@@ -392,13 +364,12 @@ fn a_repetition_value_that_is_not_a_positive_number_is_named() {
 #[test]
 fn the_summary_row_is_never_a_repetition() {
     let text = reps_sample(7, 8, 1.0, 2.0).file_text();
-    let claims_one = edit_rows(&text, |_, _, row, fields, at| {
-        if row == 0 {
-            fields[at("rep")] = "1".into();
+    let claims_one = common::edit_rows(&text, |row| {
+        if row.number("ladder_row") == 0 {
+            row.set("rep", 1);
         }
         true
     });
-    assert_ne!(claims_one, text);
     assert_eq!(
         components("claims", claims_one),
         components("summary", text)
@@ -413,8 +384,9 @@ fn a_pass_without_one_cells_repetitions_is_left_out() {
     // No between-cell spread and a 1 % effect: a pass read as an empty group (a mean of 0
     // against the others' 1 %) would show as a between-cell sd near 0.4 %.
     let text = reps_sample(8, 8, 0.0, 0.1).file_text();
-    let short = edit_rows(&text, |pass, arm, row, _, _| {
-        (pass, arm) != (4, "on") || row == 0
+    let short = common::edit_rows(&text, |row| {
+        let (pass, arm, rep) = row.cell();
+        (pass, arm) != (4, "on") || rep == 0
     });
     let reading = common::read_with("short", &[short], true);
     let v = reading.reports[0].variance_components.clone().unwrap();

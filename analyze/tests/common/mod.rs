@@ -142,3 +142,61 @@ pub fn one(name: &str, text: String) -> LadderReport {
 pub fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1.0)
 }
+
+/// One data row of a ladder file, its fields read and written by column name.
+pub struct Row<'a> {
+    columns: &'a [String],
+    fields: Vec<String>,
+}
+
+impl Row<'_> {
+    pub fn get(&self, column: &str) -> &str {
+        &self.fields[self.at(column)]
+    }
+
+    pub fn number(&self, column: &str) -> usize {
+        self.get(column).parse().unwrap()
+    }
+
+    /// The row's pass, arm and repetition within its cell.
+    pub fn cell(&self) -> (usize, &str, usize) {
+        let arm = self.get("ladder_arm");
+        (self.number("ladder_pass"), arm, self.number("ladder_row"))
+    }
+
+    pub fn set(&mut self, column: &str, value: impl ToString) {
+        let at = self.at(column);
+        self.fields[at] = value.to_string();
+    }
+
+    fn at(&self, column: &str) -> usize {
+        let at = self.columns.iter().position(|c| c == column);
+        at.unwrap_or_else(|| panic!("the ladder has no column {column}"))
+    }
+}
+
+/// The ladder file `text` with every data row passed through `edit`, which drops the rows it
+/// answers false for; comment lines and the header stay as they are.
+pub fn edit_rows(text: &str, mut edit: impl FnMut(&mut Row) -> bool) -> String {
+    let mut columns: Vec<String> = Vec::new();
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.starts_with('#') || columns.is_empty() {
+            if !line.starts_with('#') {
+                columns = line.split(',').map(String::from).collect();
+            }
+            out += &format!("{line}\n");
+            continue;
+        }
+        let fields = line.split(',').map(String::from).collect();
+        let mut row = Row {
+            columns: &columns,
+            fields,
+        };
+        if edit(&mut row) {
+            out += &format!("{}\n", row.fields.join(","));
+        }
+    }
+    assert_ne!(out, text, "the edit changed no row");
+    out
+}
