@@ -162,7 +162,7 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 1.0)]
     pub carry_over_pct: f64,
     /// Only these noise models (comma-separated names, as printed).
-    #[arg(long, value_delimiter = ',', value_parser = NoiseModel::parse)]
+    #[arg(long, value_delimiter = ',', value_enum)]
     pub models: Vec<NoiseModel>,
     /// Print the results as JSON instead of tables.
     #[arg(long)]

@@ -24,6 +24,7 @@ pub use simulate::{NoiseModel, Scale};
 use crate::analysis::{self, Design, MetricReport, MetricSpread};
 use crate::frames::{self, Grid, SeriesKind};
 use anyhow::Context;
+use clap::ValueEnum;
 use ladder::breakdown::BreakdownSpec;
 use ladder::spec::{ArmSpec, Better, MetricSpec, Spec, StopSpec};
 use ladder::stats::{sample_sd, Spread};
@@ -340,7 +341,7 @@ fn scale_of(options: &Options) -> anyhow::Result<Scale> {
 pub fn calibrate(options: &Options) -> anyhow::Result<(Scale, Vec<Rates>)> {
     let scale = scale_of(options)?;
     let models = if options.models.is_empty() {
-        NoiseModel::ALL.to_vec()
+        NoiseModel::value_variants().to_vec()
     } else {
         options.models.clone()
     };

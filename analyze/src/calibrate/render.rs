@@ -119,7 +119,7 @@ Breakdown (METHOD.md \"Breakdown\"; simulated keys with shares ",
             out,
             "| {} | {} | {} | {} | {} | {} | {} |",
             r.spec,
-            r.model.name(),
+            r.model,
             count(&b.false_families),
             b.covered.as_ref().map_or("n/a".into(), count),
             b.resolved.as_ref().map_or("n/a".into(), count),
@@ -138,7 +138,7 @@ fn spec_row(r: &Rates, known: bool, held: bool, rose: bool, out: &mut String) {
     let _ = write!(
         out,
         "| {} | {} [{}, {}] ({}/{}) | {} | {} ({}; {}) | {} | {} | {} | {} |",
-        r.model.name(),
+        r.model,
         pct(r.false_positive_rate),
         pct(r.false_positive_ci.0),
         pct(r.false_positive_ci.1),
@@ -206,15 +206,15 @@ fn pooled_tables(all: &[Rates], scale: &Scale, out: &mut String) {
     for model in &models {
         pooled(
             all.iter().filter(|r| r.model == *model).collect(),
-            model.name(),
+            &model.to_string(),
             out,
         );
     }
     // The models the false-positive targets are set for, pooled, when more than one ran.
-    let names: Vec<&str> = models
+    let names: Vec<String> = models
         .iter()
         .filter(|m| m.targeted())
-        .map(|m| m.name())
+        .map(|m| m.to_string())
         .collect();
     if names.len() > 1 {
         let targeted = all.iter().filter(|r| r.model.targeted()).collect();
@@ -223,7 +223,7 @@ fn pooled_tables(all: &[Rates], scale: &Scale, out: &mut String) {
     out.push_str("\nModels: ");
     let words: Vec<String> = models
         .iter()
-        .map(|m| format!("`{}`: {}", m.name(), m.words(scale)))
+        .map(|m| format!("`{m}`: {}", m.words(scale)))
         .collect();
     out.push_str(&words.join("; "));
     out.push_str(".\n");

@@ -3,12 +3,14 @@
 
 use super::Plan;
 use crate::frames::Grid;
+use clap::ValueEnum;
 use rand::rngs::SmallRng;
 use rand::RngExt;
 use serde::Serialize;
+use std::fmt;
 
 /// How the simulated cells vary around the arms' true levels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum NoiseModel {
     Independent,
@@ -20,46 +22,18 @@ pub enum NoiseModel {
     NoiseRise,
 }
 
+/// Its name as `--models` takes it and the tables print it.
+impl fmt::Display for NoiseModel {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let name = self.to_possible_value().expect("every model has a name");
+        f.write_str(name.get_name())
+    }
+}
+
 /// How much noisier the cells are after the rise, under [`NoiseModel::NoiseRise`].
 const RISE: f64 = 3.0;
 
 impl NoiseModel {
-    pub const ALL: [NoiseModel; 7] = [
-        NoiseModel::Independent,
-        NoiseModel::RandomWalk,
-        NoiseModel::Ar1,
-        NoiseModel::HeavyTails,
-        NoiseModel::SlotEffect,
-        NoiseModel::CarryOver,
-        NoiseModel::NoiseRise,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            NoiseModel::Independent => "independent",
-            NoiseModel::RandomWalk => "random-walk",
-            NoiseModel::Ar1 => "ar1",
-            NoiseModel::HeavyTails => "heavy-tails",
-            NoiseModel::SlotEffect => "slot-effect",
-            NoiseModel::CarryOver => "carry-over",
-            NoiseModel::NoiseRise => "noise-rise",
-        }
-    }
-
-    /// The model named `name`, or an error listing the names.
-    pub fn parse(name: &str) -> Result<NoiseModel, String> {
-        NoiseModel::ALL
-            .into_iter()
-            .find(|m| m.name() == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = NoiseModel::ALL.iter().map(|m| m.name()).collect();
-                format!(
-                    "unknown noise model {name:?}; use some of {}",
-                    names.join(", ")
-                )
-            })
-    }
-
     /// In words, for the tables.
     pub fn words(self, scale: &Scale) -> String {
         match self {
