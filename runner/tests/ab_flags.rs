@@ -75,23 +75,6 @@ fn argv(ladder: &Ladder, arm: usize) -> Vec<String> {
     ladder.start.arms[arm].argv.clone().unwrap()
 }
 
-/// The values of a harness column in the rows of `arm`.
-fn column(ladder: &Ladder, name: &str, arm: usize) -> Vec<String> {
-    let c = ladder.column(name).unwrap();
-    ladder
-        .rows
-        .iter()
-        .filter(|r| r.arm == arm)
-        .map(|r| r.fields.get(c).unwrap().to_string())
-        .collect()
-}
-
-fn hash(path: &Path) -> String {
-    blake3::hash(&std::fs::read(path).unwrap())
-        .to_hex()
-        .to_string()
-}
-
 #[test]
 fn ok_exit_lets_grep_find_nothing_and_its_absence_names_the_flag() {
     let ab = Ab::new();
@@ -108,8 +91,8 @@ fn ok_exit_lets_grep_find_nothing_and_its_absence_names_the_flag() {
     assert_eq!(ab.spec("ab-a-b").ok_exit, Some(vec![0, 1]));
     let ladder = ab.ladder("ab-a-b");
     assert_eq!(ladder.start.spec["ok_exit"], serde_json::json!([0, 1]));
-    assert_eq!(column(&ladder, "ladder_exit", 0), ["1", "1", "1"]);
-    assert_eq!(column(&ladder, "ladder_exit", 1), ["0", "0", "0"]);
+    assert_eq!(common::column(&ladder, "ladder_exit", "a"), ["1", "1", "1"]);
+    assert_eq!(common::column(&ladder, "ladder_exit", "b"), ["0", "0", "0"]);
 }
 
 #[test]
@@ -210,7 +193,7 @@ fn a_shell_runs_each_string_whole_and_is_hashed_like_any_program() {
     assert_eq!(argv(&ladder, 1), ["sh", "-c", "grep -c 7 data.txt"]);
     let shell = ladder.start.arms[0].binary.clone().unwrap();
     assert!(shell.path.ends_with("/sh"), "{}", shell.path);
-    assert_eq!(shell.blake3, hash(Path::new(&shell.path)));
+    assert_eq!(shell.blake3, common::hash(Path::new(&shell.path)));
     assert_eq!(ladder.start.binary.path, shell.path);
 
     let ab = Ab::new();
@@ -237,11 +220,11 @@ fn a_parameter_scan_makes_one_arm_per_value_of_the_one_command() {
     assert_eq!(argv(&ladder, 0), ["sleep", "0.01"]);
     assert_eq!(argv(&ladder, 2), ["sleep", "0.03"]);
     assert_eq!(argv(&ladder, 3), ["sleep", "0.01"]);
-    let wall = |arm: usize| -> f64 {
-        let walls = column(&ladder, "ladder_wall_s", arm);
+    let wall = |arm: &str| -> f64 {
+        let walls = common::column(&ladder, "ladder_wall_s", arm);
         walls.iter().map(|w| w.parse::<f64>().unwrap()).sum::<f64>() / walls.len() as f64
     };
-    assert!(wall(2) > wall(0) + 0.01, "{} {}", wall(2), wall(0));
+    assert!(wall("3") > wall("1") + 0.01, "{} {}", wall("3"), wall("1"));
 
     let ab = Ab::new();
     let step = ["-P", "t", "0.01", "0.02", "--parameter-step", "0.005"];
@@ -292,8 +275,11 @@ fn a_parameter_list_scans_the_values_given() {
     );
     let program = ladder.start.arms[1].binary.clone().unwrap();
     assert!(program.path.ends_with("/false"), "{}", program.path);
-    assert_eq!(program.blake3, hash(Path::new(&program.path)));
-    assert_eq!(column(&ladder, "ladder_exit", 1), ["1", "1", "1"]);
+    assert_eq!(program.blake3, common::hash(Path::new(&program.path)));
+    assert_eq!(
+        common::column(&ladder, "ladder_exit", "false"),
+        ["1", "1", "1"]
+    );
 }
 
 #[test]

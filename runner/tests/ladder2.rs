@@ -76,31 +76,6 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The values of `column` in arm `arm`'s cells, in file order.
-fn column(ladder: &Ladder, column: &str, arm: &str) -> Vec<String> {
-    let c = ladder
-        .column(column)
-        .unwrap_or_else(|| panic!("no column {column}"));
-    let a = ladder
-        .start
-        .arms
-        .iter()
-        .position(|x| x.name == arm)
-        .unwrap();
-    ladder
-        .rows
-        .iter()
-        .filter(|r| r.arm == a)
-        .map(|r| r.fields.get(c).unwrap().to_string())
-        .collect()
-}
-
-fn hash(path: &Path) -> String {
-    blake3::hash(&std::fs::read(path).unwrap())
-        .to_hex()
-        .to_string()
-}
-
 const TOK_S: &str = "\n[[metric]]\ncolumn = \"tok_s\"\nbetter = \"higher\"\n";
 
 #[test]
@@ -118,11 +93,15 @@ fn two_builds_are_two_arms_each_hashed_into_the_start_record() {
     let ladder = bench.ladder();
     assert_eq!(ladder.start.format, "ladder/2");
     let arm = |i: usize| ladder.start.arms[i].binary.clone().unwrap();
-    assert_eq!(arm(0).blake3, hash(&before));
-    assert_eq!(arm(1).blake3, hash(&after));
+    assert_eq!(arm(0).blake3, common::hash(&before));
+    assert_eq!(arm(1).blake3, common::hash(&after));
     assert_ne!(arm(0).blake3, arm(1).blake3);
     assert_eq!(ladder.start.arms[1].argv.as_ref().unwrap()[1], "bench");
-    let speed = |arm: &str| column(&ladder, "tok_s", arm)[0].parse::<f64>().unwrap();
+    let speed = |arm: &str| {
+        common::column(&ladder, "tok_s", arm)[0]
+            .parse::<f64>()
+            .unwrap()
+    };
     assert!((speed("before") - 100.0).abs() < 1.0 && (speed("after") - 150.0).abs() < 1.0);
 }
 
@@ -158,9 +137,9 @@ fn a_build_whose_output_gained_and_lost_columns_is_stored_by_column_name() {
         stderr(&out)
     );
     let ladder = bench.ladder();
-    assert_eq!(column(&ladder, "tok_s", "after"), ["150"; 3]);
-    assert_eq!(column(&ladder, "tok_s", "before"), ["100"; 3]);
-    assert_eq!(column(&ladder, "old", "after"), [""; 3]);
+    assert_eq!(common::column(&ladder, "tok_s", "after"), ["150"; 3]);
+    assert_eq!(common::column(&ladder, "tok_s", "before"), ["100"; 3]);
+    assert_eq!(common::column(&ladder, "old", "after"), [""; 3]);
     assert!(ladder.column("new").is_none());
 }
 
@@ -212,11 +191,11 @@ fn args_arms_append_to_the_command_and_start_up_bytes_stay_equal() {
     assert!(out.status.success(), "{}", stderr(&out));
     let ladder = bench.ladder();
     assert_eq!(
-        column(&ladder, "args", "flagged")[0],
+        common::column(&ladder, "args", "flagged")[0],
         "bench+--a-much-longer-flag+with a value"
     );
-    assert_eq!(column(&ladder, "args", "plain")[0], "bench");
-    assert_eq!(column(&ladder, "args", "elsewhere")[0], "x");
+    assert_eq!(common::column(&ladder, "args", "plain")[0], "bench");
+    assert_eq!(common::column(&ladder, "args", "elsewhere")[0], "x");
     let c = ladder.column("start_bytes").unwrap();
     let sizes: Vec<&str> = ladder
         .rows
@@ -229,10 +208,15 @@ fn args_arms_append_to_the_command_and_start_up_bytes_stay_equal() {
     );
     // The child's resource usage is in every row, and can be a metric.
     for name in ["ladder_user_s", "ladder_sys_s"] {
-        assert!(column(&ladder, name, "plain")[0].parse::<f64>().unwrap() >= 0.0);
+        assert!(
+            common::column(&ladder, name, "plain")[0]
+                .parse::<f64>()
+                .unwrap()
+                >= 0.0
+        );
     }
     assert!(
-        column(&ladder, "ladder_maxrss_kib", "plain")[0]
+        common::column(&ladder, "ladder_maxrss_kib", "plain")[0]
             .parse::<i64>()
             .unwrap()
             > 0
@@ -298,7 +282,7 @@ fn ok_exit_lets_a_legitimate_exit_code_count_as_success() {
     let out = bench.run(&spec);
     assert!(out.status.success(), "{}", stderr(&out));
     let ladder = bench.ladder();
-    assert_eq!(column(&ladder, "ladder_exit", "b"), ["1", "1", "1"]);
+    assert_eq!(common::column(&ladder, "ladder_exit", "b"), ["1", "1", "1"]);
     std::fs::remove_dir_all(bench.out()).unwrap();
     std::fs::write(
         &spec,
@@ -392,7 +376,7 @@ fn a_scan_runs_one_arm_per_value() {
     let names: Vec<&str> = ladder.start.arms.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["100", "125", "150.5", "again"]);
     assert_eq!(ladder.start.arms[0].role, ladder::Role::Base);
-    assert!(column(&ladder, "tok_s", "125")[0].starts_with("125"));
+    assert!(common::column(&ladder, "tok_s", "125")[0].starts_with("125"));
 }
 
 fn ab(dir: &Path, runner: &Path, args: &[&str]) -> Output {
@@ -429,7 +413,7 @@ fn runner_ab_with_two_commands_writes_spec_and_ladder_and_prints_how_to_repeat()
     let file = bench.path("raw/ab-one-two_t.csv");
     let ladder = replay(&std::fs::read(&file).unwrap()).ladder.unwrap();
     assert!(replay(&std::fs::read(&file).unwrap()).verdict.connected);
-    assert_eq!(ladder.start.spec_blake3, hash(&spec));
+    assert_eq!(ladder.start.spec_blake3, common::hash(&spec));
     let names: Vec<&str> = ladder.start.arms.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["one", "two", "one-again"]);
     assert_eq!(ladder.start.arms[0].argv.as_ref().unwrap()[1], "one arg");

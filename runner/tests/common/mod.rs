@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-use ladder::verify::{replay, DefectKind};
+use ladder::verify::{replay, DefectKind, Ladder};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -144,4 +144,29 @@ pub fn defect_kinds(text: &str) -> Vec<DefectKind> {
 /// A finished process's stderr as text.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The values of `column` in arm `arm`'s cells, in file order.
+pub fn column(ladder: &Ladder, column: &str, arm: &str) -> Vec<String> {
+    let c = ladder
+        .column(column)
+        .unwrap_or_else(|| panic!("no column {column}"));
+    let a = ladder
+        .start
+        .arms
+        .iter()
+        .position(|x| x.name == arm)
+        .unwrap();
+    ladder
+        .rows
+        .iter()
+        .filter(|r| r.arm == a)
+        .map(|r| r.fields.get(c).unwrap().to_string())
+        .collect()
+}
+
+pub fn hash(path: &Path) -> String {
+    blake3::hash(&std::fs::read(path).unwrap())
+        .to_hex()
+        .to_string()
 }
