@@ -167,6 +167,46 @@ fn a_key_of_one_side_counts_zero_on_the_other() {
     assert_eq!(pad.closure.adds_up, Some(true), "{:?}", pad.closure);
 }
 
+/// A key the base alone prints counts zero in the arm, and says so.
+#[test]
+fn a_key_of_the_base_alone_is_marked_as_the_bases() {
+    let mut s = sample();
+    let b = s.breakdown.as_mut().unwrap();
+    b.only.push(("base".into(), "warm_cache".into(), 40.0));
+    let report = common::one("base_only", s.file_text());
+    let slow = arm(&report, "slow");
+    let own = key(slow, "warm_cache");
+    assert_eq!(own.only_in, Some("base"));
+    assert_eq!(own.arm_median, 0.0);
+    assert!((own.base_median - 40.0).abs() < 1.0, "{own:?}");
+    assert_eq!(slow.closure.adds_up, Some(true), "{:?}", slow.closure);
+}
+
+/// "Below 1 % of the step" (METHOD.md "Breakdown"): a key at exactly 1 % is shown, one below it
+/// folded.
+#[test]
+fn a_key_at_one_percent_of_the_step_is_shown_and_one_below_it_folded() {
+    let mut s = Sample::new(
+        "edge",
+        "t1",
+        vec![
+            SampleArm::new("base", Role::Base, 0.0),
+            SampleArm::new("other", Role::Arm, 0.0),
+        ],
+    );
+    (s.noise_pct, s.noise_limit_pct) = (0.0, None);
+    s.breakdown = Some(SampleBreakdown {
+        keys: [("big", 98.5), ("at", 1.0), ("below", 0.5)]
+            .map(|(k, v)| (k.to_string(), v, 1.0))
+            .to_vec(),
+        ..SampleBreakdown::default()
+    });
+    let report = common::one("edge", s.file_text());
+    let other = arm(&report, "other");
+    assert!(!key(other, "at").folded, "{:?}", key(other, "at"));
+    assert!(key(other, "below").folded, "{:?}", key(other, "below"));
+}
+
 #[test]
 fn without_a_total_the_closure_is_not_checked() {
     let text = sample()

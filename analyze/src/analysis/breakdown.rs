@@ -364,11 +364,27 @@ fn closure(
     let totals: Vec<f64> = with_totals.iter().map(|(d, _)| *d).collect();
     let gaps: Vec<f64> = with_totals.iter().map(|(d, s)| d - s).collect();
     let gap = interval(&gaps, spread);
-    let readable = gap.ci_low.is_finite() && gap.ci_high.is_finite();
+    // Both ends are the one mean ∓ the one half-width: a finite width is a readable interval.
+    let readable = (gap.ci_high - gap.ci_low).is_finite();
     Closure {
         keys_sum,
         total: Some(interval(&totals, spread)),
         gap: Some(gap),
         adds_up: readable.then_some(gap.ci_low <= 0.0 && 0.0 <= gap.ci_high),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Mean 2, sd 1 over three values: `2 ∓ t(0.975, 2)/√3`.
+    #[test]
+    fn an_interval_is_the_mean_with_its_t_half_width() {
+        let i = interval(&[1.0, 2.0, 3.0], Spread::Own);
+        let half = 4.302653 / 3f64.sqrt();
+        assert_eq!((i.estimate, i.n), (2.0, 3));
+        assert!((i.ci_low - (2.0 - half)).abs() < 1e-5, "{i:?}");
+        assert!((i.ci_high - (2.0 + half)).abs() < 1e-5, "{i:?}");
     }
 }
