@@ -364,8 +364,8 @@ fn closure(
     let totals: Vec<f64> = with_totals.iter().map(|(d, _)| *d).collect();
     let gaps: Vec<f64> = with_totals.iter().map(|(d, s)| d - s).collect();
     let gap = interval(&gaps, spread);
-    // Both ends are the one mean ∓ the one half-width: a finite width is a readable interval.
-    let readable = (gap.ci_high - gap.ci_low).is_finite();
+    // Both ends are the one mean ∓ the one half-width: either end is finite when both are.
+    let readable = gap.ci_high.is_finite();
     Closure {
         keys_sum,
         total: Some(interval(&totals, spread)),
