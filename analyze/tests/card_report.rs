@@ -140,6 +140,26 @@ fn the_round_split_splits_the_energy_into_count_per_round_speed_and_power() {
             .contains("| arm | energy | round count | energy per round | round speed | power |"),
         "{markdown}"
     );
+    // A cell without its energy leaves its pass out of the energy's factors only. A file
+    // reads a missing value as a gap only with its defects: one cell of `null` failed.
+    let gap = common::edit_rows(&s.file_text(), |row| {
+        match (row.get("ladder_pass"), row.get("ladder_arm")) {
+            ("3", "fast") => row.set("decode_j", ""),
+            ("5", "null") => row.set("ladder_exit", 1),
+            _ => {}
+        }
+        true
+    });
+    let reading = read_with("card-split-gap", &[gap], true);
+    let gapped = &reading.reports[0].round_split.as_ref().unwrap().arms[0];
+    let energy = gapped.energy.as_ref().unwrap();
+    assert!(
+        (energy.power_pct - 100.0 * (1.0 / 1.03 - 1.0)).abs() < 1e-4,
+        "{}",
+        energy.power_pct
+    );
+    assert!(energy.energy_pct.is_finite() && energy.j_per_round_pct.is_finite());
+    assert_eq!(gapped.n, fast.n);
     // Without an energy column the split has no energy.
     let mut plain = sample("t2", SampleCard::default());
     plain.split = true;

@@ -328,6 +328,31 @@ fn round_split_is_the_geometric_mean_of_each_factor() {
     );
 }
 
+/// A cell without its round count is left out of the split: its arm's pass and, where the
+/// base lacks it, the whole pass; neither is counted among the cells compared. A file reads
+/// a missing value as a gap only with its defects: a warm-up cell failed.
+#[test]
+fn a_cell_without_its_round_count_is_left_out_of_the_split() {
+    let text = three_arms().text(|column, pass, arm| match (column, pass, arm) {
+        ("spec_rounds", 2, 1) | ("spec_rounds", 3, 0) => String::new(),
+        _ => value(column, pass, arm),
+    });
+    let text = common::edit_rows(&text, |row| {
+        if (row.get("ladder_pass"), row.get("ladder_arm")) == ("0", "null") {
+            row.set("ladder_exit", 1);
+        }
+        true
+    });
+    let report = &common::read_with("split_gaps", &[text], true).reports[0];
+    let split = report.round_split.as_ref().unwrap();
+    // Pass 1 holds every cell, pass 2 all but `on`'s: five cells, one of them differing.
+    assert_eq!((split.cells, split.differing_cells.len()), (5, 1));
+    assert_eq!(split.differing_cells[0].pass, 1);
+    let n: Vec<usize> = split.arms.iter().map(|a| a.n).collect();
+    assert_eq!(n, vec![1, 2]);
+    assert!(close(split.arms[0].count_pct, 25.0));
+}
+
 /// Two arms and one metric over at most 10 passes (1 warm-up), stopping at ±0.5 % at `looks`.
 fn stop_hand(looks: Vec<usize>) -> Hand {
     let mut hand = Hand::new(

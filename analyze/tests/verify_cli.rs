@@ -99,6 +99,28 @@ fn split_cuts_a_file_of_two_runs_into_two_connected_parts() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("never overwritten"));
 }
 
+/// Lines before any start record are a part of their own, which is no connected run: `split`
+/// says where they came from and exits 1.
+#[test]
+fn split_names_the_lines_before_any_start_and_exits_1_when_a_part_is_not_connected() {
+    let dir = tempfile::tempdir().unwrap();
+    let stray = format!("a stray line\n{}", clean_text("a"));
+    std::fs::write(dir.path().join("stray.csv"), &stray).unwrap();
+    let out = analyze(&["split", "stray.csv"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines.len(), 2, "{said}");
+    assert!(
+        lines[0].starts_with(
+            "stray.part0.csv: lines 1..1 of stray.csv (lines before any start record): "
+        ),
+        "{said}"
+    );
+    assert!(lines[1].starts_with("stray.part1.csv: lines 2.."), "{said}");
+    assert!(!lines[1].contains("before any start"), "{said}");
+}
+
 #[test]
 fn verify_prints_plain_text_in_columns_with_colour_only_when_forced() {
     let dir = tempfile::tempdir().unwrap();
