@@ -55,8 +55,8 @@ report known-effect known-effect-parts-h100 raw/known-effect-parts-h200_h100-6a5
 report known-effect known-effect-6a5dd24-h100 raw/known-effect-h200_h100-6a5dd24-k1.csv
 # The pre-registered quick known-effect ladder, four times on two H100s (reports/device-2026-12-07-h100).
 report known-effect known-effect-quick-h100 raw/known-effect-quick-h200_h100-6a5dd24-q1.csv raw/known-effect-quick-h200_h100-6a5dd24-q2.csv raw/known-effect-quick-h200_h100-6a5dd24-q3.csv raw/known-effect-quick-h200_h100-6a5dd24-q4.csv
-# The same ladder with bc5dd53's build of the pad, on ten more H100s (reports/device-2026-12-07b-h100, -07c-h100, -07d-h100).
-report known-effect known-effect-quick-bc5dd53-h100 raw/known-effect-quick-h200_h100-bc5dd53-q5.csv raw/known-effect-quick-h200_h100-bc5dd53-q6.csv raw/known-effect-quick-h200_h100-bc5dd53-q7.csv raw/known-effect-quick-h200_h100-bc5dd53-q8.csv raw/known-effect-quick-h200_h100-bc5dd53-q9.csv raw/known-effect-quick-h200_h100-bc5dd53-q10.csv raw/known-effect-quick-h200_h100-bc5dd53-q11.csv raw/known-effect-quick-h200_h100-bc5dd53-q12.csv raw/known-effect-quick-h200_h100-bc5dd53-q13.csv raw/known-effect-quick-h200_h100-bc5dd53-q14.csv
+# The same ladder with bc5dd53's build of the pad, on eleven more H100s (reports/device-2026-12-07b-h100, -07c-h100, -07d-h100).
+report known-effect known-effect-quick-bc5dd53-h100 raw/known-effect-quick-h200_h100-bc5dd53-q5.csv raw/known-effect-quick-h200_h100-bc5dd53-q6.csv raw/known-effect-quick-h200_h100-bc5dd53-q7.csv raw/known-effect-quick-h200_h100-bc5dd53-q8.csv raw/known-effect-quick-h200_h100-bc5dd53-q9.csv raw/known-effect-quick-h200_h100-bc5dd53-q10.csv raw/known-effect-quick-h200_h100-bc5dd53-q11.csv raw/known-effect-quick-h200_h100-bc5dd53-q12.csv raw/known-effect-quick-h200_h100-bc5dd53-q13.csv raw/known-effect-quick-h200_h100-bc5dd53-q14.csv raw/known-effect-quick-h200_h100-bc5dd53-q15.csv
 report breakdown breakdown-l2-h100-b8415b8 raw/breakdown-l2-h200_h100-b8415b8.csv
 report breakdown breakdown-mtp-h100-b8415b8 raw/breakdown-mtp-h200_h100-b8415b8.csv
 report precision aa-pilot-h100 raw/aa-pilot-h200_h100-b8415b8.csv
