@@ -127,6 +127,101 @@ pub fn tally(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibrate::Effects;
+    use ladder::spec::Spec;
+    use rand::SeedableRng;
+
+    /// The committed breakdown design (base, reflexive, arm), its `arm` arm 25 % slower.
+    fn plan() -> Plan {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let path = root.join("ladders/calibrate/breakdown.toml");
+        let spec = Spec::load(&path).unwrap().spec;
+        let effects = Effects {
+            arm_pct: Some(25.0),
+            control_pct: None,
+        };
+        Plan::of_spec(&spec, None, effects).unwrap()
+    }
+
+    /// The cells' shared deviation in pass `p`: 1 % more each pass.
+    fn deviation(p: usize) -> f64 {
+        100.0 * (1.0 + 0.01 * p as f64)
+    }
+
+    /// A headline grid: each cell its pass's deviation with its arm's true effect on it.
+    fn headline(plan: &Plan) -> Grid {
+        let (passes, arms) = (plan.order.passes, plan.order.n_arms());
+        let mut grid = Grid::new(passes, arms);
+        for p in 0..passes {
+            for a in 0..arms {
+                grid.values[p * arms + a] = deviation(p) * plan.effect[0][a].exp();
+            }
+        }
+        grid
+    }
+
+    fn cells(plan: &Plan, sigma: f64) -> BreakdownCells {
+        let scale = Scale {
+            sigma,
+            walk: 0.0,
+            carry: 0.0,
+            correlation: 0.0,
+        };
+        let spec = plan.breakdown.clone().unwrap();
+        let mut rng = SmallRng::seed_from_u64(1);
+        simulate(plan, &spec, &headline(plan), &scale, &mut rng)
+    }
+
+    #[test]
+    fn without_noise_each_key_is_its_share_of_the_step_moved_by_the_cells_deviation() {
+        let plan = plan();
+        let cells = cells(&plan, 0.0);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b;
+        for p in 0..plan.order.passes {
+            for a in 0..plan.order.n_arms() {
+                let slow = plan.key_effects[a].exp();
+                for (k, share) in SHARES.iter().enumerate() {
+                    let key_slow = if k == 0 { slow } else { 1.0 };
+                    let want = STEP * share * key_slow * deviation(p);
+                    assert!(close(cells.value(k, p, a), want), "k{k} {p} {a}");
+                }
+                // The total is the step, key 0 slowed by its share of the effect.
+                let step = 1.0 + SHARES[0] * (slow - 1.0);
+                assert!(
+                    close(cells.total(p, a), STEP * step * deviation(p)),
+                    "{p} {a}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_resolved_without_a_true_effect_counts_its_arm_even_where_key_0_is_slowed() {
+        let plan = plan();
+        let mut cells = cells(&plan, 0.001);
+        let read = |cells: &BreakdownCells| {
+            let passes = plan.warmup..plan.order.passes;
+            tally(&plan, cells, &plan.key_effects, passes, Spread::Own)
+        };
+        let clean = read(&cells);
+        assert_eq!((clean.families, clean.false_families), (2, 0));
+        assert_eq!((clean.slowed, clean.covered, clean.resolved), (1, 1, 1));
+        assert_eq!((clean.controls, clean.controls_failed), (1, 0));
+        // Key 3 of the slowed arm 10 % slower in every cell: resolved with no true effect.
+        let slow_key_3 = |cells: &mut BreakdownCells, arm: usize| {
+            for p in 0..plan.order.passes {
+                let value = cells.value(3, p, arm);
+                cells.record(p, arm, "k3", value * 1.1, 1.0);
+            }
+        };
+        slow_key_3(&mut cells, 2);
+        let wrong = read(&cells);
+        assert_eq!((wrong.false_families, wrong.controls_failed), (1, 0));
+        // The same in the reflexive arm: its keys' control fails as well.
+        slow_key_3(&mut cells, 1);
+        let failed = read(&cells);
+        assert_eq!((failed.false_families, failed.controls_failed), (2, 1));
+    }
 
     #[test]
     fn the_shares_make_the_whole_step_and_two_fall_below_the_rest_line() {
