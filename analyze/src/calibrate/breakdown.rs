@@ -207,6 +207,7 @@ mod tests {
         assert_eq!((clean.families, clean.false_families), (2, 0));
         assert_eq!((clean.slowed, clean.covered, clean.resolved), (1, 1, 1));
         assert_eq!((clean.controls, clean.controls_failed), (1, 0));
+        assert_eq!((clean.closures, clean.not_adding_up), (2, 0));
         // Key 3 of the slowed arm 10 % slower in every cell: resolved with no true effect.
         let slow_key_3 = |cells: &mut BreakdownCells, arm: usize| {
             for p in 0..plan.order.passes {
@@ -217,6 +218,8 @@ mod tests {
         slow_key_3(&mut cells, 2);
         let wrong = read(&cells);
         assert_eq!((wrong.false_families, wrong.controls_failed), (1, 0));
+        // The keys now add up to 1 % more than the step that was timed.
+        assert_eq!((wrong.closures, wrong.not_adding_up), (2, 1));
         // The same in the reflexive arm: its keys' control fails as well.
         slow_key_3(&mut cells, 1);
         let failed = read(&cells);
