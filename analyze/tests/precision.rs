@@ -136,6 +136,27 @@ fn the_time_goes_to_start_up_repetitions_and_the_rest() {
     assert!(walls > 12.0 * 10.0 && walls < 12.0 * 10.1);
 }
 
+/// The output identity reads each cell's summary row: its repetition rows may print another
+/// digest, or none, without making the cell differ.
+#[test]
+fn the_identity_reads_each_cells_summary_row_not_its_repetitions() {
+    let mut sample = reps_sample(1, 6, 0.0, 0.0);
+    sample.digest = true;
+    let text = common::edit_rows(&sample.file_text(), |row| {
+        if row.number("ladder_row") > 0 && row.get("ladder_arm") == "on" {
+            row.set("output_digest", "");
+        }
+        true
+    });
+    let report = common::one("identity_reps", text);
+    let identity = report.identity.as_ref().unwrap();
+    // Five analysis passes, one arm against the base in each, every output the base's.
+    assert_eq!(
+        (identity.comparisons, identity.identical, identity.distinct),
+        (5, 5, 1)
+    );
+}
+
 /// A cell without its `ladder_wall_s` is timed by its own timestamps.
 #[test]
 fn a_cell_without_its_wall_is_timed_by_its_timestamps() {
