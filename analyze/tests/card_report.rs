@@ -100,6 +100,34 @@ fn a_throttle_under_report_is_listed_and_disqualifies_nothing() {
     );
 }
 
+/// A cell that ran beside another compute process is listed when the witness saw one before
+/// it or after it; a cell that saw none on either side is not.
+#[test]
+fn a_foreign_process_before_or_after_a_cell_lists_that_cell() {
+    let text = common::edit_rows(&sample("f1", SampleCard::default()).file_text(), |row| {
+        match (row.get("ladder_pass"), row.get("ladder_arm")) {
+            ("2", "fast") => row.set("witness_foreign_procs_before", 2),
+            ("5", "null") => row.set("witness_foreign_procs_after", 1),
+            _ => {}
+        }
+        true
+    });
+    let reading = read("foreign", &[text]);
+    let witness = reading.reports[0].witness.as_ref().unwrap();
+    let listed: Vec<(usize, &str, &str)> = witness
+        .foreign_cells
+        .iter()
+        .map(|c| (c.pass, c.arm.as_str(), c.detail.as_str()))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            (2, "fast", "2 foreign process(es) before, 0 after"),
+            (5, "null", "0 foreign process(es) before, 1 after"),
+        ]
+    );
+}
+
 #[test]
 fn the_round_split_splits_the_energy_into_count_per_round_speed_and_power() {
     let mut s = sample(
