@@ -58,11 +58,6 @@ impl Summary {
     pub fn verdict(&self) -> &'static str {
         verdict(self.ci_low, self.ci_high)
     }
-
-    /// The median lies outside the interval: a few passes pull the mean.
-    pub fn pulled(&self) -> bool {
-        self.median < self.ci_low || self.median > self.ci_high
-    }
 }
 
 /// `better` when `(lo, hi)` lies wholly above 0, `worse` wholly below, else `not resolved`.
@@ -127,26 +122,6 @@ mod tests {
         assert_eq!(verdict(-1.0, 1.0), "not resolved");
     }
 
-    #[test]
-    fn the_median_pulls_only_from_outside_the_interval() {
-        let at = |median: f64| Summary {
-            estimate: 1.0,
-            sem: 0.5,
-            ci_low: 0.0,
-            ci_high: 2.0,
-            median,
-            n: 8,
-        };
-        for (median, pulled) in [
-            (1.0, false),
-            (0.0, false),
-            (2.0, false),
-            (-0.1, true),
-            (2.1, true),
-        ] {
-            assert_eq!(at(median).pulled(), pulled, "median {median} in [0, 2]");
-        }
-    }
     use ladder::stats::t_quantile;
 
     #[test]
@@ -171,7 +146,6 @@ mod tests {
         assert!((s.median - 2.0).abs() < 1e-12);
         // The interval reaches below 0 (half-width about 2.4 % around 2 %).
         assert_eq!((s.n, s.verdict()), (3, "not resolved"));
-        assert!(!s.pulled());
     }
 
     #[test]

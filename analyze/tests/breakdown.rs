@@ -338,11 +338,11 @@ fn each_side_shows_its_own_launches() {
 /// metric's pooled spread is its spread.
 #[test]
 fn under_stop_a_keys_interval_keeps_its_own_first_look_spread() {
-    let read = |spread: Option<ladder::spec::StopSpread>| {
+    let read = |spread: Option<ladder::spec::StopSpread>, looks: Vec<usize>| {
         let mut s = sample();
         s.stop = spread.map(|spread| ladder::spec::StopSpec {
             halfwidth_pct: 0.0001,
-            looks: vec![4, 8],
+            looks,
             spread,
             metrics: Vec::new(),
             within_s: None,
@@ -351,11 +351,16 @@ fn under_stop_a_keys_interval_keeps_its_own_first_look_spread() {
         let m = key(arm(&report, "slow"), "matmul");
         (m.delta_ci_low, m.delta_ci_high)
     };
-    let per_arm = read(Some(ladder::spec::StopSpread::PerArm));
-    assert_eq!(read(Some(ladder::spec::StopSpread::Pooled)), per_arm);
-    assert_ne!(
-        read(None),
-        per_arm,
-        "a fixed ladder reads every pass's spread"
+    let per_arm = read(Some(ladder::spec::StopSpread::PerArm), vec![4, 8]);
+    assert_eq!(
+        read(Some(ladder::spec::StopSpread::Pooled), vec![4, 8]),
+        per_arm
+    );
+    let fixed = read(None, Vec::new());
+    assert_ne!(fixed, per_arm, "a fixed ladder reads every pass's spread");
+    assert_eq!(
+        read(Some(ladder::spec::StopSpread::PerArm), vec![20, 30]),
+        fixed,
+        "cut off before its first look, a ladder is read as a fixed one"
     );
 }

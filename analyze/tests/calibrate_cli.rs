@@ -241,3 +241,113 @@ fn the_targets_pool_only_their_models_and_every_model_is_said_in_words() {
         assert!(text.contains(words), "{words}\n{text}");
     }
 }
+
+/// Every table `analyze calibrate` prints has as many cells in each row as in its header
+/// (each optional column in both), under a heading that says what was simulated.
+#[test]
+fn every_table_is_whole_under_a_heading_that_says_what_was_simulated() {
+    let out = run(&[
+        "ladders/calibrate/known-effect.toml",
+        "ladders/calibrate/breakdown.toml",
+        "ladders/calibrate/stop-per-arm.toml",
+        "--models",
+        "independent",
+        "--ladders",
+        "20",
+        "--effect-pct",
+        "1",
+        "--control-effect-pct",
+        "0.1",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with(
+            "20 ladders per spec and model; cell noise 1.000 %; seed 1, true effect 1 % on \
+             the `arm` arms, true effect 0.1 % on the inert controls\n"
+        ),
+        "{text}"
+    );
+    let mut tables = 0;
+    for block in text.split("\n\n") {
+        let rows: Vec<usize> = block
+            .lines()
+            .filter(|l| l.starts_with('|'))
+            .map(|l| l.matches('|').count())
+            .collect();
+        if let Some(&header) = rows.first() {
+            tables += 1;
+            assert!(rows.iter().all(|&r| r == header), "{rows:?} in\n{block}");
+        }
+    }
+    // Three specs, the breakdown's, and the pooled one.
+    assert_eq!(tables, 5, "{text}");
+    assert!(text.contains("Breakdown (METHOD.md"), "{text}");
+}
+
+/// The pooled row of a model adds its false positives over the specs and weighs its other
+/// rates by each spec's ladders; the targeted models pool in a row of their own only when
+/// more than one of them ran.
+#[test]
+fn the_pooled_rows_add_the_counts_and_weigh_the_rates_by_ladders() {
+    let args = [
+        "ladders/calibrate/aa-rotate-6.toml",
+        "ladders/calibrate/aa-williams-12.toml",
+        "--models",
+        "independent,ar1",
+        "--ladders",
+        "60",
+    ];
+    let value = {
+        let out = run(&[&args[..], &["--json"]].concat());
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let text = String::from_utf8(run(&args).stdout).unwrap();
+    let pooled = text.split("Pooled over the specs:").nth(1).unwrap();
+    for model in ["independent", "ar1"] {
+        let rows: Vec<&serde_json::Value> = value["rates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["model"] == model)
+            .collect();
+        let sum = |key: &str| rows.iter().map(|r| r[key].as_u64().unwrap()).sum::<u64>();
+        let (k, n) = (sum("false_positives"), sum("verdicts"));
+        assert!(k > 0 && rows.len() == 2, "{rows:?}");
+        let ladders = sum("ladders") as f64;
+        let weighted = |key: &str| {
+            let total: f64 = rows
+                .iter()
+                .map(|r| r[key].as_f64().unwrap() * r["ladders"].as_f64().unwrap())
+                .sum();
+            format!("{:.1} %", 100.0 * total / ladders)
+        };
+        let row = pooled
+            .lines()
+            .find(|l| l.starts_with(&format!("| {model} |")))
+            .unwrap();
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let rate = format!("{:.1} %", 100.0 * k as f64 / n as f64);
+        assert!(cells[1].starts_with(&rate), "{rate} in {row}");
+        assert!(
+            cells[1].ends_with(&format!("({k}/{n})")),
+            "{k}/{n} in {row}"
+        );
+        assert_eq!(cells[3], weighted("disqualified_rate"), "{row}");
+        assert_eq!(cells[4], weighted("control_failure_rate"), "{row}");
+        assert_eq!(cells[5], weighted("order_sensitive_rate"), "{row}");
+    }
+    assert!(pooled.contains("\n| independent, ar1 | "), "{pooled}");
+    let one =
+        String::from_utf8(run(&[&args[..3], &["independent", "--ladders", "20"]].concat()).stdout)
+            .unwrap();
+    let rows = one.split("Pooled over the specs:").nth(1).unwrap();
+    let data = rows
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| model"))
+        .count();
+    assert_eq!(
+        data, 1,
+        "one targeted model pools in no row of its own:\n{rows}"
+    );
+}

@@ -591,6 +591,63 @@ fn with_binary(text: &str, blake3: &str) -> String {
     format!("{}{blake3}{}", &text[..from], &text[to..])
 }
 
+/// `text` with each arm's own binary in its start record, at the spec binary's path: the
+/// blake3 `blake3s[a]` for arm `a`, as `ladder/2` records build arms.
+fn with_arm_binaries(text: &str, blake3s: &[&str]) -> String {
+    let (start, rest) = text.split_once('\n').expect("a start record line");
+    let json = start
+        .strip_prefix("#ladder-start ")
+        .expect("the start record first");
+    let mut record: serde_json::Value = serde_json::from_str(json).unwrap();
+    let path = record["binary"]["path"].clone();
+    let arms = record["arms"].as_array_mut().expect("the arms");
+    for (arm, blake3) in arms.iter_mut().zip(blake3s) {
+        arm["binary"] = serde_json::json!({"path": path, "blake3": blake3});
+    }
+    format!("#ladder-start {record}\n{rest}")
+}
+
+#[test]
+fn an_arm_shows_its_own_binary_only_where_it_differs_from_the_specs() {
+    let text = three_arms().text(value);
+    let spec = common::one("spec_binary", text.clone())
+        .run
+        .unwrap()
+        .binary_blake3;
+    let other = "0".repeat(64);
+    let report = one(
+        "arm_binaries",
+        with_arm_binaries(&text, &[&spec, &other, &spec]),
+    );
+    let run = report.run.unwrap();
+    let own: Vec<Option<&str>> = run
+        .arms
+        .iter()
+        .map(|a| a.binary.as_ref().map(|b| b.blake3.as_str()))
+        .collect();
+    assert_eq!(own, [None, Some(other.as_str()), None]);
+    assert_eq!(
+        run.arm_binaries(),
+        format!("off={spec} on={other} null={spec}")
+    );
+    let same = one(
+        "arm_binaries_same",
+        with_arm_binaries(&text, &[spec.as_str(); 3]),
+    );
+    assert_eq!(
+        same.run.unwrap().arm_binaries(),
+        spec,
+        "one binary, named once"
+    );
+}
+
+#[test]
+fn a_start_record_whose_card_is_null_ran_on_no_card() {
+    let text = three_arms().text(value);
+    assert!(text.lines().next().unwrap().contains("\"card\":null"));
+    assert_eq!(one("no_card", text).run.unwrap().card_label(), "no card");
+}
+
 #[test]
 fn ladders_of_different_binaries_are_not_called_replications() {
     let text = three_arms().text(value);

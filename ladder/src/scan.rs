@@ -48,6 +48,16 @@ impl ScanSpec {
         }
     }
 
+    /// The scanned values in arm order, as the spec writes them (an argv tail as its words
+    /// joined by spaces): what a report labels each arm with.
+    pub fn labels(&self) -> Option<Vec<String>> {
+        match (&self.values, &self.args) {
+            (Some(values), _) => Some(values.clone()),
+            (None, Some(tails)) => Some(tails.iter().map(|tail| tail.join(" ")).collect()),
+            (None, None) => None,
+        }
+    }
+
     /// `{NAME}` of a parameter scan: what its values replace in the command's words.
     pub fn placeholder(&self) -> Option<String> {
         self.parameter.as_ref().map(|name| placeholder(name))
@@ -109,6 +119,7 @@ mod tests {
         assert_eq!((arms[0].name.as_str(), arms[0].role), ("1", Role::Base));
         assert_eq!((arms[1].name.as_str(), arms[1].role), ("9", Role::Arm));
         assert_eq!(arms[1].env["LEVEL"], "9");
+        assert_eq!(scan.labels(), Some(vec!["1".into(), "9".into()]));
     }
 
     #[test]
@@ -121,6 +132,7 @@ mod tests {
         };
         let arms = scan.arms(&["zstd".into()]);
         assert_eq!(arms[1].name, "-9_-e");
+        assert_eq!(scan.labels(), Some(vec!["-1".into(), "-9 -e".into()]));
         assert_eq!(
             arms[1].args.as_deref(),
             Some(&["-9".to_string(), "-e".to_string()][..])

@@ -27,7 +27,7 @@ use crate::stats::{self, Summary};
 use crate::time_use::ArmTime;
 use crate::variance::VarianceComponents;
 use crate::witness::Witness;
-use ladder::spec::{ArmSpec, Better, Expected, MetricSpec, StopSpread};
+use ladder::spec::{ArmSpec, Better, Expected, MetricSpec, ScanSpec, StopSpread};
 use ladder::stats::{log_ratio, pct_of_log, LogSeries, Spread};
 use ladder::{Defect, Role};
 use serde::Serialize;
@@ -342,7 +342,7 @@ pub fn read(
     report.tag = Some(info.start.tag.clone());
     report.run = Some(run_info::run_info(info));
     report.witness = info.witness.clone();
-    report.scan = scan_values(info);
+    report.scan = info.spec.scan.as_ref().and_then(ScanSpec::labels);
     if !info.analyzed {
         return report;
     }
@@ -447,14 +447,13 @@ pub fn design(info: &LadderInfo, margin_pct: Option<f64>) -> Design {
     design
 }
 
-/// Under `[stop]` a breakdown's keys keep the first look's spread (METHOD.md), unless the
-/// ladder was cut off before it.
+/// Under `[stop]` a breakdown's keys keep the first look's spread (METHOD.md). A ladder cut
+/// off before its first look has fewer passes than that look, and a first look no shorter
+/// than a series is the series' own spread.
 fn breakdown_spread(info: &LadderInfo) -> Spread {
     match &info.spec.stop {
-        Some(stop) if !info.cut_before_first_look() => {
-            stop.first_look_spread(info.start.warmup_passes)
-        }
-        _ => Spread::Own,
+        Some(stop) => stop.first_look_spread(info.start.warmup_passes),
+        None => Spread::Own,
     }
 }
 
@@ -508,15 +507,6 @@ fn stop_point(info: &LadderInfo) -> Option<StopPoint> {
             .map(|s| s.spread)
             .unwrap_or_default(),
     })
-}
-
-fn scan_values(info: &LadderInfo) -> Option<Vec<String>> {
-    let scan = info.spec.scan.as_ref()?;
-    match (&scan.values, &scan.args) {
-        (Some(values), _) => Some(values.clone()),
-        (None, Some(args)) => Some(args.iter().map(|a| a.join(" ")).collect()),
-        _ => None,
-    }
 }
 
 /// The names a quantity's bootstrap seed is made from.
@@ -691,4 +681,104 @@ pub fn disqualifications(metrics: &[MetricReport]) -> Vec<String> {
         }
     }
     reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_pulls_only_from_outside_the_interval() {
+        let at = |median: f64| -> Figures {
+            Summary {
+                estimate: 1.0,
+                sem: 0.5,
+                ci_low: 0.0,
+                ci_high: 2.0,
+                median,
+                n: 8,
+            }
+            .into()
+        };
+        for (median, pulled) in [
+            (1.0, false),
+            (0.0, false),
+            (2.0, false),
+            (-0.1, true),
+            (2.1, true),
+        ] {
+            assert_eq!(at(median).pulled(), pulled, "median {median} in [0, 2]");
+        }
+    }
+
+    #[test]
+    fn a_stop_reason_reads_in_words_and_a_cut_off_ladder_says_so() {
+        let at = |reason: &str, fixed: bool| StopPoint {
+            look: 12,
+            reason: reason.into(),
+            first_look: 6,
+            halfwidth_pct: 0.02,
+            spread: StopSpread::default(),
+            fixed,
+        };
+        let words = |reason, fixed| at(reason, fixed).reason_words().to_string();
+        assert_eq!(words("precision", false), "precision reached");
+        assert_eq!(
+            words("max-passes", false),
+            "the last look, precision not reached"
+        );
+        assert_eq!(
+            words("within", false),
+            "the seconds of [stop] within_s, precision not reached"
+        );
+        assert_eq!(words("unknown", false), "unknown");
+        assert_eq!(
+            words("precision", true),
+            "cut off before its first look, read as a fixed ladder"
+        );
+    }
+
+    #[test]
+    fn a_pass_missing_either_cell_is_left_out_of_the_pairs() {
+        // Three passes of two arms: pass 1 lacks arm 0's cell, pass 2 arm 1's.
+        let mut grid = Grid::new(3, 2);
+        grid.values = vec![100.0, 101.0, f64::NAN, 102.0, 100.0, f64::NAN];
+        let logs = paired_logs(&grid, Better::Higher, 1, 0, 0..3);
+        assert_eq!(logs, vec![(101.0f64 / 100.0).ln()]);
+        let lower = paired_logs(&grid, Better::Lower, 1, 0, 0..3);
+        assert_eq!(lower, vec![(100.0f64 / 101.0).ln()]);
+    }
+
+    /// A grid of `values` and `slots`, pass-major, `arms` wide.
+    fn grid_of(arms: usize, values: &[f64], slots: &[u32]) -> Grid {
+        let mut grid = Grid::new(values.len() / arms, arms);
+        grid.values = values.to_vec();
+        grid.slots = slots.to_vec();
+        grid
+    }
+
+    #[test]
+    fn the_models_read_only_passes_whose_every_cell_has_a_value_and_a_slot() {
+        // Pass 2 lacks arm 0's value (its slot is known), pass 3 has arm 1 in no slot.
+        let values = [100.0, 101.0, 102.0, 103.0, f64::NAN, 105.0, 106.0, 107.0];
+        let grid = grid_of(2, &values, &[0, 1, 1, 0, 0, 1, 1, 2]);
+        let cells = model_cells(&grid, Better::Lower, 0..4).expect("passes 0 and 1");
+        assert_eq!((cells.passes, cells.arms), (2, 2));
+        let y: Vec<f64> = values[..4].iter().map(|v| -v.ln()).collect();
+        assert_eq!(cells.y, y, "lower is better: the logs are negated");
+        assert_eq!(cells.slot, vec![0, 1, 1, 0]);
+        // Pass 0's first cell follows nothing (2 = none); pass 1's arm 1 ran first, after
+        // pass 0's last cell (arm 1), and arm 0 after it.
+        assert_eq!(cells.prev, vec![2, 0, 1, 1]);
+    }
+
+    #[test]
+    fn the_models_need_two_complete_passes_of_two_arms() {
+        let two_by_two = grid_of(2, &[1.0, 2.0, 3.0, 4.0], &[0, 1, 1, 0]);
+        assert!(model_cells(&two_by_two, Better::Higher, 0..2).is_some());
+        assert!(model_cells(&two_by_two, Better::Higher, 0..1).is_none());
+        assert!(model_cells(&two_by_two, Better::Higher, 1..2).is_none());
+        let one_arm = grid_of(1, &[1.0, 2.0, 3.0], &[0, 0, 0]);
+        assert!(model_cells(&one_arm, Better::Higher, 0..3).is_none());
+    }
 }

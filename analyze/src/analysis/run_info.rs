@@ -24,17 +24,18 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
-    /// The card in a few words: its index and name, or `no card`.
+    /// The card in a few words: its index and name, or `no card` (a start record's `"card":
+    /// null` reads as none).
     pub fn card_label(&self) -> String {
         match &self.card {
-            Some(card) if !card.is_null() => {
+            Some(card) => {
                 let index = card.get("index").map_or("?".into(), |i| i.to_string());
                 match card.get("name").and_then(|n| n.as_str()) {
                     Some(name) => format!("card {index} ({name})"),
                     None => format!("card {index}"),
                 }
             }
-            _ => "no card".into(),
+            None => "no card".into(),
         }
     }
 

@@ -310,13 +310,7 @@ pub fn render_ledger(ledger: &Ledger) -> String {
     );
     out.push_str("| host | card | ladders | inert control tests failed [95 % CI] | simulated | ladders with a failed inert control [95 % CI] | simulated | known-effect tests held [95 % CI] | simulated |\n|---|---|---:|---|---:|---|---:|---|---:|\n");
     for r in &ledger.rows {
-        let sim = |c: &Count| {
-            if c.n == 0 {
-                "n/a".to_string()
-            } else {
-                pct(c.rate)
-            }
-        };
+        let sim = |c: &Count| pct(c.rate);
         let real = |c: &Count| {
             if c.n == 0 {
                 "none".to_string()

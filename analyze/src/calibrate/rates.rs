@@ -215,8 +215,12 @@ fn noise_rose(tallies: &[Tally]) -> Option<Count> {
     (!tested.is_empty()).then(|| Count::of(tested.iter().filter(|&&r| r).count(), tested.len()))
 }
 
+/// `k / n`; NaN (written `n/a`) when nothing was counted: no test is no rate of 0.
 pub fn rate(k: usize, n: usize) -> f64 {
-    k as f64 / n.max(1) as f64
+    if n == 0 {
+        return f64::NAN;
+    }
+    k as f64 / n as f64
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {

@@ -7,6 +7,15 @@ use super::Options;
 use ladder::stats::clopper_pearson;
 use std::fmt::Write;
 
+/// A signed percent to three places, `n/a` when there is none.
+fn signed_pct(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:+.3} %")
+    } else {
+        "n/a".into()
+    }
+}
+
 pub fn pct(v: f64) -> String {
     if v.is_finite() {
         format!("{:.1} %", 100.0 * v)
@@ -169,8 +178,8 @@ fn spec_row(r: &Rates, known: bool, held: bool, rose: bool, out: &mut String) {
     }
     let _ = write!(
         out,
-        " {:+.3} % | {} | {:.1} |",
-        r.mean_estimate_pct,
+        " {} | {} | {:.1} |",
+        signed_pct(r.mean_estimate_pct),
         carry_free(r),
         r.mean_passes
     );
@@ -186,9 +195,7 @@ fn spec_row(r: &Rates, known: bool, held: bool, rose: bool, out: &mut String) {
 
 /// The carry-over-free estimates' bias, and how often their intervals held the truth.
 fn carry_free(r: &Rates) -> String {
-    let bias = r
-        .carry_free_bias_pct
-        .map_or("n/a".into(), |b| format!("{b:+.3} %"));
+    let bias = signed_pct(r.carry_free_bias_pct.unwrap_or(f64::NAN));
     match &r.carry_free_held {
         Some(held) => format!("{bias} (held {})", count(held)),
         None => bias,
