@@ -115,7 +115,7 @@ mod tests {
     use super::*;
     use crate::ladder_file::Role;
     use crate::repetitions::{REP_COLUMN, TIMED_COLUMN};
-    use crate::sample::{Sample, SampleArm};
+    use crate::sample::{Noise, Sample, SampleArm, SampleMetric};
 
     fn sample() -> Sample {
         let mut s = Sample::new(
@@ -160,6 +160,51 @@ mod tests {
         let wall = number(0, col(crate::ladder_file::WALL_COLUMN));
         assert_eq!(wall, 1.5 + 2.0 + EXIT_S);
         assert_eq!(cell[0].ended_us - cell[0].started_us, 3_750_000);
+    }
+
+    /// 4000 cells of 4 repetitions: the level moved by the gain, the between-cell sd of 1 %
+    /// and the within-cell sd of 2 % (log units) come back from the draws.
+    #[test]
+    fn a_draw_holds_its_level_and_both_variance_components() {
+        let reps = SampleReps {
+            between_pct: 1.0,
+            within_pct: 2.0,
+            ..SampleReps::new(4, 1.5, 0.5)
+        };
+        let metric = |better| SampleMetric {
+            column: "x".into(),
+            better,
+            level: 100.0,
+            noise_limit_pct: None,
+        };
+        let mut noise = Noise::new(7);
+        let cells: Vec<Vec<f64>> = (0..4000)
+            .map(|_| {
+                let values = reps.draw(&mut noise, &[metric(Better::Higher)], 1.02);
+                values[0].iter().map(|v| v.ln()).collect()
+            })
+            .collect();
+        let means: Vec<f64> = cells.iter().map(|c| c.iter().sum::<f64>() / 4.0).collect();
+        let grand = means.iter().sum::<f64>() / 4000.0;
+        assert!((grand - 102f64.ln()).abs() < 0.0012, "{grand}");
+        let within2 = cells
+            .iter()
+            .zip(&means)
+            .flat_map(|(c, m)| c.iter().map(move |l| (l - m).powi(2)))
+            .sum::<f64>()
+            / (4000.0 * 3.0);
+        assert!(
+            (within2.sqrt() / 0.02 - 1.0).abs() < 0.03,
+            "{}",
+            within2.sqrt()
+        );
+        let means2 = means.iter().map(|m| (m - grand).powi(2)).sum::<f64>() / 3999.0;
+        let between = (means2 - within2 / 4.0).sqrt();
+        assert!((between / 0.01 - 1.0).abs() < 0.1, "{between}");
+        // Lower is better: the gain divides the level.
+        let quiet = SampleReps::new(2, 1.5, 0.5);
+        let lower = quiet.draw(&mut noise, &[metric(Better::Lower)], 1.25);
+        assert_eq!(lower, vec![vec![80.0, 80.0]]);
     }
 
     #[test]
