@@ -93,7 +93,8 @@ pub struct ReportArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Write the markdown report here (e.g. reports/NAME.md); the SVG figures go beside it.
-    /// Without -o and --json the markdown goes to stdout, without figures.
+    /// Without -o, --json, --csv and --summary a terminal gets the summary, a pipe the
+    /// markdown without figures.
     #[arg(short = 'o', long = "out")]
     pub out: Option<PathBuf>,
     /// Write the JSON report here (`-` for stdout).
