@@ -31,7 +31,7 @@ use crate::ladder_file::{
 };
 use crate::order::{Order, Scheme};
 use crate::repetitions::{REP_COLUMN, STARTUP_COLUMN, TIMED_COLUMN};
-use crate::spec::{Better, StopSpec, StopSpread};
+use crate::spec::{Better, Spec, StopSpec, StopSpread};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -105,7 +105,8 @@ pub struct Sample {
     /// The controls' pre-registered equivalence margin; `None` registers none.
     pub equivalence_margin_pct: Option<f64>,
     pub replication_limit_pp: f64,
-    /// A `[stop]` table: the spec carries it and the start record's order its looks.
+    /// A `[stop]` table: the spec carries it, the start record's order its looks, and the file
+    /// ends at the look the rule picks from its first look, as the runner's would.
     pub stop: Option<StopSpec>,
     /// Adds `spec_rounds` and `decode_seconds_mean` and a `[split]` naming them.
     pub split: bool,
@@ -324,6 +325,51 @@ impl Sample {
 
     /// The whole file, `\n`-terminated, exactly as the runner writes it.
     pub fn file_text(&self) -> String {
+        let mut text = self.start_record().to_line();
+        text.push('\n');
+        text.push_str(&csv_line(&self.columns()));
+        text.push('\n');
+        let cells = self.cells();
+        let (passes, stopped) = self.run_length(&text, &cells);
+        let ran = &cells[..passes * self.arms.len()];
+        for cell in ran {
+            text.push_str(&cell.lines);
+        }
+        let end = EndRecord {
+            ended: timestamp(
+                ran.last().map_or(self.started, |c| c.ended) + Duration::microseconds(500),
+            ),
+            cells: ran.len(),
+            reason: None,
+            passes: Some(passes),
+            stopped,
+        };
+        text.push_str(DONE_TAG);
+        text.push_str(&serde_json::to_string(&end).expect("end record serializes"));
+        text.push('\n');
+        text
+    }
+
+    /// The passes the runner would run and why it stopped: under `[stop]`, the plan that the
+    /// first look of `cells` sets (as `verify` recomputes it from the file); else every pass.
+    fn run_length(&self, head: &str, cells: &[CellText]) -> (usize, Option<String>) {
+        if self.stop.is_none() {
+            return (self.passes, None);
+        }
+        let whole: String = std::iter::once(head)
+            .chain(cells.iter().map(|c| c.lines.as_str()))
+            .collect();
+        let ladder = crate::replay(whole.as_bytes())
+            .ladder
+            .expect("a generated ladder replays");
+        let spec = Spec::from_json(&ladder.start.spec).expect("a generated spec parses");
+        let plan = ladder.stop_plan(&spec).expect("a [stop] spec has a plan");
+        let passes = plan.look.min(self.passes);
+        (passes, Some(plan.stopped.as_str().to_string()))
+    }
+
+    /// Every cell of the order, each its rows as text, whatever `[stop]` will keep.
+    fn cells(&self) -> Vec<CellText> {
         let order = Order::new(
             self.scheme,
             self.arms.iter().map(|a| a.name.clone()).collect(),
@@ -331,11 +377,8 @@ impl Sample {
             Some(self.seed),
         );
         let mut noise = Noise::new(self.seed);
-        let mut text = self.start_record().to_line();
-        text.push('\n');
-        text.push_str(&csv_line(&self.columns()));
-        text.push('\n');
         let mut clock = self.started;
+        let mut cells = Vec::with_capacity(order.n_cells());
         for cell in order.cells() {
             let arm = &self.arms[cell.arm];
             let number = cell.pass * self.arms.len() + cell.slot;
@@ -414,22 +457,10 @@ impl Sample {
                 ),
                 (None, None) => vec![row],
             };
-            for row in rows {
-                text.push_str(&csv_line(&row));
-                text.push('\n');
-            }
+            let lines = rows.iter().map(|row| csv_line(row) + "\n").collect();
+            cells.push(CellText { lines, ended });
         }
-        let end = EndRecord {
-            ended: timestamp(clock + Duration::microseconds(500)),
-            cells: order.n_cells(),
-            reason: None,
-            passes: Some(self.passes),
-            stopped: None,
-        };
-        text.push_str(DONE_TAG);
-        text.push_str(&serde_json::to_string(&end).expect("end record serializes"));
-        text.push('\n');
-        text
+        cells
     }
 
     fn witness_fields(&self, cell: usize) -> Vec<String> {
@@ -457,6 +488,12 @@ impl Sample {
         .map(|s| s.to_string())
         .collect()
     }
+}
+
+/// One generated cell: its rows as the file holds them, and when it ended.
+struct CellText {
+    lines: String,
+    ended: DateTime<Utc>,
 }
 
 /// A small seeded generator (splitmix64) so that a sample is the same on every machine.

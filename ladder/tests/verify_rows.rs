@@ -109,27 +109,6 @@ fn a_row_that_continues_a_refused_cell_is_refused_too() {
     );
 }
 
-/// `text` cut after its first `passes` passes, its done record saying so (`cells` cells,
-/// stopped at the precision).
-fn stopped_at(text: &str, passes: usize, cells: usize) -> String {
-    let mut out = String::new();
-    for line in text.lines() {
-        if let Some(json) = line.strip_prefix("#ladder-done ") {
-            let mut done: serde_json::Value = serde_json::from_str(json).unwrap();
-            done["passes"] = passes.into();
-            done["cells"] = cells.into();
-            done["stopped"] = "precision".into();
-            out += &format!("#ladder-done {done}\n");
-        } else if line.starts_with('#')
-            || line.starts_with("ladder_pass")
-            || line.split(',').next().unwrap().parse::<usize>().unwrap() < passes
-        {
-            out += &format!("{line}\n");
-        }
-    }
-    out
-}
-
 /// Three arms over 8 passes under `[stop]` at ±`halfwidth_pct`, looks 4, 6 and 8: the
 /// sample runs all 8.
 fn stop_sample(halfwidth_pct: f64) -> Sample {
@@ -209,8 +188,31 @@ fn a_stop_ladders_done_record_must_name_the_look_the_rule_gives() {
     let text = stop_sample(0.05).file_text();
     let verdict = replay(text.as_bytes()).verdict;
     assert!(verdict.connected, "{:?}", verdict.defects);
-    // At ±50 % it stops at the first: 8 passes are a count mismatch that names look 4.
-    let wide = stop_sample(50.0).file_text();
+    // At ±50 % the runner stops at the first look, and so does the sample.
+    let stopped = stop_sample(50.0).file_text();
+    let verdict = replay(stopped.as_bytes()).verdict;
+    assert!(verdict.connected, "{:?}", verdict.defects);
+    assert_eq!(verdict.cells_found, 12);
+    assert!(
+        stopped.contains(r#""passes":4,"stopped":"precision""#),
+        "{stopped}"
+    );
+    // Its start record over all 8 passes (the same cells, drawn without [stop]) is a count
+    // mismatch that names look 4.
+    let mut fixed = stop_sample(50.0);
+    fixed.stop = None;
+    let head: String = stopped
+        .lines()
+        .take(2)
+        .map(|l| l.to_string() + "\n")
+        .collect();
+    let body: String = fixed
+        .file_text()
+        .lines()
+        .skip(2)
+        .map(|l| l.to_string() + "\n")
+        .collect();
+    let wide = head + &body;
     assert_eq!(
         details(&wide),
         vec![
@@ -220,10 +222,6 @@ fn a_stop_ladders_done_record_must_name_the_look_the_rule_gives() {
     );
     let verdict = replay(wide.as_bytes()).verdict;
     assert_eq!(verdict.defects[0].kind, DefectKind::CountMismatch);
-    // Cut where the rule stops, with the done record the runner writes there: connected.
-    let stopped = stopped_at(&wide, 4, 12);
-    let verdict = replay(stopped.as_bytes()).verdict;
-    assert!(verdict.connected, "{:?}", verdict.defects);
     // The same cells under a done record that names another look: the count agrees, the
     // look does not.
     let misnamed = stopped.replace("\"passes\":4", "\"passes\":6");
