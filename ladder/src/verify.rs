@@ -459,6 +459,7 @@ impl<'o> Replayer<'o> {
                         format!("the runner stopped: {reason}"),
                     );
                 }
+                self.check_end_time(number, &record);
                 self.end = Some((record, number, aborted));
             }
             Err(e) => {
@@ -579,6 +580,18 @@ impl<'o> Replayer<'o> {
             if row.started_us < previous {
                 let detail = "ladder_started is earlier than the previous cell's ladder_ended";
                 self.defect(DefectKind::NonMonotoneTime, row.line, detail.into());
+            }
+        }
+    }
+
+    /// The end record is written once the last cell has ended: a record dated before it was
+    /// not written where it stands.
+    fn check_end_time(&mut self, number: usize, record: &EndRecord) {
+        let ended = parse_timestamp(&record.ended);
+        if let (Some(ended), Some(last)) = (ended, self.last_ended_us) {
+            if ended < last {
+                let detail = "the end record's ended is earlier than the last cell's ladder_ended";
+                self.defect(DefectKind::NonMonotoneTime, number, detail.into());
             }
         }
     }

@@ -234,6 +234,16 @@ fn non_monotone_time() {
         mutate(|l| set_field(l, 4, 3, "2026-11-29T10:00:01.500000Z")),
         vec![]
     );
+    // A done record (line 12) dated before the last cell ended (10:00:17.5) was not written
+    // where it stands; one dated the microsecond that cell ended was.
+    let done_at = |at: &'static str| {
+        mutate(move |l| l[11] = l[11].replace("2026-11-29T10:01:00.000000Z", at))
+    };
+    assert_eq!(
+        done_at("2026-11-29T10:00:17.499999Z"),
+        vec![(DefectKind::NonMonotoneTime, 12)]
+    );
+    assert_eq!(done_at("2026-11-29T10:00:17.500000Z"), vec![]);
 }
 
 #[test]
