@@ -55,7 +55,8 @@ fn stdout_form(outputs: &Outputs, terminal: bool) -> Option<StdoutForm> {
 }
 
 /// Reads `files` and writes every output asked for; without any, the summary goes to a
-/// terminal and the markdown to a pipe. 1 when a file is not one connected run and defects were not allowed.
+/// terminal and the markdown to a pipe. 1 when a file is not one connected run and defects
+/// were not allowed.
 pub fn run(files: &[PathBuf], outputs: &Outputs, options: &Options) -> anyhow::Result<i32> {
     let reading = read(files, options)?;
     if let Some(path) = &outputs.json {

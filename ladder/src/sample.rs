@@ -329,12 +329,14 @@ impl Sample {
         text.push('\n');
         text.push_str(&csv_line(&self.columns()));
         text.push('\n');
+        let head = text.len();
         let cells = self.cells();
-        let (passes, stopped) = self.run_length(&text, &cells);
-        let ran = &cells[..passes * self.arms.len()];
-        for cell in ran {
+        for cell in &cells {
             text.push_str(&cell.lines);
         }
+        let (passes, stopped) = self.run_length(&text);
+        let ran = &cells[..passes * self.arms.len()];
+        text.truncate(head + ran.iter().map(|c| c.lines.len()).sum::<usize>());
         let end = EndRecord {
             ended: timestamp(
                 ran.last().map_or(self.started, |c| c.ended) + Duration::microseconds(500),
@@ -351,15 +353,13 @@ impl Sample {
     }
 
     /// The passes the runner would run and why it stopped: under `[stop]`, the plan that the
-    /// first look of `cells` sets (as `verify` recomputes it from the file); else every pass.
-    fn run_length(&self, head: &str, cells: &[CellText]) -> (usize, Option<String>) {
+    /// first look of `unfinished` (every cell, no done record) sets, as `verify` recomputes it
+    /// from the file; else every pass.
+    fn run_length(&self, unfinished: &str) -> (usize, Option<String>) {
         if self.stop.is_none() {
             return (self.passes, None);
         }
-        let whole: String = std::iter::once(head)
-            .chain(cells.iter().map(|c| c.lines.as_str()))
-            .collect();
-        let ladder = crate::replay(whole.as_bytes())
+        let ladder = crate::replay(unfinished.as_bytes())
             .ladder
             .expect("a generated ladder replays");
         let spec = Spec::from_json(&ladder.start.spec).expect("a generated spec parses");
