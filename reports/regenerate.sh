@@ -55,8 +55,8 @@ report known-effect known-effect-parts-h100 raw/known-effect-parts-h200_h100-6a5
 report known-effect known-effect-6a5dd24-h100 raw/known-effect-h200_h100-6a5dd24-k1.csv
 # The pre-registered quick known-effect ladder, four times on two H100s (reports/device-2026-12-07-h100).
 report known-effect known-effect-quick-h100 raw/known-effect-quick-h200_h100-6a5dd24-q1.csv raw/known-effect-quick-h200_h100-6a5dd24-q2.csv raw/known-effect-quick-h200_h100-6a5dd24-q3.csv raw/known-effect-quick-h200_h100-6a5dd24-q4.csv
-# The same ladder with bc5dd53's build of the pad, on seventeen more H100s (reports/device-2026-12-07b-h100, -07c-h100, -07d-h100, -07e-h100, -07f-h100).
-report known-effect known-effect-quick-bc5dd53-h100 raw/known-effect-quick-h200_h100-bc5dd53-q5.csv raw/known-effect-quick-h200_h100-bc5dd53-q6.csv raw/known-effect-quick-h200_h100-bc5dd53-q7.csv raw/known-effect-quick-h200_h100-bc5dd53-q8.csv raw/known-effect-quick-h200_h100-bc5dd53-q9.csv raw/known-effect-quick-h200_h100-bc5dd53-q10.csv raw/known-effect-quick-h200_h100-bc5dd53-q11.csv raw/known-effect-quick-h200_h100-bc5dd53-q12.csv raw/known-effect-quick-h200_h100-bc5dd53-q13.csv raw/known-effect-quick-h200_h100-bc5dd53-q14.csv raw/known-effect-quick-h200_h100-bc5dd53-q15.csv raw/known-effect-quick-h200_h100-bc5dd53-q16.csv raw/known-effect-quick-h200_h100-bc5dd53-q17.csv raw/known-effect-quick-h200_h100-bc5dd53-q18.csv raw/known-effect-quick-h200_h100-bc5dd53-q19.csv raw/known-effect-quick-h200_h100-bc5dd53-q20.csv raw/known-effect-quick-h200_h100-bc5dd53-q21.csv
+# The same ladder with bc5dd53's build of the pad, on eighteen more H100s (reports/device-2026-12-07b-h100, -07c-h100, -07d-h100, -07e-h100, -07f-h100, -07g-h200).
+report known-effect known-effect-quick-bc5dd53-h100 raw/known-effect-quick-h200_h100-bc5dd53-q5.csv raw/known-effect-quick-h200_h100-bc5dd53-q6.csv raw/known-effect-quick-h200_h100-bc5dd53-q7.csv raw/known-effect-quick-h200_h100-bc5dd53-q8.csv raw/known-effect-quick-h200_h100-bc5dd53-q9.csv raw/known-effect-quick-h200_h100-bc5dd53-q10.csv raw/known-effect-quick-h200_h100-bc5dd53-q11.csv raw/known-effect-quick-h200_h100-bc5dd53-q12.csv raw/known-effect-quick-h200_h100-bc5dd53-q13.csv raw/known-effect-quick-h200_h100-bc5dd53-q14.csv raw/known-effect-quick-h200_h100-bc5dd53-q15.csv raw/known-effect-quick-h200_h100-bc5dd53-q16.csv raw/known-effect-quick-h200_h100-bc5dd53-q17.csv raw/known-effect-quick-h200_h100-bc5dd53-q18.csv raw/known-effect-quick-h200_h100-bc5dd53-q19.csv raw/known-effect-quick-h200_h100-bc5dd53-q20.csv raw/known-effect-quick-h200_h100-bc5dd53-q21.csv raw/known-effect-quick-h200_h100-bc5dd53-q22.csv
 report breakdown breakdown-l2-h100-b8415b8 raw/breakdown-l2-h200_h100-b8415b8.csv
 report breakdown breakdown-mtp-h100-b8415b8 raw/breakdown-mtp-h200_h100-b8415b8.csv
 report precision aa-pilot-h100 raw/aa-pilot-h200_h100-b8415b8.csv
@@ -103,4 +103,11 @@ report precision aa-long-h100 raw/aa-long-pilot-h200_h100-88da899.csv raw/precis
 # first design's first), then long, short; short, long; long, short.
 report precision aa-long-vs-short-h100 raw/precision-aa-h200_h100-88da899-c.csv raw/precision-aa-h200_h100-88da899-d.csv raw/precision-aa-h200_h100-88da899-e.csv raw/precision-aa-long-h200_h100-88da899-c.csv raw/precision-aa-long-h200_h100-88da899-d.csv raw/precision-aa-long-h200_h100-88da899-e.csv
 report precision aa-long-vs-short-pilots-h100 raw/aa-pilot-h200_h100-88da899-c.csv raw/aa-long-pilot-h200_h100-88da899-c.csv
+# The goals on the H200 (reports/device-2026-12-07g-h200): each pilot, the goal ladders planned
+# from it within 120 and 240 s and run twice, and the A/A goal's ±0.005 % planned within 360 s.
+report precision aa-pilot-h200 raw/aa-pilot-h200_h200-bc5dd53.csv
+report precision precision-aa-h200 raw/precision-aa-h200_h200-bc5dd53.csv raw/precision-aa-h200_h200-bc5dd53-b.csv
+report precision precision-aa-0.005-h200 raw/precision-aa-h200_h200-bc5dd53-w360.csv raw/precision-aa-h200_h200-bc5dd53-w360-b.csv
+report precision sweep-pilot-h200 raw/sweep-pilot-h200_h200-bc5dd53.csv
+report precision precision-sweep-h200 raw/precision-sweep-h200_h200-bc5dd53.csv raw/precision-sweep-h200_h200-bc5dd53-b.csv
 python3 reports/l2-sweep-h200/plot.py

@@ -656,6 +656,42 @@ fn plan_within_a_time_refuses_what_does_not_fit_and_cuts_the_looks() {
 }
 
 #[test]
+fn a_time_below_the_repetitions_floor_is_said_to_need_steadier_repetitions() {
+    let path = write(
+        "plan-floor",
+        "pilot.csv",
+        &reps_sample(7, 12, 0.0, 2.0).file_text(),
+    );
+    let model = analyze::plan::pilot(&path).unwrap().model(2);
+    let h = 1.005f64.ln();
+    let (floor, best) = (model.repetitions_floor(h), model.best(h).unwrap().seconds);
+    assert!(floor < best, "{floor} against {best}");
+    let refusal = |within: f64| {
+        let w = format!("{}", within.floor());
+        let o = analyze(&[
+            "plan",
+            path.to_str().unwrap(),
+            "--halfwidth",
+            "0.5",
+            "--within",
+            &w,
+        ]);
+        assert_eq!(o.status.code(), Some(2));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    // Below the floor no start-up saving can help, and the refusal says what would.
+    let below = refusal(0.9 * floor);
+    assert!(
+        below.contains("with no start-up at all its timed repetitions alone would take")
+            && below.contains("only steadier or shorter repetitions bring ±0.5 %"),
+        "{below}"
+    );
+    // Above it (yet short of the cheapest design) a cheaper start-up could: not said.
+    let above = refusal((floor + best) / 2.0);
+    assert!(!above.contains("no start-up at all"), "{above}");
+}
+
+#[test]
 fn or_narrowest_plans_the_narrowest_half_width_that_fits_within() {
     let path = write(
         "plan-or-narrowest",

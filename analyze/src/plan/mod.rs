@@ -212,9 +212,10 @@ fn best(model: &CostModel, pilot: &Pilot, goal: &Goal) -> anyhow::Result<Design>
     })
 }
 
-/// The narrowest half-width a fixed design reaches within `within` seconds, in words.
-fn narrowest_words(model: &CostModel, within: f64) -> String {
-    match model.narrowest_within(within) {
+/// The narrowest half-width a fixed design reaches within `within` seconds, in words, and,
+/// where the goal's repetitions alone take longer, that no cheaper start-up can help.
+fn narrowest_words(model: &CostModel, within: f64, goal: &Goal) -> String {
+    let narrowest = match model.narrowest_within(within) {
         Some((h, d)) => format!(
             "within it the narrowest is ±{:.4} % (r = {}, {} passes, {})",
             100.0 * h.exp_m1(),
@@ -223,14 +224,25 @@ fn narrowest_words(model: &CostModel, within: f64) -> String {
             duration(d.seconds)
         ),
         None => "not even the fewest passes fit in it".into(),
+    };
+    let floor = model.repetitions_floor(goal.h());
+    if floor <= within {
+        return narrowest;
     }
+    format!(
+        "with no start-up at all its timed repetitions alone would take {}, so only steadier or \
+         shorter repetitions bring ±{} % within {}, not a cheaper start-up; {narrowest}",
+        duration(floor),
+        goal.halfwidth_pct,
+        duration(within)
+    )
 }
 
 /// Why the fixed design `best` does not fit `--within`, with the narrowest half-width that
 /// does; `None` when it fits or no time is given.
 fn over_time(model: &CostModel, best: &Design, goal: &Goal) -> Option<String> {
     let within = goal.within_s.filter(|&w| best.seconds > w)?;
-    let narrowest = narrowest_words(model, within);
+    let narrowest = narrowest_words(model, within, goal);
     Some(format!(
         "±{} % takes {} of cells at the least as a fixed design (r = {}, {} passes × {} arms), \
          more than the {} given by --within; {narrowest}",
@@ -361,7 +373,7 @@ fn stop_rule(
                  given by --within; {}: ask for that, or give more time",
                 duration(model.seconds(best.reps, first)),
                 duration(within),
-                narrowest_words(model, within)
+                narrowest_words(model, within, goal)
             );
         }
     }

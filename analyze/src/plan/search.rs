@@ -36,6 +36,9 @@ pub const MIN_ANALYSIS: usize = 2;
 /// process, and the between-cell spread alone is left to narrow.
 pub const MAX_REPS: usize = 1000;
 
+/// `z`, the normal quantile at 0.975: the limit of `t(0.975, k)` from above.
+const Z975: f64 = 1.959_963_985;
+
 impl CostModel {
     /// `v(r)`: the largest variance of a pass's log ratio at `r` repetitions a cell.
     pub fn variance(&self, reps: usize) -> f64 {
@@ -60,6 +63,13 @@ impl CostModel {
             passes,
             seconds: self.seconds(reps, passes),
         }
+    }
+
+    /// The device seconds the timed repetitions alone take to reach `h` (log units), whatever
+    /// the start-up costs: a bound below every design, since `m` passes of `r` repetitions
+    /// need `m·r ≥ z²·max_k(r·s_b,k² + s_w,k²)/h²`, least at `r = 1`.
+    pub fn repetitions_floor(&self, h: f64) -> f64 {
+        self.arms as f64 * self.rep_s * Z975 * Z975 * self.variance(1) / (h * h)
     }
 
     /// The most analysis passes a ladder of these arms may run: the cells a ladder may have
@@ -130,7 +140,7 @@ impl CostModel {
 pub fn analysis_passes(v: f64, h: f64) -> usize {
     let fits = |m: usize| t975(m - 1) * (v / m as f64).sqrt() <= h;
     // t(0.975, ·) exceeds the normal quantile, so no m below z²·v/h² fits: start there.
-    let mut m = ((1.959_963_985 * 1.959_963_985 * v / (h * h)).floor() as usize).max(MIN_ANALYSIS);
+    let mut m = ((Z975 * Z975 * v / (h * h)).floor() as usize).max(MIN_ANALYSIS);
     while !fits(m) {
         m += 1;
     }
@@ -261,6 +271,35 @@ mod tests {
         let mut between = model();
         between.spreads = vec![(1e-4, 0.0)];
         assert_eq!(between.narrowest_within(1e12).unwrap().1.reps, 1);
+    }
+
+    #[test]
+    fn no_design_takes_less_than_the_repetitions_floor_and_a_free_start_up_nears_it() {
+        for (start_s, halfwidth) in [(4.0, 0.2), (0.0, 0.05), (30.0, 0.5), (0.5, 0.1)] {
+            let mut m = model();
+            m.start_s = start_s;
+            let h = (1.0 + halfwidth / 100.0f64).ln();
+            let floor = m.repetitions_floor(h);
+            let (_, _, seconds) = brute_force(&m, h);
+            assert!(
+                floor < seconds,
+                "c0 {start_s} ±{halfwidth}: {floor} ≥ {seconds}"
+            );
+        }
+        // Nothing but repetitions to pay for, all of the spread within a cell and many passes:
+        // t nears z and the cheapest design nears the floor, so the bound is the cost itself.
+        let mut free = model();
+        (free.start_s, free.spreads) = (0.0, vec![(0.0, 0.02f64.powi(2))]);
+        let h = (1.0 + 0.05 / 100.0f64).ln();
+        let (_, _, seconds) = brute_force(&free, h);
+        let floor = free.repetitions_floor(h);
+        assert!(
+            floor < seconds && seconds < 1.01 * floor,
+            "{seconds} against {floor}"
+        );
+        // 3 arms × 0.5 s × z² × 4e-4 / h², at h = 0.001: 2304.9 s.
+        let floor = model().repetitions_floor(0.001);
+        assert!((floor / 2304.875 - 1.0).abs() < 1e-5, "{floor}");
     }
 
     #[test]
